@@ -1,0 +1,85 @@
+"""The Backend protocol: what every place a job can run (local, vertex, mlv1) must offer.
+
+Backends receive a validated `Job` and speak in `Job`s, whatever their wire format, so every
+command works the same on every backend. Each backend says what it cannot do (`unsupported`),
+and the submit path refuses such a job before anything is built or uploaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from aiptrain.errors import Problem
+from aiptrain.spec import Job
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One log line of a job, as Cloud Logging would hold it."""
+
+    timestamp: datetime  # timezone-aware UTC
+    insert_id: str
+    severity: str  # DEFAULT, DEBUG, INFO, WARNING, ERROR, CRITICAL
+    task_name: str  # master-replica-0, worker-replica-1, ps-replica-0, evaluator-replica-0, service
+    message: str
+    trial_id: str | None = None
+
+    @property
+    def cursor(self) -> LogCursor:
+        return LogCursor(self.timestamp, self.insert_id)
+
+
+@dataclass(frozen=True, order=True)
+class LogCursor:
+    """A position in a job's log: entries strictly after (timestamp, insert_id) are new."""
+
+    timestamp: datetime
+    insert_id: str
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """What the CLI knows that a backend may need."""
+
+    project: str
+    region: str | None = None
+    home: Path | None = None
+    api_endpoint: str | None = None
+    verbosity: int = 0
+
+
+class Backend(Protocol):
+    # The registry name (`--backend NAME`).
+    name: ClassVar[str]
+    # Where this backend's packages are staged by default: "local" or "gcs".
+    default_storage: ClassVar[str]
+
+    # Problems with a job this backend cannot run (custom containers locally, ...); [] if none.
+    def unsupported(self, job: Job) -> list[Problem]: ...
+
+    # The exact body `create_job` would send, for --dry-run.
+    def request_body(self, job: Job) -> dict[str, Any]: ...
+
+    # Create the job; returns it as the backend reports it (state QUEUED or later).
+    def create_job(self, job: Job) -> Job: ...
+
+    def get_job(self, job_id: str) -> Job: ...
+
+    # Every job of the project, newest first where the backend can sort.
+    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]: ...
+
+    def cancel_job(self, job_id: str) -> None: ...
+
+    # Log entries after `after` in (timestamp, insert_id) order, at most `limit`.
+    def read_logs(
+        self,
+        job_id: str,
+        *,
+        after: LogCursor | None = None,
+        task_name: str | None = None,
+        limit: int = 1000,
+    ) -> list[LogEntry]: ...

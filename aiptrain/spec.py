@@ -1,0 +1,360 @@
+"""The ml v1 resources as pydantic models, with the REST field names in and out.
+
+`Job` is the one shape everything shares: the request body a submit sends, what the local store
+keeps, what the emulator serves and what `--dry-run --format json` prints. Python attributes are
+snake_case; the wire names are the REST camelCase aliases. int64 fields accept numbers or strings
+and are written as strings, as the REST API does. Unknown fields are errors.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    ValidationError,
+    WithJsonSchema,
+)
+from pydantic.alias_generators import to_camel
+
+from aiptrain.errors import Problem, ValidationFailed
+
+
+def _parse_int64(value: Any) -> Any:
+    """Accept int64 as a JSON number or a decimal string, the way the REST API does."""
+    if isinstance(value, bool):
+        raise ValueError("expected an integer, not a boolean")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.lstrip("-").isdigit():
+            raise ValueError(f"expected an integer, got {value!r}")
+        return int(text)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(f"expected an integer, got {value!r}")
+        return int(value)
+    return value
+
+
+# int64 on the wire: read from a number or a string, always written as a string.
+Int64 = Annotated[
+    int,
+    BeforeValidator(_parse_int64),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string", "format": "int64"}),
+]
+
+
+class ApiModel(BaseModel):
+    """Base of every REST resource: camelCase aliases, unknown fields forbidden."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        use_enum_values=False,
+    )
+
+    def to_api(self) -> dict[str, Any]:
+        """The REST representation: aliases, no unset/None fields, int64 as strings."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class ScaleTier(enum.StrEnum):
+    BASIC = "BASIC"
+    STANDARD_1 = "STANDARD_1"
+    PREMIUM_1 = "PREMIUM_1"
+    BASIC_GPU = "BASIC_GPU"
+    BASIC_TPU = "BASIC_TPU"
+    CUSTOM = "CUSTOM"
+
+
+class JobState(enum.StrEnum):
+    STATE_UNSPECIFIED = "STATE_UNSPECIFIED"
+    QUEUED = "QUEUED"
+    PREPARING = "PREPARING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLING = "CANCELLING"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+
+TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+
+class AcceleratorType(enum.StrEnum):
+    ACCELERATOR_TYPE_UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"
+    NVIDIA_TESLA_K80 = "NVIDIA_TESLA_K80"
+    NVIDIA_TESLA_P100 = "NVIDIA_TESLA_P100"
+    NVIDIA_TESLA_V100 = "NVIDIA_TESLA_V100"
+    NVIDIA_TESLA_P4 = "NVIDIA_TESLA_P4"
+    NVIDIA_TESLA_T4 = "NVIDIA_TESLA_T4"
+    NVIDIA_TESLA_A100 = "NVIDIA_TESLA_A100"
+    TPU_V2 = "TPU_V2"
+    TPU_V3 = "TPU_V3"
+    TPU_V2_POD = "TPU_V2_POD"
+    TPU_V3_POD = "TPU_V3_POD"
+    TPU_V4_POD = "TPU_V4_POD"
+
+
+class Goal(enum.StrEnum):
+    GOAL_TYPE_UNSPECIFIED = "GOAL_TYPE_UNSPECIFIED"
+    MAXIMIZE = "MAXIMIZE"
+    MINIMIZE = "MINIMIZE"
+
+
+class Algorithm(enum.StrEnum):
+    ALGORITHM_UNSPECIFIED = "ALGORITHM_UNSPECIFIED"
+    GRID_SEARCH = "GRID_SEARCH"
+    RANDOM_SEARCH = "RANDOM_SEARCH"
+
+
+class ParameterType(enum.StrEnum):
+    PARAMETER_TYPE_UNSPECIFIED = "PARAMETER_TYPE_UNSPECIFIED"
+    DOUBLE = "DOUBLE"
+    INTEGER = "INTEGER"
+    CATEGORICAL = "CATEGORICAL"
+    DISCRETE = "DISCRETE"
+
+
+class ScaleType(enum.StrEnum):
+    NONE = "NONE"
+    UNIT_LINEAR_SCALE = "UNIT_LINEAR_SCALE"
+    UNIT_LOG_SCALE = "UNIT_LOG_SCALE"
+    UNIT_REVERSE_LOG_SCALE = "UNIT_REVERSE_LOG_SCALE"
+
+
+class AcceleratorConfig(ApiModel):
+    count: Int64 | None = None
+    type: AcceleratorType | None = None
+
+
+class DiskConfig(ApiModel):
+    boot_disk_size_gb: int | None = None
+    boot_disk_type: str | None = None
+
+
+class ReplicaConfig(ApiModel):
+    accelerator_config: AcceleratorConfig | None = None
+    image_uri: str | None = None
+    tpu_tf_version: str | None = None
+    container_command: list[str] | None = None
+    container_args: list[str] | None = None
+    disk_config: DiskConfig | None = None
+
+
+class Scheduling(ApiModel):
+    max_running_time: str | None = None
+    max_wait_time: str | None = None
+    priority: int | None = None
+
+
+class EncryptionConfig(ApiModel):
+    kms_key_name: str | None = None
+
+
+class ParameterSpec(ApiModel):
+    parameter_name: str | None = None
+    type: ParameterType | None = None
+    min_value: float | None = None
+    max_value: float | None = None
+    categorical_values: list[str] | None = None
+    discrete_values: list[float] | None = None
+    scale_type: ScaleType | None = None
+
+
+class HyperparameterSpec(ApiModel):
+    goal: Goal | None = None
+    params: list[ParameterSpec] | None = None
+    max_trials: int | None = None
+    max_parallel_trials: int | None = None
+    max_failed_trials: int | None = None
+    hyperparameter_metric_tag: str | None = None
+    resume_previous_job_id: str | None = None
+    enable_trial_early_stopping: bool | None = None
+    algorithm: Algorithm | None = None
+
+
+class TrainingInput(ApiModel):
+    scale_tier: ScaleTier | None = None
+    master_type: str | None = None
+    master_config: ReplicaConfig | None = None
+    worker_type: str | None = None
+    worker_config: ReplicaConfig | None = None
+    parameter_server_type: str | None = None
+    parameter_server_config: ReplicaConfig | None = None
+    evaluator_type: str | None = None
+    evaluator_config: ReplicaConfig | None = None
+    worker_count: Int64 | None = None
+    parameter_server_count: Int64 | None = None
+    evaluator_count: Int64 | None = None
+    package_uris: list[str] | None = None
+    python_module: str | None = None
+    args: list[str] | None = None
+    hyperparameters: HyperparameterSpec | None = None
+    region: str | None = None
+    job_dir: str | None = None
+    runtime_version: str | None = None
+    python_version: str | None = None
+    network: str | None = None
+    service_account: str | None = None
+    encryption_config: EncryptionConfig | None = None
+    scheduling: Scheduling | None = None
+    use_chief_in_tf_config: bool | None = None
+    enable_web_access: bool | None = None
+
+
+class FinalMetric(ApiModel):
+    training_step: Int64 | None = None
+    objective_value: float | None = None
+
+
+class HyperparameterOutput(ApiModel):
+    trial_id: str | None = None
+    hyperparameters: dict[str, str] | None = None
+    final_metric: FinalMetric | None = None
+    all_metrics: list[FinalMetric] | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    state: JobState | None = None
+    is_trial_stopped_early: bool | None = None
+    web_access_uris: dict[str, str] | None = None
+
+
+class TrainingOutput(ApiModel):
+    completed_trial_count: Int64 | None = None
+    consumed_m_l_units: float | None = None
+    trials: list[HyperparameterOutput] | None = None
+    hyperparameter_metric_tag: str | None = None
+    is_hyperparameter_tuning_job: bool | None = None
+    is_built_in_algorithm_job: bool | None = None
+    web_access_uris: dict[str, str] | None = None
+
+
+class Job(ApiModel):
+    job_id: str | None = None
+    labels: dict[str, str] | None = None
+    training_input: TrainingInput | None = None
+    training_output: TrainingOutput | None = None
+    create_time: str | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    state: JobState | None = None
+    error_message: str | None = None
+    etag: str | None = None
+    job_position: Int64 | None = None
+
+
+# `consumedMLUnits` does not follow the generic camelCase rule; give it its REST spelling.
+TrainingOutput.model_fields["consumed_m_l_units"].alias = "consumedMLUnits"
+TrainingOutput.model_rebuild(force=True)
+Job.model_rebuild(force=True)
+
+
+def field_aliases(model: type[BaseModel]) -> dict[str, str]:
+    """REST name -> Python attribute name of a model's fields."""
+    return {(info.alias or name): name for name, info in model.model_fields.items()}
+
+
+def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class that holds the field at `loc` (a pydantic error location of REST names)."""
+    current: type[BaseModel] = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        attr = field_aliases(current).get(part)
+        if attr is None:
+            return None
+        annotation = current.model_fields[attr].annotation
+        nested = _first_model_in(annotation)
+        if nested is None:
+            return None
+        current = nested
+    return current
+
+
+def _first_model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _first_model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _dotted(loc: tuple[int | str, ...], prefix: str) -> str:
+    text = prefix
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text = f"{text}.{part}" if text else str(part)
+    return text
+
+
+def problems_from_validation(
+    error: ValidationError, model: type[BaseModel], prefix: str = ""
+) -> list[Problem]:
+    """Turn pydantic's errors into Problems with REST paths and 'did you mean' hints."""
+    problems: list[Problem] = []
+    for item in error.errors():
+        loc = tuple(item["loc"])
+        path = _dotted(loc, prefix)
+        kind = item["type"]
+        if kind == "extra_forbidden":
+            owner = _model_at(model, loc)
+            known = sorted(field_aliases(owner)) if owner else []
+            name = str(loc[-1])
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"did you mean `{close[0]}`?" if close else None
+            if hint is None and known:
+                hint = "known fields: " + ", ".join(known)
+            problems.append(Problem(path, "unknown field", hint))
+        elif kind == "enum":
+            expected = item.get("ctx", {}).get("expected", "")
+            value = item.get("input")
+            choices = [c.strip().strip("'") for c in expected.replace(" or ", ",").split(",") if c.strip()]
+            close = difflib.get_close_matches(str(value).upper().replace("-", "_"), choices, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else f"use one of: {', '.join(choices)}"
+            problems.append(Problem(path, f"{value!r} is not a valid value", hint))
+        else:
+            message = item["msg"].removeprefix("Value error, ")
+            problems.append(Problem(path, message[0].lower() + message[1:]))
+    return problems
+
+
+def parse_job(data: Any, *, source: str = "") -> Job:
+    """Build a Job from REST-shaped data, reporting every problem at once.
+
+    `source` prefixes paths in messages (for example the --config file name).
+    """
+    if not isinstance(data, Mapping):
+        where = source or "job"
+        raise ValidationFailed(
+            [Problem(where, f"expected a mapping of Job fields, got {type(data).__name__}",
+                     "the file must hold a Job such as `trainingInput: {scaleTier: BASIC}`")]
+        )
+    try:
+        return Job.model_validate(dict(data))
+    except ValidationError as error:
+        problems = problems_from_validation(error, Job)
+        if source:
+            problems = [Problem(f"{source}: {p.path}", p.message, p.hint) for p in problems]
+        raise ValidationFailed(problems) from None
+
+
+def job_from_api(data: Mapping[str, Any]) -> Job:
+    """Parse a Job received from a backend; errors here are bugs or incompatible servers."""
+    return Job.model_validate(dict(data))
