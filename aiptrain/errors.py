@@ -89,3 +89,11 @@ class InternalError(AiptrainError):
     """A bug in aiptrain."""
 
     exit_code = EXIT_INTERNAL
+
+
+class TransientError(OperationalError):
+    """A failure worth retrying (HTTP 429/5xx, a dropped connection); followers keep going."""
+
+    def __init__(self, message: str, *, hint: str | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after = retry_after
