@@ -1,1 +1,20 @@
 """Object stores: GCS (google-cloud-storage) and the local directory the local backend uses."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aiptrain.storage.base import ObjectStore
+
+
+def open_store(kind: str, *, project: str | None = None) -> ObjectStore:
+    """The store packages are staged in: "local" ($AIPTRAIN_HOME/storage) or "gcs"."""
+    if kind == "local":
+        from aiptrain.paths import aiptrain_home
+        from aiptrain.storage.local import LocalObjectStore
+
+        return LocalObjectStore(aiptrain_home() / "storage")
+    from aiptrain.storage.gcs import GcsObjectStore
+
+    return GcsObjectStore(project=project)

@@ -1,0 +1,3 @@
+from aiptrain.cli.main import main
+
+main()

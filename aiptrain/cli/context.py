@@ -1,0 +1,109 @@
+"""Options every command shares, and the context object built from them.
+
+Each option can also come from an `AIPTRAIN_*` environment variable (named in its help), so a
+CI pipeline sets them once. They are accepted after the command name, where gcloud users put them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from aiptrain.backends.base import Backend
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_LOCAL_PROJECT = "local-project"
+
+
+@dataclass(frozen=True)
+class AppContext:
+    backend_name: str
+    project: str | None
+    api_endpoint: str | None
+    output_format: str
+    verbosity: int
+
+    @property
+    def color(self) -> bool:
+        return sys.stderr.isatty() and "NO_COLOR" not in os.environ
+
+    def project_id(self) -> str:
+        """The project jobs belong to; the local backend has a default, the cloud ones do not."""
+        if self.project:
+            return self.project
+        if self.backend_name == "local":
+            return DEFAULT_LOCAL_PROJECT
+        from aiptrain.errors import UsageError
+
+        raise UsageError(
+            f"backend {self.backend_name!r} needs a project",
+            hint="pass --project my-project or set AIPTRAIN_PROJECT",
+        )
+
+    def backend(self, region: str | None = None) -> Backend:
+        from aiptrain.backends import get_backend
+        from aiptrain.backends.base import BackendSettings
+        from aiptrain.paths import aiptrain_home
+
+        settings = BackendSettings(
+            project=self.project_id(),
+            region=region or default_region(),
+            home=aiptrain_home(),
+            api_endpoint=self.api_endpoint,
+            verbosity=self.verbosity,
+        )
+        return get_backend(self.backend_name, settings)
+
+    def progress(self, message: str) -> None:
+        """A progress line on stderr, unless -q."""
+        if self.verbosity >= 0:
+            click.echo(message, err=True)
+
+    def detail(self, message: str) -> None:
+        """A line shown only with -v."""
+        if self.verbosity >= 1:
+            click.echo(message, err=True)
+
+
+def default_region() -> str | None:
+    """The region when no --region is given: AIPTRAIN_REGION, then gcloud's CLOUDSDK_COMPUTE_REGION."""
+    return os.environ.get("AIPTRAIN_REGION") or os.environ.get("CLOUDSDK_COMPUTE_REGION") or None
+
+
+def common_options(func: F) -> F:
+    """Add the shared options and pass an AppContext as the first argument."""
+
+    @click.option("--backend", envvar="AIPTRAIN_BACKEND", default="local", show_default=True,
+                  type=click.Choice(["local", "vertex", "mlv1"]),
+                  help="Where jobs run. [env: AIPTRAIN_BACKEND]")
+    @click.option("--project", envvar=["AIPTRAIN_PROJECT", "CLOUDSDK_CORE_PROJECT"],
+                  help="Project ID (default for local: local-project). [env: AIPTRAIN_PROJECT]")
+    @click.option("--api-endpoint", envvar="AIPTRAIN_API_ENDPOINT",
+                  help="REST endpoint for mlv1/vertex, e.g. http://127.0.0.1:8080/ for `aiptrain local serve`."
+                  " [env: AIPTRAIN_API_ENDPOINT]")
+    @click.option("--format", "output_format", envvar="AIPTRAIN_FORMAT", default="text", show_default=True,
+                  type=click.Choice(["text", "json", "yaml"]), help="Result format on stdout. [env: AIPTRAIN_FORMAT]")
+    @click.option("-v", "--verbose", count=True, help="More detail on stderr (repeatable).")
+    @click.option("-q", "--quiet", count=True, help="Less output on stderr.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, backend: str, project: str | None, api_endpoint: str | None,
+                output_format: str, verbose: int, quiet: int, **kwargs: Any) -> Any:
+        app = AppContext(
+            backend_name=backend,
+            project=project,
+            api_endpoint=api_endpoint,
+            output_format=output_format,
+            verbosity=verbose - quiet,
+        )
+        return func(app, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+

@@ -1,0 +1,338 @@
+"""`aiptrain jobs ...`: submit training, describe, list, cancel, stream-logs, wait.
+
+Parse, call the domain, render. Heavy modules (pydantic models, backends, storage) are imported
+inside the command bodies so `aiptrain --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from aiptrain.cli import flags
+from aiptrain.cli.context import AppContext, common_options, default_region
+from aiptrain.errors import EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from aiptrain.backends.base import Backend, LogEntry
+    from aiptrain.spec import Job
+
+
+class TrainingCommand(click.Command):
+    """Splits USER_ARGS off at the first `--`, remembering whether there was one (gcloud's rule:
+    no `--` keeps the config's args, a bare `--` clears them)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            split = args.index("--")
+            ctx.meta["user_args"] = args[split + 1:]
+            args = args[:split]
+        else:
+            ctx.meta["user_args"] = None
+        return super().parse_args(ctx, args)
+
+
+@click.group("jobs")
+def jobs() -> None:
+    """Submit and manage training jobs."""
+
+
+@jobs.group("submit")
+def submit() -> None:
+    """Submit jobs."""
+
+
+@submit.command("training", cls=TrainingCommand)
+@click.argument("job")
+@click.option("--package-path", type=click.Path(path_type=Path),
+              help="Directory of the trainer package (with __init__.py); its parent is built with setuptools.")
+@click.option("--packages", help="Comma-separated local package files or gs:// URIs to install too.")
+@click.option("--module-name", help="Module to run, e.g. trainer.task.")
+@click.option("--staging-bucket", help="gs://BUCKET for uploaded packages (default: the --job-dir bucket).")
+@click.option("--job-dir", help="gs:// directory for outputs; passed to the trainer as --job-dir.")
+@click.option("--region", help="Training region. [env: AIPTRAIN_REGION, CLOUDSDK_COMPUTE_REGION]")
+@click.option("--config", "config_path", type=click.Path(path_type=Path),
+              help="YAML/JSON Job (trainingInput...); flags win over it.")
+@click.option("--scale-tier", help="basic, basic-gpu, basic-tpu, custom, premium-1, standard-1.")
+@click.option("--runtime-version", help="AI Platform runtime version, e.g. 2.11.")
+@click.option("--python-version", help="Python version of the runtime, e.g. 3.7.")
+@click.option("--master-machine-type", help="Machine type of the master (CUSTOM tier).")
+@click.option("--master-accelerator", help="type=nvidia-tesla-t4,count=1")
+@click.option("--master-image-uri", help="Custom container image of the master.")
+@click.option("--worker-machine-type", help="Machine type of the workers (with --worker-count).")
+@click.option("--worker-count", type=int, help="Number of workers (with --worker-machine-type).")
+@click.option("--worker-accelerator", help="type=...,count=... for each worker.")
+@click.option("--worker-image-uri", help="Custom container image of the workers.")
+@click.option("--parameter-server-machine-type", help="Machine type of the parameter servers.")
+@click.option("--parameter-server-count", type=int, help="Number of parameter servers.")
+@click.option("--parameter-server-accelerator", help="type=...,count=... for each parameter server.")
+@click.option("--parameter-server-image-uri", help="Custom container image of the parameter servers.")
+@click.option("--use-chief-in-tf-config", help="true/false: name the primary `chief` in TF_CONFIG.")
+@click.option("--labels", multiple=True, help="KEY=VALUE,... labels (merged into the config's).")
+@click.option("--service-account", help="Service account email the job runs as.")
+@click.option("--kms-key", help="Cloud KMS key (full name, or short with --kms-keyring/--kms-location).")
+@click.option("--kms-keyring", help="Key ring of a short --kms-key.")
+@click.option("--kms-location", help="Location of a short --kms-key.")
+@click.option("--kms-project", help="Project of a short --kms-key (default: --project).")
+@click.option("--enable-web-access", is_flag=True, default=None, help="Enable interactive shell access.")
+@click.option("--stream-logs", is_flag=True, help="Stream logs until the job ends; exit code follows the job.")
+@click.option("--async", "async_", is_flag=True, help="Deprecated no-op: submitting is asynchronous by default.")
+@click.option("--timeout", type=float, help="With --stream-logs: stop following after SECONDS (exit 12).")
+@click.option("--storage", type=click.Choice(["local", "gcs"]), envvar="AIPTRAIN_STORAGE",
+              help="Where packages are staged (default: local for --backend local, else gcs). "
+              "[env: AIPTRAIN_STORAGE]")
+@click.option("--dry-run", is_flag=True, help="Validate, build and print what would be sent; send nothing.")
+@common_options
+def training(app: AppContext, job: str, **kw: Any) -> int:
+    """Submit a training job, as `gcloud ai-platform jobs submit training` did.
+
+    Trainer arguments go after `--`: aiptrain jobs submit training JOB [flags] -- --epochs 3
+    """
+    from aiptrain.catalog import load_catalog
+    from aiptrain.storage import open_store
+    from aiptrain.submission import prepare
+
+    if kw["stream_logs"] and kw["async_"]:
+        raise click.UsageError("--async and --stream-logs cannot be used together")
+    if kw["async_"]:
+        app.progress("warning: --async is deprecated: submitting is asynchronous by default; "
+                     "use --stream-logs to wait.")
+    ctx = click.get_current_context()
+    problems = flags.FlagProblems()
+    options = _submit_options(job, kw, ctx.meta.get("user_args"), app.project, problems)
+    catalog = load_catalog()
+    backend = app.backend(options.region or default_region())
+    store_kind = kw["storage"] or backend.default_storage
+    store = open_store(store_kind, project=app.project)
+    plan = prepare(options, backend=backend, catalog=catalog, store=store, project=app.project_id(),
+                   dry_run=kw["dry_run"], flag_problems=problems.problems)
+    if kw["dry_run"]:
+        from aiptrain.cli.dry_run import render_dry_run
+
+        render_dry_run(app, plan, catalog)
+        return 0
+    _upload(app, plan, store)
+    created = backend.create_job(plan.job)
+    job_id = created.job_id or job
+    app.progress(f"Job [{job_id}] submitted successfully.")
+    if not kw["stream_logs"]:
+        app.progress(_follow_up(app, job_id, active=True))
+        _print_job_summary(app, created)
+        return 0
+    return follow_and_exit(app, backend, job_id, timeout=kw["timeout"], to_stderr=True,
+                           summary=True)
+
+
+def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, project: str | None,
+                    problems: flags.FlagProblems) -> Any:
+    from aiptrain.submission import Accelerator, SubmitOptions
+
+    def accel(flag: str, key: str) -> Accelerator | None:
+        parsed = flags.parse_accelerator(flag, kw[key], problems)
+        return Accelerator(*parsed) if parsed else None
+
+    flags.group_pair(problems, "--worker-machine-type", kw["worker_machine_type"],
+                     "--worker-count", kw["worker_count"])
+    flags.group_pair(problems, "--parameter-server-machine-type", kw["parameter_server_machine_type"],
+                     "--parameter-server-count", kw["parameter_server_count"])
+    if kw["master_image_uri"] and kw["runtime_version"]:
+        problems.add("--runtime-version", "only one of --master-image-uri and --runtime-version can be set",
+                     "a custom container brings its own runtime")
+    return SubmitOptions(
+        job_id=job,
+        config_path=kw["config_path"],
+        package_path=kw["package_path"],
+        packages=flags.parse_packages(kw["packages"]),
+        module_name=kw["module_name"],
+        staging_bucket=kw["staging_bucket"],
+        job_dir=kw["job_dir"],
+        region=kw["region"],
+        default_region=default_region(),
+        scale_tier=flags.parse_scale_tier(kw["scale_tier"], problems),
+        runtime_version=kw["runtime_version"],
+        python_version=kw["python_version"],
+        master_machine_type=kw["master_machine_type"],
+        master_accelerator=accel("--master-accelerator", "master_accelerator"),
+        master_image_uri=kw["master_image_uri"],
+        worker_machine_type=kw["worker_machine_type"],
+        worker_count=flags.parse_count("--worker-count", kw["worker_count"], problems),
+        worker_accelerator=accel("--worker-accelerator", "worker_accelerator"),
+        worker_image_uri=kw["worker_image_uri"],
+        parameter_server_machine_type=kw["parameter_server_machine_type"],
+        parameter_server_count=flags.parse_count("--parameter-server-count", kw["parameter_server_count"],
+                                                 problems),
+        parameter_server_accelerator=accel("--parameter-server-accelerator", "parameter_server_accelerator"),
+        parameter_server_image_uri=kw["parameter_server_image_uri"],
+        use_chief_in_tf_config=flags.parse_bool_word("--use-chief-in-tf-config",
+                                                     kw["use_chief_in_tf_config"], problems),
+        labels=flags.parse_labels(kw["labels"], problems),
+        service_account=kw["service_account"],
+        kms_key=flags.kms_key_name(kw["kms_key"], kw["kms_keyring"], kw["kms_location"],
+                                   kw["kms_project"] or project, problems),
+        enable_web_access=kw["enable_web_access"],
+        user_args=user_args,
+    )
+
+
+def _upload(app: AppContext, plan: Any, store: Any) -> None:
+    from aiptrain.staging import describe_result
+    from aiptrain.submission import upload
+
+    progress_factory = None
+    if sys.stderr.isatty() and app.verbosity >= 0:
+        from aiptrain.cli.progress import progress_bar_factory
+
+        progress_factory = progress_bar_factory
+    for result in upload(plan, store, progress_factory=progress_factory):
+        app.progress(describe_result(result))
+
+
+def _follow_up(app: AppContext, job_id: str, *, active: bool) -> str:
+    lead = "Your job is still active. " if active else ""
+    return (
+        f"{lead}You may view the status of your job with the command\n\n"
+        f"  $ aiptrain jobs describe {job_id}\n\n"
+        "or continue streaming the logs with the command\n\n"
+        f"  $ aiptrain jobs stream-logs {job_id}\n\n"
+        "or cancel it with\n\n"
+        f"  $ aiptrain jobs cancel {job_id}"
+    )
+
+
+def _job_summary_fields(job: Job) -> dict[str, Any]:
+    data = job.to_api()
+    return {key: data[key] for key in ("endTime", "jobId", "startTime", "state") if key in data}
+
+
+def _print_job_summary(app: AppContext, job: Job) -> None:
+    from aiptrain.cli.output import dump_yaml, emit
+
+    summary = _job_summary_fields(job)
+    emit(job.to_api(), app.output_format, text=dump_yaml(summary))
+
+
+def exit_code_for(job: Job, *, timed_out: bool = False) -> int:
+    from aiptrain.errors import EXIT_JOB_CANCELLED, EXIT_JOB_FAILED, EXIT_JOB_TIMEOUT, EXIT_OK
+    from aiptrain.spec import JobState
+
+    if timed_out:
+        return EXIT_JOB_TIMEOUT
+    return {JobState.SUCCEEDED: EXIT_OK, JobState.FAILED: EXIT_JOB_FAILED,
+            JobState.CANCELLED: EXIT_JOB_CANCELLED}.get(JobState(job.state or "STATE_UNSPECIFIED"),
+                                                         EXIT_JOB_TIMEOUT)
+
+
+def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: float | None,
+                    to_stderr: bool, summary: bool, stream: bool = True, task_name: str | None = None,
+                    allow_multiline: bool = False, polling_interval: float | None = None) -> int:
+    """Follow a job until it ends; Ctrl-C detaches (the job keeps running) with exit 130."""
+    from aiptrain.cli.output import format_log_entry, wants_color
+    from aiptrain.follow import follow_job, poller_for
+
+    out = sys.stderr if to_stderr else sys.stdout
+    color = wants_color(out)
+
+    def show(entry: LogEntry) -> None:
+        for line in format_log_entry(entry, color=color, allow_multiline=allow_multiline):
+            out.write(line + "\n")
+        out.flush()
+
+    try:
+        result = follow_job(backend, job_id, on_entry=show if stream else None, task_name=task_name,
+                            timeout=timeout, poller=poller_for(backend, polling_interval))
+    except KeyboardInterrupt:
+        app.progress("\nReceived keyboard interrupt. The job keeps running.\n" + _follow_up(app, job_id,
+                                                                                              active=True))
+        return EXIT_INTERRUPTED
+    job = result.job
+    if result.timed_out:
+        app.progress(f"Stopped following job [{job_id}] after {timeout:g} s; it is still {job.state}.\n"
+                     + _follow_up(app, job_id, active=True))
+    elif job.state == "FAILED" and job.error_message:
+        app.progress(f"Job [{job_id}] failed: {job.error_message}")
+    if summary:
+        _print_job_summary(app, job)
+    return exit_code_for(job, timed_out=result.timed_out)
+
+
+@jobs.command("describe")
+@click.argument("job")
+@click.option("--summarize", is_flag=True, help="A short summary (and a trials table for tuning jobs).")
+@common_options
+def describe(app: AppContext, job: str, summarize: bool) -> int:
+    """Show a job's full resource."""
+    from aiptrain.cli.output import dump_yaml, emit
+
+    found = app.backend().get_job(job)
+    data = found.to_api()
+    text = dump_yaml(data)
+    if summarize:
+        from aiptrain.cli.summary import summarize_job
+
+        text = summarize_job(found)
+    emit(data, app.output_format, text=text)
+    if app.output_format == "text":
+        app.progress(f"\nView logs with:\n  $ aiptrain jobs stream-logs {job}")
+    return 0
+
+
+@jobs.command("list")
+@click.option("--filter", "filter_expr", help="e.g. 'state=FAILED AND jobId:census*'.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many jobs.")
+@click.option("--sort-by", help="Comma-separated fields; prefix ~ for descending (e.g. ~createTime).")
+@click.option("--page-size", type=click.IntRange(1, 1000), default=100, show_default=True,
+              help="Jobs fetched per request.")
+@common_options
+def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_by: str | None,
+              page_size: int) -> int:
+    """List jobs, newest first."""
+    from aiptrain.cli.output import emit, local_time_text, table
+    from aiptrain.joblist import select_jobs
+
+    found = select_jobs(app.backend().list_jobs(page_size=page_size), filter_expr=filter_expr,
+                        limit=limit, sort_by=sort_by)
+    data = [job.to_api() for job in found]
+    rows = [[d.get("jobId", ""), d.get("state", ""), local_time_text(d.get("createTime"))] for d in data]
+    text = table(rows, ["JOB_ID", "STATUS", "CREATED"]) if rows else "Listed 0 items."
+    emit(data, app.output_format, text=text)
+    return 0
+
+
+@jobs.command("cancel")
+@click.argument("job")
+@common_options
+def cancel(app: AppContext, job: str) -> int:
+    """Cancel a job; its replicas are stopped."""
+    app.backend().cancel_job(job)
+    app.progress(f"Requested cancellation of job [{job}].")
+    return 0
+
+
+@jobs.command("stream-logs")
+@click.argument("job")
+@click.option("--task-name", help="Only this replica, e.g. worker-replica-0.")
+@click.option("--allow-multiline-logs", is_flag=True, help="Keep multi-line messages together.")
+@click.option("--polling-interval", type=click.FloatRange(min=0.05),
+              help="Fixed seconds between polls (default: adaptive).")
+@click.option("--timeout", type=float, help="Stop following after SECONDS (exit 12).")
+@common_options
+def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multiline_logs: bool,
+                polling_interval: float | None, timeout: float | None) -> int:
+    """Print a job's logs until it ends; the exit code follows the job."""
+    return follow_and_exit(app, app.backend(), job, timeout=timeout, to_stderr=False, summary=False,
+                           task_name=task_name, allow_multiline=allow_multiline_logs,
+                           polling_interval=polling_interval)
+
+
+@jobs.command("wait")
+@click.argument("job")
+@click.option("--timeout", type=float, help="Give up after SECONDS (exit 12).")
+@common_options
+def wait(app: AppContext, job: str, timeout: float | None) -> int:
+    """Wait for a job to end; exit 0 if it SUCCEEDED, 10 FAILED, 11 CANCELLED, 12 timeout."""
+    return follow_and_exit(app, app.backend(), job, timeout=timeout, to_stderr=True, summary=True,
+                           stream=False)
+

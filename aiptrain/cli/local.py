@@ -1,0 +1,61 @@
+"""`aiptrain local ...`: run a trainer in the foreground, or serve the REST emulator."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from aiptrain.cli.jobs import TrainingCommand
+
+
+@click.group("local")
+def local() -> None:
+    """Run trainers on this machine without submitting a job, or serve the REST emulator."""
+
+
+@local.command("train", cls=TrainingCommand)
+@click.option("--package-path", type=click.Path(path_type=Path), default=".", show_default=True,
+              help="The trainer package directory; replicas run from its parent.")
+@click.option("--module-name", required=True, help="Module to run, e.g. trainer.task.")
+@click.option("--job-dir", help="Passed to the trainer as --job-dir (gs:// paths map to the local store).")
+@click.option("--distributed", is_flag=True, help="Run a cluster: chief, workers and parameter servers.")
+@click.option("--worker-count", type=click.IntRange(min=0), help="Workers with --distributed (default 2).")
+@click.option("--parameter-server-count", type=click.IntRange(min=0),
+              help="Parameter servers with --distributed (default 2).")
+@click.option("--evaluator-count", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Evaluators (outside the cluster).")
+@click.option("--start-port", type=click.IntRange(1, 65535),
+              help="First of consecutive ports (default: free ports are probed).")
+def train(package_path: Path, module_name: str, job_dir: str | None, distributed: bool,
+          worker_count: int | None, parameter_server_count: int | None, evaluator_count: int,
+          start_port: int | None) -> int:
+    """Run a trainer in the foreground, each line prefixed with its task, as `gcloud ai-platform
+    local train` did. Trainer arguments go after `--`."""
+    from aiptrain.runner.local_train import run_local_training
+
+    user_args = click.get_current_context().meta.get("user_args") or []
+    if not distributed and (worker_count or parameter_server_count):
+        click.echo("warning: --worker-count/--parameter-server-count are ignored without --distributed",
+                   err=True)
+    return run_local_training(
+        package_path, module_name, job_dir=job_dir, user_args=list(user_args), distributed=distributed,
+        worker_count=worker_count, parameter_server_count=parameter_server_count,
+        evaluator_count=evaluator_count, start_port=start_port, out=sys.stdout,
+    )
+
+
+@local.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+              help="Port (0 picks a free one and prints it).")
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (needs --token).")
+@click.option("--token", envvar="AIPTRAIN_SERVE_TOKEN",
+              help="Bearer token clients must send. [env: AIPTRAIN_SERVE_TOKEN]")
+def serve(host: str, port: int, allow_remote: bool, token: str | None) -> int:
+    """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine."""
+    from aiptrain.emulator.serve import serve as run_server
+
+    run_server(host, port, allow_remote=allow_remote, token=token, home=None)
+    return 0

@@ -1,0 +1,84 @@
+"""The `aiptrain` command and its one error boundary.
+
+Domain code raises `AiptrainError`s; here they become `error: ...` / `hint: ...` on stderr and the
+error's exit code. Commands return their exit code. Unexpected exceptions are bugs: exit 3 with
+a short report (set AIPTRAIN_DEBUG=1 for the traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from aiptrain import __version__
+from aiptrain.cli.init import init
+from aiptrain.cli.jobs import jobs
+from aiptrain.cli.local import local
+from aiptrain.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, AiptrainError, ValidationFailed
+
+EPILOG = """\b
+Exit codes: 0 success; 1 operational error (network, permission, backend);
+2 usage or validation error (nothing was uploaded or created); 3 internal error;
+with --stream-logs / wait: 10 job FAILED, 11 CANCELLED, 12 still running at --timeout;
+130 interrupted (the job keeps running).
+"""
+
+
+def report_error(error: AiptrainError) -> None:
+    if isinstance(error, ValidationFailed):
+        click.echo(f"error: {error.message}", err=True)
+        for problem in error.problems:
+            click.echo(f"  - {problem.path}: {problem.message}" if problem.path else f"  - {problem.message}",
+                       err=True)
+            if problem.hint:
+                click.echo(f"    hint: {problem.hint}", err=True)
+    else:
+        click.echo(f"error: {error.message}", err=True)
+    if error.hint:
+        click.echo(f"hint: {error.hint}", err=True)
+
+
+class AiptrainGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            result = super().invoke(ctx)
+        except AiptrainError as error:
+            report_error(error)
+            ctx.exit(error.exit_code)
+        except KeyboardInterrupt:
+            click.echo("\nInterrupted.", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as error:
+            if os.environ.get("AIPTRAIN_DEBUG"):
+                raise
+            click.echo(f"internal error: {type(error).__name__}: {error}", err=True)
+            click.echo("".join(traceback.format_exc(limit=-3)).rstrip(), err=True)
+            click.echo("hint: this is a bug in aiptrain; rerun with AIPTRAIN_DEBUG=1 for the full "
+                       "traceback and report it", err=True)
+            ctx.exit(EXIT_INTERNAL)
+        if isinstance(result, int) and result:
+            ctx.exit(result)
+        return result
+
+
+@click.group(cls=AiptrainGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="aiptrain")
+def root() -> None:
+    """AI Platform Training jobs, the gcloud way: run them on this machine (--backend local,
+    the default), on Vertex AI (--backend vertex) or on any ml v1 endpoint (--backend mlv1)."""
+
+
+root.add_command(jobs)
+root.add_command(local)
+root.add_command(init)
+
+
+def main() -> None:
+    root.main(prog_name="aiptrain")
+    sys.exit(0)  # pragma: no cover - click exits itself
