@@ -1,0 +1,44 @@
+"""Isolation for every test: a private AIPTRAIN_HOME, no colour, and no real Google endpoint."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+GOOGLE_SUFFIXES = ("googleapis.com", "google.com", "gcr.io", "pkg.dev")
+
+
+class RealGoogleEndpointReached(AssertionError):
+    """A test tried to reach a real Google service; point it at an emulator instead."""
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("aiptrain-home")
+    monkeypatch.setenv("AIPTRAIN_HOME", str(home))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("AIPTRAIN_DEBUG", "1")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    for name in ("AIPTRAIN_BACKEND", "AIPTRAIN_PROJECT", "AIPTRAIN_REGION", "AIPTRAIN_API_ENDPOINT",
+                 "AIPTRAIN_FORMAT", "AIPTRAIN_STORAGE", "CLOUDSDK_COMPUTE_REGION", "CLOUDSDK_CORE_PROJECT",
+                 "GOOGLE_APPLICATION_CREDENTIALS", "STORAGE_EMULATOR_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture(autouse=True)
+def no_real_google(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    real = socket.getaddrinfo
+
+    def guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else str(host or "")
+        if name.endswith(GOOGLE_SUFFIXES) or name == "metadata.google.internal":
+            raise RealGoogleEndpointReached(f"test tried to reach {name}")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", guarded)
+    yield

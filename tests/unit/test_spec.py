@@ -1,0 +1,114 @@
+"""The Job model: REST names, int64 as strings, unknown fields with paths and suggestions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from aiptrain.errors import ValidationFailed
+from aiptrain.spec import Job, JobState, parse_job
+
+FULL_JOB = {
+    "jobId": "census_1",
+    "labels": {"team": "ml"},
+    "trainingInput": {
+        "scaleTier": "CUSTOM",
+        "masterType": "n1-standard-8",
+        "masterConfig": {"acceleratorConfig": {"count": "2", "type": "NVIDIA_TESLA_T4"},
+                         "diskConfig": {"bootDiskSizeGb": 200, "bootDiskType": "pd-standard"}},
+        "workerType": "n1-standard-4",
+        "workerCount": "3",
+        "parameterServerType": "n1-highmem-8",
+        "parameterServerCount": "1",
+        "evaluatorType": "n1-standard-4",
+        "evaluatorCount": "1",
+        "packageUris": ["gs://bucket/trainer-0.1.tar.gz"],
+        "pythonModule": "trainer.task",
+        "args": ["--epochs", "3"],
+        "hyperparameters": {
+            "goal": "MAXIMIZE",
+            "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.001, "maxValue": 0.1,
+                        "scaleType": "UNIT_LOG_SCALE"}],
+            "maxTrials": 4,
+            "maxParallelTrials": 2,
+            "hyperparameterMetricTag": "accuracy",
+            "algorithm": "RANDOM_SEARCH",
+        },
+        "region": "us-central1",
+        "jobDir": "gs://bucket/jobs/census_1",
+        "runtimeVersion": "2.11",
+        "pythonVersion": "3.7",
+        "scheduling": {"maxRunningTime": "7200s", "maxWaitTime": "3600s", "priority": 10},
+        "encryptionConfig": {"kmsKeyName": "projects/p/locations/l/keyRings/k/cryptoKeys/n"},
+        "useChiefInTfConfig": True,
+        "enableWebAccess": False,
+    },
+    "trainingOutput": {"completedTrialCount": "2", "consumedMLUnits": 1.5, "isHyperparameterTuningJob": True,
+                       "trials": [{"trialId": "1", "hyperparameters": {"lr": "0.01"},
+                                   "finalMetric": {"trainingStep": "100", "objectiveValue": 0.9}}]},
+    "state": "SUCCEEDED",
+    "jobPosition": "0",
+}
+
+
+def test_json_round_trip_is_exact() -> None:
+    job = parse_job(FULL_JOB)
+    assert job.to_api() == FULL_JOB
+    again = parse_job(json.loads(json.dumps(job.to_api())))
+    assert again == job
+
+
+def test_yaml_round_trip_is_exact() -> None:
+    job = parse_job(FULL_JOB)
+    text = yaml.safe_dump(job.to_api())
+    assert parse_job(yaml.safe_load(text)).to_api() == FULL_JOB
+
+
+def test_int64_accepts_numbers_and_writes_strings() -> None:
+    job = parse_job({"jobId": "a", "trainingInput": {"workerCount": 3, "parameterServerCount": "2"}})
+    body = job.to_api()["trainingInput"]
+    assert body["workerCount"] == "3"
+    assert body["parameterServerCount"] == "2"
+    assert job.training_input is not None and job.training_input.worker_count == 3
+
+
+def test_int64_rejects_fractions_and_words() -> None:
+    with pytest.raises(ValidationFailed) as failed:
+        parse_job({"jobId": "a", "trainingInput": {"workerCount": 2.5, "evaluatorCount": "many"}})
+    paths = {p.path for p in failed.value.problems}
+    assert paths == {"trainingInput.workerCount", "trainingInput.evaluatorCount"}
+
+
+def test_unknown_field_names_full_path_and_suggestion() -> None:
+    with pytest.raises(ValidationFailed) as failed:
+        parse_job({"jobId": "a", "trainingInput": {"scaleTeir": "BASIC",
+                                                    "masterConfig": {"acceleratorConfg": {}}}})
+    problems = {p.path: p for p in failed.value.problems}
+    assert problems["trainingInput.scaleTeir"].hint == "did you mean `scaleTier`?"
+    assert problems["trainingInput.masterConfig.acceleratorConfg"].hint == "did you mean `acceleratorConfig`?"
+
+
+def test_bad_enum_suggests_the_spelling() -> None:
+    with pytest.raises(ValidationFailed) as failed:
+        parse_job({"jobId": "a", "trainingInput": {"scaleTier": "basic-gpu"}})
+    (problem,) = failed.value.problems
+    assert problem.path == "trainingInput.scaleTier"
+    assert problem.hint == "did you mean BASIC_GPU?"
+
+
+def test_source_prefixes_paths() -> None:
+    with pytest.raises(ValidationFailed) as failed:
+        parse_job({"jobId": "a", "bogus": 1}, source="--config c.yaml")
+    assert failed.value.problems[0].path == "--config c.yaml: bogus"
+
+
+def test_non_mapping_is_refused() -> None:
+    with pytest.raises(ValidationFailed):
+        parse_job(["trainingInput"])
+
+
+def test_terminal_states() -> None:
+    assert {s for s in JobState if s.is_terminal} == {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
+    assert Job(state=JobState.RUNNING).to_api() == {"state": "RUNNING"}

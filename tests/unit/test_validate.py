@@ -1,0 +1,141 @@
+"""Cross-field validation: each rule fires on its case and stays silent on a good job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aiptrain.catalog import load_catalog
+from aiptrain.spec import parse_job
+from aiptrain.validate import bucket_name_problem, suggest_job_id, validate_job
+
+CATALOG = load_catalog()
+
+
+def job(**training_input: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"region": "us-central1", "pythonModule": "trainer.task",
+                            "packageUris": ["gs://my-bucket/t.tar.gz"]}
+    base.update(training_input)
+    return {"jobId": "ok_job", "trainingInput": base}
+
+
+def paths(data: dict[str, Any]) -> set[str]:
+    return {p.path for p in validate_job(parse_job(data), CATALOG)}
+
+
+def test_good_jobs_have_no_problems() -> None:
+    assert paths(job()) == set()
+    assert paths(job(scaleTier="STANDARD_1", runtimeVersion="2.11", pythonVersion="3.7")) == set()
+    assert paths(job(scaleTier="CUSTOM", masterType="n1-standard-8", workerType="n1-standard-8",
+                     workerCount="2", masterConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4",
+                                                                          "count": "1"}})) == set()
+    assert paths(job(scaleTier="CUSTOM", masterType="complex_model_m_gpu", workerType="standard",
+                     workerCount="1")) == set()
+
+
+@pytest.mark.parametrize(("job_id", "suggestion"), [
+    ("my-job-1", "my_job_1"), ("1job", "job_1job"), ("a b", "a_b"), ("x" * 200, "x" * 128),
+])
+def test_job_id_suggestions_are_valid(job_id: str, suggestion: str) -> None:
+    assert suggest_job_id(job_id) == suggestion
+    data = job()
+    data["jobId"] = job_id
+    problems = validate_job(parse_job(data), CATALOG)
+    assert [p.path for p in problems] == ["jobId"]
+    data["jobId"] = suggestion
+    assert validate_job(parse_job(data), CATALOG) == []
+
+
+@pytest.mark.parametrize(("bucket", "fragment"), [
+    ("ab", "3 to 63"), ("Upper", "lowercase"), ("-dash", "start and end"), ("192.168.1.1", "IP"),
+    ("a" * 64, "3 to 63"),
+])
+def test_bucket_rules(bucket: str, fragment: str) -> None:
+    problem = bucket_name_problem(bucket)
+    assert problem is not None and fragment in problem
+
+
+def test_bucket_rules_accept_valid_names() -> None:
+    for name in ("my-bucket", "a.b.c", "x_y-1", "a" * 63):
+        assert bucket_name_problem(name) is None
+
+
+@pytest.mark.parametrize(("training_input", "expected"), [
+    ({"scaleTier": "CUSTOM"}, {"trainingInput.masterType"}),
+    ({"scaleTier": "CUSTOM", "masterType": "n1-standard-4", "workerCount": "2"}, {"trainingInput.workerType"}),
+    ({"scaleTier": "BASIC", "masterType": "n1-standard-4"}, {"trainingInput.masterType"}),
+    ({"scaleTier": "STANDARD_1", "workerCount": "3"}, {"trainingInput.workerCount"}),
+    ({"scaleTier": "CUSTOM", "masterType": "standard", "workerType": "n1-standard-4", "workerCount": "1"},
+     {"trainingInput"}),
+    ({"scaleTier": "CUSTOM", "masterType": "n1-standrd-4"}, {"trainingInput.masterType"}),
+    ({"scaleTier": "CUSTOM", "masterType": "standard",
+      "masterConfig": {"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "1"}}},
+     {"trainingInput.masterConfig.acceleratorConfig"}),
+    ({"scaleTier": "CUSTOM", "masterType": "n1-standard-4",
+      "masterConfig": {"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "3"}}},
+     {"trainingInput.masterConfig.acceleratorConfig.count"}),
+    ({"scaleTier": "CUSTOM", "masterType": "n1-standard-32",
+      "masterConfig": {"acceleratorConfig": {"type": "NVIDIA_TESLA_V100", "count": "1"}}},
+     {"trainingInput.masterConfig.acceleratorConfig"}),
+    ({"scaleTier": "CUSTOM", "masterType": "n1-standard-4", "region": "europe-west3",
+      "masterConfig": {"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "1"}}},
+     {"trainingInput.masterConfig.acceleratorConfig"}),
+    ({"scaleTier": "BASIC_GPU", "region": "europe-west3"}, {"trainingInput.scaleTier"}),
+    ({"runtimeVersion": "2.11", "pythonVersion": "2.7"}, {"trainingInput.pythonVersion"}),
+    ({"runtimeVersion": "9.9"}, {"trainingInput.runtimeVersion"}),
+    ({"runtimeVersion": "2.11", "masterConfig": {"imageUri": "gcr.io/p/i"}}, {"trainingInput.runtimeVersion"}),
+    ({"args": ["--x"], "masterConfig": {"imageUri": "gcr.io/p/i", "containerArgs": ["--y"]}},
+     {"trainingInput.masterConfig"}),
+    ({"packageUris": [f"gs://my-bucket/p{i}.tar.gz" for i in range(101)]}, {"trainingInput.packageUris"}),
+    ({"packageUris": ["gs://b/x.tar.gz"]}, {"trainingInput.packageUris[0]"}),
+    ({"pythonModule": None}, {"trainingInput.pythonModule"}),
+    ({"region": "mars-north1"}, {"trainingInput.region"}),
+    ({"jobDir": "/tmp/out"}, {"trainingInput.jobDir"}),
+    ({"scheduling": {"maxWaitTime": "60s"}}, {"trainingInput.scheduling.maxWaitTime"}),
+    ({"scheduling": {"priority": 5000}}, {"trainingInput.scheduling.priority"}),
+    ({"scheduling": {"maxRunningTime": "2h"}}, {"trainingInput.scheduling.maxRunningTime"}),
+    ({"serviceAccount": "nobody"}, {"trainingInput.serviceAccount"}),
+])
+def test_rules(training_input: dict[str, Any], expected: set[str]) -> None:
+    assert paths(job(**training_input)) == expected
+
+
+def hp(**spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"goal": "MAXIMIZE", "maxTrials": 4, "maxParallelTrials": 2,
+                            "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.01, "maxValue": 0.1}]}
+    base.update(spec)
+    return job(hyperparameters=base)
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ({}, set()),
+    ({"maxParallelTrials": 5}, {"trainingInput.hyperparameters.maxParallelTrials"}),
+    ({"algorithm": "GRID_SEARCH"}, {"trainingInput.hyperparameters.params[0].type"}),
+    ({"params": [{"parameterName": "d", "type": "DISCRETE", "discreteValues": [1, 3, 2]}]},
+     {"trainingInput.hyperparameters.params[0].discreteValues"}),
+    ({"params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0, "maxValue": 1,
+                  "scaleType": "UNIT_LOG_SCALE"}]}, {"trainingInput.hyperparameters.params[0].minValue"}),
+    ({"params": [{"parameterName": "a", "type": "INTEGER", "minValue": 1, "maxValue": 4},
+                 {"parameterName": "a", "type": "INTEGER", "minValue": 1, "maxValue": 4}]},
+     {"trainingInput.hyperparameters.params[1].parameterName"}),
+    ({"params": [{"parameterName": "c", "type": "CATEGORICAL"}]},
+     {"trainingInput.hyperparameters.params[0].categoricalValues"}),
+    ({"params": []}, {"trainingInput.hyperparameters.params"}),
+    ({"params": [{"parameterName": "n", "type": "INTEGER", "minValue": 1.5, "maxValue": 4}]},
+     {"trainingInput.hyperparameters.params[0]"}),
+])
+def test_hyperparameter_rules(spec: dict[str, Any], expected: set[str]) -> None:
+    assert paths(hp(**spec)) == expected
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    data = job(scaleTier="CUSTOM", region="nowhere", runtimeVersion="9.9", jobDir="local/dir")
+    data["jobId"] = "bad-id"
+    data["labels"] = {"Team": "X"}
+    found = paths(data)
+    assert {"jobId", "labels.Team", "trainingInput.region", "trainingInput.masterType",
+            "trainingInput.runtimeVersion", "trainingInput.jobDir"} <= found
+    hints = {p.path: p.hint for p in validate_job(parse_job(data), CATALOG)}
+    assert hints["jobId"] == "use bad_id"
+    assert hints["trainingInput.masterType"] is not None and "--master-machine-type" in hints["trainingInput.masterType"]
