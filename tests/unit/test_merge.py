@@ -1,0 +1,83 @@
+"""The --config / flag merge: flags win, and gcloud's harmful quirks are fixed."""
+
+from __future__ import annotations
+
+from aiptrain.submission import Accelerator, SubmitOptions, merge_job
+
+CONFIG = {
+    "jobId": "from_config",
+    "labels": {"team": "ml", "env": "dev"},
+    "trainingInput": {
+        "scaleTier": "CUSTOM",
+        "masterType": "n1-standard-4",
+        "masterConfig": {"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "1"},
+                         "diskConfig": {"bootDiskSizeGb": 200}},
+        "region": "europe-west4",
+        "packageUris": ["gs://deps/dep-1.0.tar.gz"],
+        "enableWebAccess": True,
+        "args": ["--from-config"],
+    },
+}
+
+
+def test_positional_job_id_wins() -> None:
+    assert merge_job(SubmitOptions(job_id="cli_id"), CONFIG)["jobId"] == "cli_id"
+
+
+def test_config_region_is_kept_and_flag_wins() -> None:
+    assert merge_job(SubmitOptions(job_id="j"), CONFIG)["trainingInput"]["region"] == "europe-west4"
+    merged = merge_job(SubmitOptions(job_id="j", region="us-central1"), CONFIG)
+    assert merged["trainingInput"]["region"] == "us-central1"
+
+
+def test_default_region_only_fills_a_gap() -> None:
+    assert merge_job(SubmitOptions(job_id="j", default_region="us-east1"), CONFIG)["trainingInput"]["region"] == (
+        "europe-west4")
+    assert merge_job(SubmitOptions(job_id="j", default_region="us-east1"), None)["trainingInput"]["region"] == (
+        "us-east1")
+
+
+def test_config_package_uris_and_web_access_survive() -> None:
+    ti = merge_job(SubmitOptions(job_id="j"), CONFIG)["trainingInput"]
+    assert ti["packageUris"] == ["gs://deps/dep-1.0.tar.gz"]
+    assert ti["enableWebAccess"] is True
+    assert "enableWebAccess" not in merge_job(SubmitOptions(job_id="j"), None)["trainingInput"]
+
+
+def test_labels_merge_per_key() -> None:
+    merged = merge_job(SubmitOptions(job_id="j", labels={"env": "prod", "owner": "me"}), CONFIG)
+    assert merged["labels"] == {"env": "prod", "owner": "me", "team": "ml"}
+
+
+def test_user_args_replace_only_when_given() -> None:
+    assert merge_job(SubmitOptions(job_id="j"), CONFIG)["trainingInput"]["args"] == ["--from-config"]
+    assert merge_job(SubmitOptions(job_id="j", user_args=[]), CONFIG)["trainingInput"]["args"] == []
+    assert merge_job(SubmitOptions(job_id="j", user_args=["--x", "1"]), CONFIG)["trainingInput"]["args"] == [
+        "--x", "1"]
+
+
+def test_machine_flags_deep_set_into_config() -> None:
+    options = SubmitOptions(job_id="j", master_machine_type="n1-standard-8", worker_machine_type="n1-standard-4",
+                            worker_count=2, worker_accelerator=Accelerator("NVIDIA_TESLA_T4", 2),
+                            master_image_uri="gcr.io/p/img")
+    ti = merge_job(options, CONFIG)["trainingInput"]
+    assert ti["masterType"] == "n1-standard-8"
+    assert ti["masterConfig"]["acceleratorConfig"] == {"type": "NVIDIA_TESLA_T4", "count": "1"}
+    assert ti["masterConfig"]["diskConfig"] == {"bootDiskSizeGb": 200}
+    assert ti["masterConfig"]["imageUri"] == "gcr.io/p/img"
+    assert ti["workerCount"] == "2"
+    assert ti["workerConfig"] == {"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "2"}}
+
+
+def test_bucket_only_job_dir_gets_a_slash() -> None:
+    assert merge_job(SubmitOptions(job_id="j", job_dir="gs://bucket"), None)["trainingInput"]["jobDir"] == (
+        "gs://bucket/")
+
+
+def test_config_is_not_mutated() -> None:
+    import copy
+
+    before = copy.deepcopy(CONFIG)
+    merge_job(SubmitOptions(job_id="j", labels={"a": "b"}, master_accelerator=Accelerator("NVIDIA_TESLA_T4", 4)),
+              CONFIG)
+    assert before == CONFIG
