@@ -1,0 +1,353 @@
+"""Trainer packaging: real setuptools builds of the fixture projects in tests/fixtures/projects."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from aiptrain import packaging
+from aiptrain.errors import UsageError, ValidationFailed
+from aiptrain.packaging import (
+    REPRODUCIBLE_MTIME,
+    BuiltPackage,
+    build_package,
+    check_duplicate_basenames,
+    check_package_path,
+    collect_sources,
+)
+
+PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
+
+
+def project(tmp_path: Path, name: str, *, into: str = "work") -> Path:
+    """A private copy of a fixture project; returns its `trainer` package directory."""
+    target = tmp_path / into / name
+    shutil.copytree(PROJECTS / name, target)
+    return target / "trainer"
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_mode, p.stat().st_mtime_ns, p.read_bytes() if p.is_file() else b"")
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def members(package: BuiltPackage) -> list[tarfile.TarInfo]:
+    with tarfile.open(package.path) as archive:
+        return archive.getmembers()
+
+
+# -- builds ------------------------------------------------------------------------------------
+
+
+def test_builds_a_project_with_setup_py(tmp_path: Path) -> None:
+    built = build_package(project(tmp_path, "with_setup_py"), cache_dir=tmp_path / "cache")
+    assert (built.name, built.version) == ("fixture-with-setup", "1.2.3")
+    assert built.path.name == "fixture-with-setup-1.2.3.tar.gz"
+    assert built.generated_setup is False
+    assert built.reused_from_cache is False
+    assert built.sha256 == hashlib.sha256(built.path.read_bytes()).hexdigest()
+    assert built.size == built.path.stat().st_size
+    assert "fixture-with-setup-1.2.3/trainer/task.py" in built.files
+    assert built.files == sorted(built.files)
+    assert built.files == [m.name for m in members(built) if m.isfile()]
+
+
+def test_builds_a_pyproject_only_project(tmp_path: Path) -> None:
+    built = build_package(project(tmp_path, "with_pyproject"), cache_dir=tmp_path / "cache")
+    assert (built.name, built.version) == ("fixture-with-pyproject", "2.0.0")
+    assert "fixture-with-pyproject-2.0.0/trainer/task.py" in built.files
+    assert built.generated_setup is False
+
+
+def test_generated_setup_keeps_subpackages_and_data(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    built = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert built.generated_setup is True
+    assert built.name == "trainer"
+    assert re.fullmatch(r"0\.0\.0\+src[0-9a-f]{10}", built.version)
+    assert built.path.name == f"trainer-{built.version}.tar.gz"
+
+    # Install it the way a replica does and import the subpackage.
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+         "--no-build-isolation", "--target", str(site), str(built.path)],
+        check=True, capture_output=True, cwd=tmp_path,
+    )
+    assert (site / "trainer/model/layers.py").is_file()  # gcloud's generated setup drops it
+    assert (site / "trainer/assets/config.json").is_file()
+    probe = subprocess.run(
+        [sys.executable, "-c", "from trainer.model import layers; print(layers.describe())"],
+        check=True, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
+    )
+    assert probe.stdout.strip() == "two dense layers"
+
+
+def test_generated_version_follows_the_sources(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    first = build_package(package_dir, cache_dir=tmp_path / "cache")
+    (package_dir / "task.py").write_text("print('changed')\n")
+    second = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert first.version != second.version
+    assert first.sha256 != second.sha256
+
+
+# -- reproducibility ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["with_setup_py", "with_pyproject", "no_setup"])
+def test_same_sources_give_byte_identical_archives(tmp_path: Path, fixture: str) -> None:
+    one = build_package(project(tmp_path, fixture, into="a"), cache_dir=tmp_path / "cache-a")
+    other_copy = project(tmp_path, fixture, into="b/deeper")
+    for path in other_copy.parent.rglob("*"):
+        os.utime(path, (1_700_000_000, 1_700_000_000))  # `touch`: new mtimes, same content
+    other = build_package(other_copy, cache_dir=tmp_path / "cache-b")
+    assert other.reused_from_cache is False  # a real second build, not the cache
+    assert one.sha256 == other.sha256
+    assert one.path.read_bytes() == other.path.read_bytes()
+
+
+def test_archive_metadata_is_normalised(tmp_path: Path) -> None:
+    built = build_package(project(tmp_path, "no_setup"), cache_dir=tmp_path / "cache")
+    infos = members(built)
+    assert [m.name for m in infos] == sorted(m.name for m in infos)
+    for info in infos:
+        assert (info.mtime, info.uid, info.gid, info.uname, info.gname) == (REPRODUCIBLE_MTIME, 0, 0, "", "")
+        assert info.mode in (0o644, 0o755)
+        assert not info.pax_headers
+    header = built.path.read_bytes()[:10]
+    assert header[:2] == b"\x1f\x8b"
+    assert header[3] & 0x08 == 0  # FNAME flag: no file name stored
+    assert header[4:8] == b"\0\0\0\0"  # gzip mtime
+    with gzip.open(built.path) as stream:
+        assert stream.read()  # a valid gzip stream
+
+
+# -- cache -------------------------------------------------------------------------------------
+
+
+def test_unchanged_sources_come_from_the_cache_without_building(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package_dir = project(tmp_path, "with_setup_py")
+    first = build_package(package_dir, cache_dir=tmp_path / "cache")
+    cached_mtime = first.path.stat().st_mtime_ns
+    for path in package_dir.parent.rglob("*"):
+        os.utime(path, (1_600_000_000, 1_600_000_000))  # touched, not changed
+    # Any build subprocess would now fail: a hit must not start one.
+    monkeypatch.setattr(packaging.sys, "executable", str(tmp_path / "no-such-python"))
+    second = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert second.reused_from_cache is True
+    assert (second.path, second.sha256, second.files) == (first.path, first.sha256, first.files)
+    assert second.path.stat().st_mtime_ns == cached_mtime
+
+
+def test_cache_ignores_caches_vcs_and_build_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    root = package_dir.parent
+    first = build_package(package_dir, cache_dir=tmp_path / "cache")
+    (package_dir / "__pycache__").mkdir()
+    (package_dir / "__pycache__/task.cpython-311.pyc").write_bytes(b"\0bytecode")
+    (root / ".git").mkdir()
+    (root / ".git/HEAD").write_text("ref: refs/heads/main\n")
+    (root / "build/lib").mkdir(parents=True)
+    (root / "dist").mkdir()
+    (root / "dist/old-0.1.tar.gz").write_bytes(b"old")
+    (root / "trainer.egg-info").mkdir()
+    (root / ".venv/lib").mkdir(parents=True)
+    (root / "env").mkdir()
+    (root / "env/pyvenv.cfg").write_text("home = /usr\n")
+    monkeypatch.setattr(packaging.sys, "executable", str(tmp_path / "no-such-python"))
+    again = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert again.reused_from_cache is True
+    assert again.sha256 == first.sha256
+
+
+def test_a_build_subpackage_named_build_is_not_skipped(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    (package_dir / "build").mkdir()
+    (package_dir / "build/__init__.py").write_text("")
+    relative = [f.relative for f in collect_sources(package_dir.parent)]
+    assert "trainer/build/__init__.py" in relative
+
+
+def test_changed_source_misses_the_cache(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "with_setup_py")
+    first = build_package(package_dir, cache_dir=tmp_path / "cache")
+    (package_dir / "task.py").write_text("print('new')\n")
+    second = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert second.reused_from_cache is False
+    assert second.sha256 != first.sha256
+    assert first.path.is_file()  # the old entry stays for other checkouts
+
+
+def test_executable_bit_is_part_of_the_key(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "with_setup_py")
+    first = build_package(package_dir, cache_dir=tmp_path / "cache")
+    (package_dir / "task.py").chmod(0o755)
+    second = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert second.reused_from_cache is False
+    assert second.sha256 != first.sha256
+
+
+def test_damaged_cache_entry_is_rebuilt(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "with_setup_py")
+    first = build_package(package_dir, cache_dir=tmp_path / "cache")
+    first.path.write_bytes(first.path.read_bytes()[:50])  # truncated by a crash or a full disk
+    second = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert second.reused_from_cache is False
+    assert second.sha256 == first.sha256
+    assert hashlib.sha256(second.path.read_bytes()).hexdigest() == first.sha256
+
+
+def test_concurrent_builds_share_one_cache_entry(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    results: list[BuiltPackage] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(3)
+
+    def build() -> None:
+        try:
+            barrier.wait()
+            results.append(build_package(package_dir, cache_dir=tmp_path / "cache"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=build) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len({r.sha256 for r in results}) == 1
+    assert len({r.path for r in results}) == 1
+    entries = list((tmp_path / "cache").iterdir())
+    assert len(entries) == 1  # no temporary directories left behind
+    assert hashlib.sha256(results[0].path.read_bytes()).hexdigest() == results[0].sha256
+
+
+def test_default_cache_dir_is_under_aiptrain_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIPTRAIN_HOME", str(tmp_path / "home"))
+    built = build_package(project(tmp_path, "with_setup_py"))
+    assert built.path.is_relative_to(tmp_path / "home" / "cache" / "sdist")
+
+
+# -- the user's tree ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["with_setup_py", "with_pyproject", "no_setup", "failing_setup"])
+def test_the_users_tree_is_left_untouched(tmp_path: Path, fixture: str) -> None:
+    package_dir = project(tmp_path, fixture)
+    root = package_dir.parent
+    before = snapshot(root)
+    try:
+        build_package(package_dir, cache_dir=tmp_path / "cache")
+    except UsageError:
+        assert fixture == "failing_setup"
+    assert snapshot(root) == before  # no egg-info, dist/, build/, setup.py or MANIFEST.in
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+def test_missing_package_path(tmp_path: Path) -> None:
+    with pytest.raises(ValidationFailed) as caught:
+        build_package(tmp_path / "nope", cache_dir=tmp_path / "cache")
+    assert caught.value.exit_code == 2
+    [problem] = caught.value.problems
+    assert problem.path == "--package-path"
+    assert f"{tmp_path / 'nope'} does not exist" in problem.message
+
+
+def test_package_path_that_is_a_file(tmp_path: Path) -> None:
+    module = tmp_path / "task.py"
+    module.write_text("")
+    [problem] = check_package_path(module)
+    assert "is not a directory" in problem.message
+
+
+def test_missing_init_names_the_directory(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "missing_init")
+    with pytest.raises(ValidationFailed) as caught:
+        build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert caught.value.exit_code == 2
+    [problem] = caught.value.problems
+    assert problem.message == f"{package_dir} is not a Python package: it has no __init__.py"
+    assert problem.hint is not None
+    assert f"create {package_dir / '__init__.py'}" in problem.hint
+    assert "--package-path must point at the package directory itself" in problem.hint
+    assert not (tmp_path / "cache").exists()
+
+
+def test_pointing_at_the_project_directory_suggests_the_package(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "with_setup_py")
+    [problem] = check_package_path(package_dir.parent)
+    assert problem.hint is not None
+    assert f"did you mean --package-path {package_dir}?" in problem.hint
+
+
+def test_invalid_package_name_without_setup(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    renamed = package_dir.rename(package_dir.parent / "my-trainer")
+    [problem] = check_package_path(renamed)
+    assert "'my-trainer' is not a valid Python package name" in problem.message
+
+
+def test_good_package_paths_have_no_problems(tmp_path: Path) -> None:
+    assert check_package_path(project(tmp_path, "with_setup_py")) == []
+    assert check_package_path(str(project(tmp_path, "no_setup"))) == []
+
+
+def test_failing_setup_shows_the_tail_of_its_output(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "failing_setup")
+    with pytest.raises(UsageError) as caught:
+        build_package(package_dir, cache_dir=tmp_path / "cache")
+    error = caught.value
+    assert error.exit_code == 2
+    assert f"packaging the trainer in {package_dir.parent} failed" in error.message
+    assert "deliberate failure in the fixture setup.py" in error.message
+    shown = re.findall(r"noise line (\d+)$", error.message, flags=re.MULTILINE)
+    assert "59" in shown
+    assert "0" not in shown  # only the last lines
+    assert len(error.message.splitlines()) <= 41
+    assert error.hint is not None and "setup.py sdist" in error.hint
+    assert list((tmp_path / "cache").iterdir()) == []  # nothing cached
+
+
+def test_setup_py_that_builds_nothing(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        build_package(project(tmp_path, "empty_setup"), cache_dir=tmp_path / "cache")
+    assert caught.value.exit_code == 2
+    assert "produced no .tar.gz sdist" in caught.value.message
+    assert caught.value.hint is not None and "calls setup()" in caught.value.hint
+
+
+def test_uninstalled_build_backend_is_named(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "with_pyproject")
+    pyproject = package_dir.parent / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("setuptools.build_meta", "no_such_backend.api"))
+    with pytest.raises(UsageError) as caught:
+        build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert caught.value.exit_code == 2
+    assert "'no_such_backend.api' is not installed" in caught.value.message
+
+
+def test_duplicate_basenames() -> None:
+    problems = check_duplicate_basenames([Path("a/pkg.tar.gz"), Path("b/pkg.tar.gz"), Path("c/other.whl")])
+    [problem] = problems
+    assert problem.path == "--packages"
+    assert problem.message == "cannot upload multiple packages with the same file name: pkg.tar.gz"
+    assert problem.hint is not None and "a/pkg.tar.gz" in problem.hint and "b/pkg.tar.gz" in problem.hint
+    assert check_duplicate_basenames([Path("a.tar.gz"), Path("b.tar.gz")]) == []
