@@ -1,0 +1,201 @@
+"""Content-addressed staging against the local object store (a real store, on disk)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from aiptrain.errors import OperationalError, ValidationFailed
+from aiptrain.staging import (
+    UploadPlan,
+    UploadResult,
+    check_package_entries,
+    classify_packages,
+    describe_plan,
+    describe_result,
+    execute_uploads,
+    human_size,
+    plan_uploads,
+    staging_uri,
+)
+from aiptrain.storage.local import LocalObjectStore
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LocalObjectStore:
+    return LocalObjectStore(tmp_path / "storage")
+
+
+@pytest.fixture
+def packages(tmp_path: Path) -> list[Path]:
+    first = tmp_path / "dist/trainer-0.1.tar.gz"
+    second = tmp_path / "deps/helper-2.0-py3-none-any.whl"
+    for path, content in ((first, b"trainer " * 1000), (second, b"helper " * 300)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    return [first, second]
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("gs://stage", "gs://stage/aiptrain/packages/{sha}/pkg.tar.gz"),
+        ("gs://stage/", "gs://stage/aiptrain/packages/{sha}/pkg.tar.gz"),
+        ("stage", "gs://stage/aiptrain/packages/{sha}/pkg.tar.gz"),
+        ("gs://stage/team/a/", "gs://stage/team/a/aiptrain/packages/{sha}/pkg.tar.gz"),
+    ],
+)
+def test_staging_uri_is_content_addressed(location: str, expected: str) -> None:
+    digest = "ab" * 32
+    assert staging_uri(location, digest, "pkg.tar.gz") == expected.format(sha=digest)
+
+
+def test_plan_without_checking_has_no_side_effects(
+    store: LocalObjectStore, packages: list[Path]
+) -> None:
+    plans = plan_uploads(packages, "gs://stage", store, check_existing=False)
+    assert [p.status for p in plans] == ["unknown", "unknown"]
+    assert [p.uri for p in plans] == [
+        f"gs://stage/aiptrain/packages/{sha(packages[0])}/trainer-0.1.tar.gz",
+        f"gs://stage/aiptrain/packages/{sha(packages[1])}/helper-2.0-py3-none-any.whl",
+    ]
+    assert [(p.sha256, p.size) for p in plans] == [(sha(f), f.stat().st_size) for f in packages]
+    assert not store.root.exists()
+
+
+def test_plan_with_no_store_is_unknown(packages: list[Path]) -> None:
+    assert {p.status for p in plan_uploads(packages, "gs://stage", None, check_existing=True)} == {"unknown"}
+
+
+def test_first_run_uploads_second_run_reuses(store: LocalObjectStore, packages: list[Path]) -> None:
+    first = plan_uploads(packages, "gs://stage", store, check_existing=True)
+    assert [p.status for p in first] == ["upload", "upload"]
+    results = execute_uploads(first, store)
+    assert [r.action for r in results] == ["uploaded", "uploaded"]
+    assert [r.bytes_sent for r in results] == [f.stat().st_size for f in packages]
+    for plan, local in zip(first, packages, strict=True):
+        assert store.path_for(plan.uri).read_bytes() == local.read_bytes()
+    mtimes = [store.path_for(p.uri).stat().st_mtime_ns for p in first]
+
+    second = plan_uploads(packages, "gs://stage", store, check_existing=True)
+    assert [p.status for p in second] == ["reuse", "reuse"]
+    again = execute_uploads(second, store)
+    assert [(r.action, r.bytes_sent) for r in again] == [("reused", 0), ("reused", 0)]
+    assert [store.path_for(p.uri).stat().st_mtime_ns for p in second] == mtimes
+
+
+def test_changed_file_goes_to_a_new_object(store: LocalObjectStore, packages: list[Path]) -> None:
+    execute_uploads(plan_uploads(packages[:1], "gs://stage", store, check_existing=True), store)
+    old_uri = staging_uri("gs://stage", sha(packages[0]), packages[0].name)
+    packages[0].write_bytes(b"new trainer code")
+    [plan] = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)
+    assert plan.status == "upload"
+    assert plan.uri != old_uri
+    [result] = execute_uploads([plan], store)
+    assert result.action == "uploaded"
+    assert store.path_for(old_uri).is_file()  # shared across jobs: never deleted
+    assert store.path_for(plan.uri).read_bytes() == b"new trainer code"
+
+
+def test_object_present_with_other_bytes_is_replaced(store: LocalObjectStore, packages: list[Path]) -> None:
+    uri = staging_uri("gs://stage", sha(packages[0]), packages[0].name)
+    partial = store.path_for(uri)
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(packages[0].read_bytes()[:100])  # an interrupted copy by another tool
+    [plan] = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)
+    assert plan.status == "upload"
+    assert "other content" in plan.reason
+    [result] = execute_uploads([plan], store)
+    assert result.action == "uploaded"
+    assert partial.read_bytes() == packages[0].read_bytes()
+
+
+def test_unknown_plan_checks_before_uploading(store: LocalObjectStore, packages: list[Path]) -> None:
+    execute_uploads(plan_uploads(packages, "gs://stage", store, check_existing=True), store)
+    unchecked = plan_uploads(packages, "gs://stage", store, check_existing=False)
+    assert [r.action for r in execute_uploads(unchecked, store)] == ["reused", "reused"]
+
+
+def test_progress_factory_is_called_per_upload(store: LocalObjectStore, packages: list[Path]) -> None:
+    calls: dict[str, list[tuple[int, int]]] = {}
+
+    def factory(plan: UploadPlan):  # type: ignore[no-untyped-def]
+        events = calls.setdefault(plan.local.name, [])
+        return lambda sent, total: events.append((sent, total))
+
+    execute_uploads(plan_uploads(packages, "gs://stage", store, check_existing=True), store,
+                    progress_factory=factory)
+    assert set(calls) == {p.name for p in packages}
+    for local in packages:
+        assert calls[local.name][-1] == (local.stat().st_size, local.stat().st_size)
+
+
+def test_file_changed_between_plan_and_upload_is_refused(store: LocalObjectStore, packages: list[Path]) -> None:
+    plans = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)
+    packages[0].write_bytes(b"edited after planning")
+    with pytest.raises(OperationalError, match="changed while it was being staged"):
+        execute_uploads(plans, store)
+    assert not store.path_for(plans[0].uri).exists()
+
+
+def test_describe_result_lines() -> None:
+    reused = UploadResult(Path("a"), "gs://b/x/a", "0" * 64, 10, "reused", 0, 0.0)
+    uploaded = UploadResult(Path("a"), "gs://b/x/a", "0" * 64, 1_234_567, "uploaded", 1_234_567, 0.31)
+    assert describe_result(reused) == "reused gs://b/x/a"
+    assert describe_result(uploaded) == "uploaded 1.2 MB in 0.3 s → gs://b/x/a"
+
+
+def test_describe_plan_line(packages: list[Path]) -> None:
+    [plan] = plan_uploads(packages[:1], "gs://stage", None, check_existing=False)
+    line = describe_plan(plan)
+    assert line.startswith("would stage trainer-0.1.tar.gz (8.0 kB, sha256 ")
+    assert line.endswith(plan.uri)
+
+
+@pytest.mark.parametrize(
+    ("size", "text"),
+    [(0, "0 B"), (999, "999 B"), (1000, "1.0 kB"), (1_500_000, "1.5 MB"), (3_200_000_000, "3.2 GB")],
+)
+def test_human_size(size: int, text: str) -> None:
+    assert human_size(size) == text
+
+
+# -- --packages --------------------------------------------------------------------------------
+
+
+def test_classify_packages_splits_remote_and_local(packages: list[Path]) -> None:
+    entries = ["gs://deps/lib-1.0.tar.gz", str(packages[0]), "", str(packages[1]), "gs://other/x.whl"]
+    remote, local = classify_packages(entries)
+    assert remote == ["gs://deps/lib-1.0.tar.gz", "gs://other/x.whl"]
+    assert local == packages
+
+
+def test_classify_packages_names_every_bad_entry(tmp_path: Path, packages: list[Path]) -> None:
+    same_name = tmp_path / "other/trainer-0.1.tar.gz"
+    same_name.parent.mkdir()
+    same_name.write_bytes(b"x")
+    entries = [
+        str(tmp_path / "missing.tar.gz"),
+        str(tmp_path),
+        "gs://",
+        "gs://bucket/folder/",
+        str(packages[0]),
+        str(same_name),
+    ]
+    with pytest.raises(ValidationFailed) as caught:
+        classify_packages(entries)
+    assert caught.value.exit_code == 2
+    rendered = str(caught.value)
+    assert f"{tmp_path / 'missing.tar.gz'} does not exist" in rendered
+    assert f"{tmp_path} is not a file" in rendered
+    assert "names no bucket" in rendered
+    assert "names a folder" in rendered
+    assert "same file name: trainer-0.1.tar.gz" in rendered
+    assert len(caught.value.problems) == 5
+    assert check_package_entries(entries) == caught.value.problems
