@@ -1,0 +1,159 @@
+"""The emulator's HTTP application: ml v1 jobs, Vertex AI customJobs and logging v2 entries.
+
+Routes (the paths googleapiclient builds from the discovery documents):
+
+    POST /v1/projects/{p}/jobs                                   ml.projects.jobs.create
+    GET  /v1/projects/{p}/jobs                                   ml.projects.jobs.list
+    GET  /v1/projects/{p}/jobs/{id}                              ml.projects.jobs.get
+    POST /v1/projects/{p}/jobs/{id}:cancel                       ml.projects.jobs.cancel
+    POST /v1/projects/{p}/locations/{l}/customJobs               aiplatform ... customJobs.create
+    GET  /v1/projects/{p}/locations/{l}/customJobs               aiplatform ... customJobs.list
+    GET  /v1/projects/{p}/locations/{l}/customJobs/{n}           aiplatform ... customJobs.get
+    POST /v1/projects/{p}/locations/{l}/customJobs/{n}:cancel    aiplatform ... customJobs.cancel
+    POST /v2/entries:list                                        logging.entries.list
+
+Every answer is JSON; every error is Google's error object. When a token is configured, each
+request must carry `Authorization: Bearer <token>` (401 UNAUTHENTICATED otherwise). Handlers are
+synchronous (the engine uses SQLite and processes) and run in Starlette's thread pool.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from aiptrain.emulator import logging_api, mlv1_api, vertex_api
+from aiptrain.emulator.customjobs import CustomJobStore
+from aiptrain.emulator.errors import ApiError, from_aiptrain_error
+from aiptrain.emulator.faults import FaultPlan
+from aiptrain.emulator.services import Services
+from aiptrain.errors import AiptrainError
+
+if TYPE_CHECKING:
+    from aiptrain.runner.engine import LocalEngine
+
+LOG = logging.getLogger("aiptrain.emulator")
+
+# (params, query, body) -> response body
+Handler = Callable[[dict[str, str], dict[str, str], Any], dict[str, Any]]
+
+
+def _error_response(error: ApiError) -> Response:
+    return JSONResponse(error.body(), status_code=error.http_status, headers=error.headers or None)
+
+
+async def _read_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise ApiError("INVALID_ARGUMENT", "Invalid JSON payload received. The body is not JSON.") from None
+
+
+def _endpoint(handler: Handler, *, token: str | None, faults: FaultPlan | None
+              ) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            _check_token(request, token)
+            if faults is not None:
+                injected = faults.check(request.method, request.url.path)
+                if injected is not None:
+                    return _error_response(injected)
+            body = await _read_body(request) if request.method == "POST" else None
+            params = dict(request.path_params)
+            query = dict(request.query_params)
+            result = await run_in_threadpool(handler, params, query, body)
+            return JSONResponse(result)
+        except ApiError as error:
+            return _error_response(error)
+        except AiptrainError as error:
+            return _error_response(from_aiptrain_error(error, root=""))
+        except Exception:
+            LOG.exception("internal error serving %s %s", request.method, request.url.path)
+            return _error_response(ApiError("INTERNAL", "Internal error in the aiptrain emulator."))
+
+    return endpoint
+
+
+def _check_token(request: Request, token: str | None) -> None:
+    if token is None:
+        return
+    sent = request.headers.get("authorization", "")
+    if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+        raise ApiError("UNAUTHENTICATED", "Request is missing a valid authentication credential: "
+                       "send `Authorization: Bearer <token>`.", headers={"WWW-Authenticate": "Bearer"})
+
+
+def create_app(
+    engine: LocalEngine,
+    *,
+    token: str | None = None,
+    faults: FaultPlan | None = None,
+    storage_root: Path | None = None,
+    state_dir: Path | None = None,
+) -> Starlette:
+    """The ASGI app over `engine`.
+
+    storage_root: where `gs://` URIs live (default: the engine home's `storage`, the local store)
+    state_dir:    where CustomJob records are kept (default: the engine home's `emulator`)
+    faults:       test-only fault injection (see `faults`)
+    """
+    home = _engine_home(engine)
+    services = Services(
+        engine=engine,
+        storage_root=storage_root or home / "storage",
+        custom_jobs=CustomJobStore((state_dir or home / "emulator") / "custom_jobs"),
+    )
+
+    def route(path: str, method: str, handler: Handler) -> Route:
+        return Route(path, _endpoint(handler, token=token, faults=faults), methods=[method])
+
+    jobs = "/v1/projects/{project}/jobs"
+    custom = "/v1/projects/{project}/locations/{location}/customJobs"
+    routes = [
+        route(f"{jobs}/{{job_id}}:cancel", "POST",
+              lambda p, q, b: mlv1_api.cancel_job(services, p["project"], p["job_id"], b)),
+        route(jobs, "POST", lambda p, q, b: mlv1_api.create_job(services, p["project"], b)),
+        route(jobs, "GET", lambda p, q, b: mlv1_api.list_jobs(services, p["project"], q)),
+        route(f"{jobs}/{{job_id}}", "GET", lambda p, q, b: mlv1_api.get_job(services, p["project"], p["job_id"])),
+        route(f"{custom}/{{custom_job}}:cancel", "POST",
+              lambda p, q, b: vertex_api.cancel_custom_job(services, p["project"], p["location"],
+                                                           p["custom_job"], b)),
+        route(custom, "POST",
+              lambda p, q, b: vertex_api.create_custom_job(services, p["project"], p["location"], b)),
+        route(custom, "GET",
+              lambda p, q, b: vertex_api.list_custom_jobs(services, p["project"], p["location"], q)),
+        route(f"{custom}/{{custom_job}}", "GET",
+              lambda p, q, b: vertex_api.get_custom_job(services, p["project"], p["location"],
+                                                        p["custom_job"])),
+        route("/v2/entries:list", "POST", lambda p, q, b: logging_api.list_entries(services, b)),
+    ]
+    not_found = _endpoint(_unknown_method, token=token, faults=None)
+    routes.append(Route("/{path:path}", not_found,
+                        methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
+    return Starlette(routes=routes)
+
+
+def _unknown_method(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
+    raise ApiError("NOT_FOUND", f"The aiptrain emulator does not serve /{params.get('path', '')}.")
+
+
+def _engine_home(engine: Any) -> Path:
+    home = getattr(engine, "home", None)
+    if isinstance(home, Path):
+        return home
+    from aiptrain.paths import aiptrain_home
+
+    return aiptrain_home()

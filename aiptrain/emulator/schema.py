@@ -1,0 +1,202 @@
+"""Request bodies checked against a discovery document's `schemas`, the way Google's front end does.
+
+Google parses a JSON body into the request proto before any handler runs: unknown fields, wrong
+types and enum values that do not exist are refused with 400 INVALID_ARGUMENT and one field
+violation each, with the field path in the proto's snake_case (`job.training_input.scale_tier`).
+Like the proto JSON parser, both the camelCase JSON names and the snake_case field names are
+accepted; the validated copy returned uses the camelCase names only, and drops nulls.
+
+Checked: `$ref`, object properties, maps (`additionalProperties`), arrays, string / boolean /
+integer / number types, enums, int64 and uint64 (a number or a decimal string, in range), int32
+ranges, `byte` (base64), `google-duration`, `google-datetime`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_DURATION = re.compile(r"^-?\d+(\.\d{1,9})?s$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$")
+_INTEGER = re.compile(r"^-?\d+$")
+_NUMBER_WORDS = {"NaN", "Infinity", "-Infinity"}
+_INT_RANGES = {
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint64": (0, 2**64 - 1),
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A google.rpc.BadRequest.FieldViolation."""
+
+    field: str
+    description: str
+
+
+def snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _camel_case(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _proto_kind(schema: dict[str, Any]) -> str:
+    """The proto type name Google's messages show, e.g. TYPE_INT64."""
+    if "enum" in schema:
+        return "TYPE_ENUM"
+    fmt = schema.get("format")
+    if fmt in _INT_RANGES:
+        return f"TYPE_{fmt.upper()}"
+    return {
+        "boolean": "TYPE_BOOL",
+        "number": "TYPE_DOUBLE" if schema.get("format") != "float" else "TYPE_FLOAT",
+        "integer": "TYPE_INT32",
+    }.get(str(schema.get("type")), "TYPE_STRING" if fmt != "byte" else "TYPE_BYTES")
+
+
+class SchemaValidator:
+    """Validates JSON values against the `schemas` of one discovery document."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.schemas: dict[str, dict[str, Any]] = document["schemas"]
+
+    def validate(self, value: Any, schema_id: str, root: str) -> tuple[Any, list[Violation]]:
+        """(the value with camelCase keys and no nulls, every violation found).
+
+        `root` names the body in field paths, as the request field holding it (`job`,
+        `custom_job`, ...), or is empty when the body is the request itself.
+        """
+        violations: list[Violation] = []
+        cleaned = self._check(value, {"$ref": schema_id}, root, violations)
+        return cleaned, violations
+
+    # -- walking ---------------------------------------------------------------------------
+
+    def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in schema:
+            schema = self.schemas[schema["$ref"]]
+        return schema
+
+    def _check(self, value: Any, schema: dict[str, Any], path: str, out: list[Violation]) -> Any:
+        schema = self._resolve(schema)
+        kind = schema.get("type")
+        if kind == "any":
+            return value
+        if kind == "object" or "properties" in schema:
+            return self._object(value, schema, path, out)
+        if kind == "array":
+            if not isinstance(value, list):
+                out.append(self._invalid(path, schema, value))
+                return None
+            items = schema.get("items", {"type": "any"})
+            return [self._check(item, items, f"{path}[{index}]", out) for index, item in enumerate(value)]
+        return self._scalar(value, schema, path, out)
+
+    def _object(self, value: Any, schema: dict[str, Any], path: str, out: list[Violation]) -> Any:
+        if not isinstance(value, dict):
+            out.append(Violation(path, f"Invalid JSON payload received. Expected an object at '{path}', "
+                                 f"got {json.dumps(value)[:80]}."))
+            return None
+        properties: dict[str, Any] | None = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if properties is None:
+            if extra is None:
+                return dict(value)  # a free-form object (Struct)
+            cleaned_map = {}
+            for key, item in value.items():
+                if item is not None:
+                    cleaned_map[key] = self._check(item, extra, f"{path}[{key}]", out)
+            return cleaned_map
+        cleaned: dict[str, Any] = {}
+        for key, item in value.items():
+            name = key if key in properties else _camel_case(key)
+            if name not in properties:
+                where = f" at '{path}'" if path else ""
+                out.append(Violation(path, f'Invalid JSON payload received. Unknown name "{key}"{where}: '
+                                     "Cannot find field."))
+                continue
+            if item is None:
+                continue
+            child = f"{path}.{snake_case(name)}" if path else snake_case(name)
+            cleaned[name] = self._check(item, properties[name], child, out)
+        return cleaned
+
+    def _scalar(self, value: Any, schema: dict[str, Any], path: str, out: list[Violation]) -> Any:
+        kind = schema.get("type")
+        fmt = schema.get("format")
+        ok = True
+        if "enum" in schema:
+            ok = isinstance(value, str) and value in schema["enum"]
+            if not ok:
+                out.append(Violation(path, self._invalid(path, schema, value).description
+                                     + " (expected one of: " + ", ".join(schema["enum"]) + ")"))
+                return None
+        elif kind == "boolean":
+            ok = isinstance(value, bool)
+        elif kind == "integer" or fmt in ("int64", "uint64"):
+            ok = self._integer_ok(value, str(fmt or "int32"))
+            if ok:
+                number = int(value.strip()) if isinstance(value, str) else int(value)
+                # int64 travels as a decimal string in JSON (it does not fit a double).
+                value = str(number) if fmt in ("int64", "uint64") else number
+        elif kind == "number":
+            ok = (isinstance(value, int | float) and not isinstance(value, bool)) or (
+                isinstance(value, str) and (_is_float(value) or value in _NUMBER_WORDS))
+        elif kind == "string":
+            ok = isinstance(value, str) and self._string_format_ok(value, fmt)
+        if not ok:
+            out.append(self._invalid(path, schema, value))
+            return None
+        return value
+
+    @staticmethod
+    def _integer_ok(value: Any, fmt: str) -> bool:
+        if isinstance(value, bool):
+            return False
+        if isinstance(value, float):
+            if not value.is_integer():
+                return False
+            value = int(value)
+        if isinstance(value, str):
+            if not _INTEGER.match(value.strip()):
+                return False
+            value = int(value)
+        if not isinstance(value, int):
+            return False
+        low, high = _INT_RANGES.get(fmt, _INT_RANGES["int32"])
+        return low <= value <= high
+
+    @staticmethod
+    def _string_format_ok(value: str, fmt: str | None) -> bool:
+        if fmt == "google-duration":
+            return bool(_DURATION.match(value))
+        if fmt == "google-datetime":
+            return bool(_DATETIME.match(value))
+        if fmt == "byte":
+            try:
+                base64.b64decode(value.replace("-", "+").replace("_", "/") + "=" * (-len(value) % 4),
+                                 validate=True)
+            except (binascii.Error, ValueError):
+                return False
+        return True
+
+    @staticmethod
+    def _invalid(path: str, schema: dict[str, Any], value: Any) -> Violation:
+        return Violation(path, f"Invalid value at '{path}' ({_proto_kind(schema)}), {json.dumps(value)}")
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

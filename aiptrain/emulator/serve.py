@@ -1,0 +1,95 @@
+"""`aiptrain local serve`: run the emulator with uvicorn until interrupted.
+
+It listens on loopback by default. Any other address exposes every job and every file of the
+local store to the network, so it is refused unless the caller opts in (`allow_remote`) and
+sets a bearer token that clients must send.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+from aiptrain.emulator.faults import FaultPlan
+from aiptrain.errors import OperationalError, UsageError
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
+    if is_loopback_host(host):
+        return
+    if not allow_remote:
+        raise UsageError(f"refusing to serve on {host}: it is not a loopback address",
+                         hint="keep the default --host 127.0.0.1, or pass --allow-remote with --token")
+    if not token:
+        raise UsageError(f"serving on {host} needs a token that clients must send",
+                         hint="pass --token (or set AIPTRAIN_SERVE_TOKEN); clients set AIPTRAIN_API_TOKEN")
+
+
+def base_url(host: str, port: int) -> str:
+    shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
+    return f"http://{shown}:{port}/"
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0: a free port, read back from the socket)."""
+    bare = host.strip("[]")
+    try:
+        info = socket.getaddrinfo(bare, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as error:
+        raise UsageError(f"cannot resolve --host {host}: {error}") from None
+    sock = socket.socket(info[0], socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(info[4])
+    except OSError as error:
+        sock.close()
+        raise OperationalError(f"cannot listen on {host}:{port}: {error.strerror or error}",
+                               hint="choose another --port (0 picks a free one)") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(
+    host: str,
+    port: int,
+    *,
+    allow_remote: bool,
+    token: str | None,
+    home: Path | None,
+    faults: FaultPlan | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until interrupted. `on_ready` gets the base URL (with the real port) once listening.
+
+    Fault injection comes from `faults` or, when not given, $AIPTRAIN_EMULATOR_FAULTS (tests only).
+    """
+    check_bind(host, allow_remote=allow_remote, token=token)
+    import uvicorn
+
+    from aiptrain.emulator.app import create_app
+    from aiptrain.runner.engine import LocalEngine
+
+    engine = LocalEngine(home=home)
+    app = create_app(engine, token=token, faults=faults or FaultPlan.from_environment())
+    sock = bind_socket(host, port)
+    actual_port = int(sock.getsockname()[1])
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    if on_ready is not None:
+        on_ready(base_url(host, actual_port))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,67 @@
+"""What every emulator handler works with: the engine, the stores and the request validators."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiptrain.emulator.customjobs import CustomJobStore
+from aiptrain.emulator.discovery import discovery_document
+from aiptrain.emulator.errors import ApiError, invalid_argument
+from aiptrain.emulator.schema import SchemaValidator, Violation
+
+if TYPE_CHECKING:
+    from aiptrain.runner.engine import LocalEngine
+
+
+@dataclass(frozen=True)
+class Services:
+    engine: LocalEngine
+    storage_root: Path
+    custom_jobs: CustomJobStore
+
+    def validated(self, api: str, version: str, body: Any, schema_id: str, root: str) -> dict[str, Any]:
+        """The body checked against the API's schema, camelCase keys; 400 on any violation."""
+        if not isinstance(body, dict):
+            raise invalid_argument([Violation(root, "Invalid JSON payload received. Expected an object.")])
+        cleaned, violations = _validator(api, version).validate(body, schema_id, root)
+        if violations:
+            raise invalid_argument(violations)
+        assert isinstance(cleaned, dict)
+        return cleaned
+
+
+@functools.cache
+def _validator(api: str, version: str) -> SchemaValidator:
+    return SchemaValidator(discovery_document(api, version))
+
+
+def page_size(query: dict[str, str], *, default: int, maximum: int) -> int:
+    raw = query.get("pageSize")
+    if raw is None or raw == "":
+        return default
+    try:
+        size = int(raw)
+    except ValueError:
+        raise invalid_argument([Violation("page_size", f"Invalid value {raw!r}: expected an integer.")]) from None
+    if size < 0:
+        raise invalid_argument([Violation("page_size", "page_size must not be negative.")])
+    return min(size or default, maximum)
+
+
+def encode_token(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data, sort_keys=True).encode()).decode().rstrip("=")
+
+
+def decode_token(token: str, field: str = "page_token") -> dict[str, Any]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except (ValueError, TypeError):
+        data = None
+    if not isinstance(data, dict):
+        raise ApiError("INVALID_ARGUMENT", f"Invalid {field}.", (Violation(field, "Invalid page token."),))
+    return data

@@ -1,0 +1,175 @@
+"""Vertex AI `projects.locations.customJobs`: create, get, list, cancel, over the local engine.
+
+A CustomJob is reverse-translated into an ml v1 Job (worker pools -> a CUSTOM tier, the Python
+package spec -> packages, module and args, the output directory -> the job dir) and run by the
+engine; its state is reported with Vertex's JOB_STATE_* names. Custom containers are refused
+(400 FAILED_PRECONDITION): there is no container runtime here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiptrain.emulator.customjobs import CustomJobRecord
+from aiptrain.emulator.errors import ApiError, from_aiptrain_error, invalid_argument
+from aiptrain.emulator.packages import check_output_dir, stage_packages
+from aiptrain.emulator.query import FilterError, parse_filter
+from aiptrain.emulator.schema import Violation
+from aiptrain.emulator.services import Services, decode_token, encode_token, page_size
+from aiptrain.errors import AiptrainError, NotFound
+from aiptrain.spec import Job, JobState
+from aiptrain.vertex_translate import ML_TO_VERTEX_STATE, custom_job_to_job
+
+# The CustomJob fields a client sets; everything else is output only and ignored on create.
+INPUT_FIELDS = ("displayName", "jobSpec", "labels", "encryptionSpec")
+LIST_DEFAULT_PAGE_SIZE = 100
+LIST_MAX_PAGE_SIZE = 1000
+_CANCELLED_CODE = 1  # google.rpc.Code.CANCELLED, as Vertex reports a cancelled job's error
+_FAILED_CODE = 3
+
+
+def _not_found(name: str) -> ApiError:
+    return ApiError("NOT_FOUND", f'The CustomJob "{name}" does not exist.')
+
+
+def _check_pools(spec: dict[str, Any]) -> None:
+    pools = spec.get("workerPoolSpecs") or []
+    root = "custom_job.job_spec.worker_pool_specs"
+    if not pools or not pools[0]:
+        raise invalid_argument([Violation(root, "The first worker pool (the chief) must be specified.")])
+    if len(pools) > 4:
+        raise invalid_argument([Violation(root, "At most 4 worker pools can be specified.")])
+    if str(pools[0].get("replicaCount", "1")) != "1":
+        raise invalid_argument([Violation(f"{root}[0].replica_count",
+                                          "The first worker pool must have exactly one replica.")])
+    for index, pool in enumerate(pools):
+        if not pool:
+            continue
+        if pool.get("containerSpec"):
+            raise ApiError("FAILED_PRECONDITION",
+                           "Custom containers cannot run in the aiptrain emulator: there is no container "
+                           "runtime here. Use a pythonPackageSpec, or run the container on Vertex AI.",
+                           (Violation(f"{root}[{index}].container_spec", "no container runtime"),))
+        if not pool.get("pythonPackageSpec"):
+            raise invalid_argument([Violation(f"{root}[{index}]",
+                                              "A worker pool needs a pythonPackageSpec or a containerSpec.")])
+
+
+def create_custom_job(services: Services, project: str, location: str, body: Any) -> dict[str, Any]:
+    data = services.validated("aiplatform", "v1", body, "GoogleCloudAiplatformV1CustomJob", "custom_job")
+    custom_job = {key: data[key] for key in INPUT_FIELDS if key in data}
+    if not custom_job.get("displayName"):
+        raise invalid_argument([Violation("custom_job.display_name", "The display name is required.")])
+    spec = custom_job.get("jobSpec") or {}
+    _check_pools(spec)
+    check_output_dir((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix"), services.storage_root,
+                     field="custom_job.job_spec.base_output_directory.output_uri_prefix")
+    uris = (spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("packageUris")) or []
+    stage_packages(uris, services.storage_root,
+                   field_prefix="custom_job.job_spec.worker_pool_specs[0].python_package_spec.package_uris")
+
+    record = services.custom_jobs.reserve(project, location, custom_job)
+    try:
+        job = custom_job_to_job({**custom_job, "name": record.name})
+        job.job_id = record.engine_job_id
+        services.engine.submit(project, job)
+    except AiptrainError as error:
+        services.custom_jobs.forget(record.numeric_id)
+        raise from_aiptrain_error(error, root="custom_job") from None
+    except BaseException:
+        services.custom_jobs.forget(record.numeric_id)
+        raise
+    return present(services, record)
+
+
+def _record(services: Services, project: str, location: str, numeric_id: str) -> CustomJobRecord:
+    record = services.custom_jobs.get(project, location, numeric_id)
+    if record is None:
+        raise _not_found(f"projects/{project}/locations/{location}/customJobs/{numeric_id}")
+    return record
+
+
+def present(services: Services, record: CustomJobRecord, job: Job | None = None) -> dict[str, Any]:
+    """The CustomJob as Vertex returns it: the request plus name, state, times and error."""
+    if job is None:
+        try:
+            job = services.engine.get(record.project, record.engine_job_id)
+        except NotFound:
+            raise _not_found(record.name) from None
+    state = JobState(job.state or JobState.STATE_UNSPECIFIED)
+    body: dict[str, Any] = {"name": record.name, **record.custom_job, "state": ML_TO_VERTEX_STATE[state]}
+    if job.create_time:
+        body["createTime"] = job.create_time
+    if job.start_time:
+        body["startTime"] = job.start_time
+    if job.end_time:
+        body["endTime"] = job.end_time
+    body["updateTime"] = job.end_time or job.start_time or job.create_time
+    if state == JobState.CANCELLED:
+        body["error"] = {"code": _CANCELLED_CODE, "message": "CANCELED"}
+    elif state == JobState.FAILED:
+        body["error"] = {"code": _FAILED_CODE, "message": job.error_message or "The job failed."}
+    return {key: value for key, value in body.items() if value is not None}
+
+
+def get_custom_job(services: Services, project: str, location: str, numeric_id: str) -> dict[str, Any]:
+    return present(services, _record(services, project, location, numeric_id))
+
+
+def _filter_view(record: CustomJobRecord, presented: dict[str, Any]) -> dict[str, Any]:
+    """The fields AIP-160 filters name (snake_case), for one job."""
+    return {
+        "display_name": presented.get("displayName", ""),
+        "state": presented.get("state", ""),
+        "labels": presented.get("labels") or {},
+        "create_time": presented.get("createTime"),
+        "update_time": presented.get("updateTime"),
+        "name": record.name,
+    }
+
+
+def list_custom_jobs(services: Services, project: str, location: str, query: dict[str, str]) -> dict[str, Any]:
+    size = page_size(query, default=LIST_DEFAULT_PAGE_SIZE, maximum=LIST_MAX_PAGE_SIZE)
+    try:
+        job_filter = parse_filter(query.get("filter"), time_fields=frozenset({"create_time", "update_time"}))
+    except FilterError as error:
+        raise invalid_argument([Violation("filter", str(error))]) from None
+    offset = 0
+    if query.get("pageToken"):
+        token = decode_token(query["pageToken"])
+        if token.get("filter") != query.get("filter", ""):
+            raise invalid_argument([Violation("page_token", "The page token belongs to another filter.")])
+        offset = int(token.get("offset", 0))
+    matching: list[dict[str, Any]] = []
+    for record in services.custom_jobs.list(project, location):
+        try:
+            presented = present(services, record)
+        except ApiError:
+            continue  # its engine job is gone
+        try:
+            keep = job_filter.matches(_filter_view(record, presented))
+        except FilterError as error:
+            raise invalid_argument([Violation("filter", str(error))]) from None
+        if keep:
+            matching.append(presented)
+    page = matching[offset:offset + size]
+    response: dict[str, Any] = {}
+    if page:
+        response["customJobs"] = page
+    if offset + size < len(matching):
+        response["nextPageToken"] = encode_token({"offset": offset + size, "filter": query.get("filter", "")})
+    return response
+
+
+def cancel_custom_job(services: Services, project: str, location: str, numeric_id: str,
+                      body: Any) -> dict[str, Any]:
+    services.validated("aiplatform", "v1", body if body is not None else {},
+                       "GoogleCloudAiplatformV1CancelCustomJobRequest", "")
+    record = _record(services, project, location, numeric_id)
+    try:
+        services.engine.cancel(project, record.engine_job_id)
+    except NotFound:
+        raise _not_found(record.name) from None
+    except AiptrainError as error:
+        raise from_aiptrain_error(error, root="name") from None
+    return {}

@@ -1,0 +1,161 @@
+"""Test harness for the REST layer: a real emulator process, a trainer package, job helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 30.0
+TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+
+TRAINER_TASK = textwrap.dedent('''
+    """A tiny trainer: prints lines tagged with its TF_CONFIG task, sleeps, exits as told."""
+    import argparse
+    import json
+    import os
+    import sys
+    import time
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--job-dir")
+    parser.add_argument("--lines", type=int, default=3)
+    parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--exit-code", type=int, default=0)
+    args, _ = parser.parse_known_args()
+    task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
+    me = "%s-%s" % (task.get("type"), task.get("index"))
+    if task.get("type") in ("worker", "ps"):
+        print("%s waiting" % me, flush=True)
+        time.sleep(600)
+    for i in range(args.lines):
+        print("line %d from %s" % (i, me), flush=True)
+    print("job-dir=%s" % args.job_dir, flush=True)
+    time.sleep(args.sleep)
+    if args.exit_code:
+        print("failing on purpose", file=sys.stderr, flush=True)
+    sys.exit(args.exit_code)
+''')
+
+
+def make_trainer_project(root: Path) -> Path:
+    """A package directory `root/trainer` with `trainer.task`."""
+    package = root / "trainer"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text(TRAINER_TASK)
+    return package
+
+
+@dataclass
+class Emulator:
+    url: str
+    home: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def storage(self) -> Path:
+        return self.home / "storage"
+
+    def stage(self, local: Path, uri: str) -> str:
+        """Put a file in the emulator's local store at `uri` (gs://BUCKET/PATH)."""
+        target = self.storage / uri.removeprefix("gs://")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(local, target)
+        return uri
+
+    def engine(self) -> Any:
+        from aiptrain.runner.engine import LocalEngine
+
+        return LocalEngine(home=self.home)
+
+    def stop(self) -> None:
+        _stop_jobs(self)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def server_log(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def _stop_jobs(emulator: Emulator) -> None:
+    """Cancel whatever a test left running, and wait for it, so no process outlives the test."""
+    engine = emulator.engine()
+    for project_dir in _projects(engine):
+        jobs, _ = engine.list(project_dir, page_size=1000)
+        for job in jobs:
+            if job.state is not None and job.state.value not in TERMINAL:
+                try:
+                    engine.cancel(project_dir, job.job_id)
+                except Exception:
+                    pass
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if not engine.store.active_jobs():
+            return
+        time.sleep(0.2)
+
+
+def _projects(engine: Any) -> list[str]:
+    rows = engine.store._read("SELECT DISTINCT project FROM jobs")
+    return [row["project"] for row in rows]
+
+
+def start_emulator(home: Path, *, token: str | None = None, faults: list[dict[str, Any]] | None = None,
+                   env: dict[str, str] | None = None) -> Emulator:
+    home.mkdir(parents=True, exist_ok=True)
+    url_file = home / "emulator.url"
+    url_file.unlink(missing_ok=True)
+    log = home / "emulator.log"
+    argv = [sys.executable, "-m", "tests.rest.emulator_main", "--home", str(home), "--url-file", str(url_file)]
+    if token:
+        argv += ["--token", token]
+    if faults:
+        argv += ["--faults", json.dumps(faults)]
+    process_env = {**os.environ, **(env or {}), "AIPTRAIN_HOME": str(home)}
+    with open(log, "wb") as sink:
+        process = subprocess.Popen(argv, cwd=REPO, env=process_env, stdout=sink, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + START_TIMEOUT
+    while not url_file.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("the emulator did not start:\n" + log.read_text(errors="replace"))
+        time.sleep(0.05)
+    return Emulator(url=url_file.read_text(), home=home, process=process, log=log)
+
+
+@contextmanager
+def running_emulator(home: Path, **kwargs: Any) -> Iterator[Emulator]:
+    emulator = start_emulator(home, **kwargs)
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+def wait_until(predicate: Any, *, timeout: float = 90.0, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)
