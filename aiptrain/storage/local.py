@@ -123,6 +123,7 @@ class LocalObjectStore:
 
     def check_bucket(self, bucket: str) -> None:
         """Buckets are plain directories here, created on demand; only the name is checked."""
+        bucket = bucket.removeprefix("gs://").rstrip("/")
         uri = join_gs_uri(bucket, "")
         _check_bucket_name(bucket, uri)
         try:

@@ -224,7 +224,8 @@ def test_download_of_a_missing_object_is_not_found(store: LocalObjectStore, tmp_
 
 def test_check_bucket_creates_the_bucket_directory(store: LocalObjectStore) -> None:
     store.check_bucket("fresh-bucket")
-    assert (store.root / "fresh-bucket").is_dir()
+    store.check_bucket("gs://other-bucket/")
+    assert sorted(p.name for p in store.root.iterdir()) == ["fresh-bucket", "other-bucket"]
 
 
 def test_check_bucket_refuses_invalid_names(store: LocalObjectStore) -> None:
