@@ -224,7 +224,8 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile
             if not path.is_file():
                 continue  # dangling symlink, socket, ...
             relative = path.relative_to(root).as_posix()
-            files.append(SourceFile(relative, path, os.access(path, os.X_OK)))
+            executable = bool(path.stat().st_mode & 0o111)
+            files.append(SourceFile(relative, path, executable))
         if len(files) > MAX_SOURCE_FILES:
             raise UsageError(
                 f"the package root {root} holds more than {MAX_SOURCE_FILES} files",
