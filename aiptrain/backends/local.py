@@ -1,0 +1,79 @@
+"""The `local` backend: jobs run on this machine as real process clusters (aiptrain.runner).
+
+What it refuses up front (`unsupported`): custom containers and container commands (there is no
+container runtime here), Cloud TPUs, hyperparameter tuning (not available locally yet), a job
+without a Python module, and clusters larger than the local limit unless
+AIPTRAIN_LOCAL_REPLICA_CAP asks to shrink them. GPU requests run on the CPU, with a WARNING line
+in the job's log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from aiptrain.backends.base import BackendSettings, LogCursor, LogEntry
+from aiptrain.errors import AiptrainError, Problem
+from aiptrain.spec import Job
+
+if TYPE_CHECKING:
+    from aiptrain.runner.engine import LocalEngine
+
+
+class LocalBackend:
+    name: ClassVar[str] = "local"
+    default_storage: ClassVar[str] = "local"
+
+    def __init__(self, settings: BackendSettings) -> None:
+        self.settings = settings
+        self.project = settings.project
+        self._engine: LocalEngine | None = None
+
+    @property
+    def engine(self) -> LocalEngine:
+        if self._engine is None:
+            from aiptrain.runner.engine import LocalEngine
+
+            self._engine = LocalEngine(self.settings.home)
+        return self._engine
+
+    def unsupported(self, job: Job) -> list[Problem]:
+        from aiptrain.catalog import load_catalog
+        from aiptrain.runner.cluster_plan import local_problems
+        from aiptrain.runner.settings import LocalSettings
+
+        try:
+            local_settings = LocalSettings.from_env()
+        except AiptrainError as error:
+            return [Problem("environment", error.message, error.hint)]
+        return local_problems(job, load_catalog(), local_settings)
+
+    def request_body(self, job: Job) -> dict[str, Any]:
+        return job.to_api()
+
+    def create_job(self, job: Job) -> Job:
+        return self.engine.submit(self.project, job)
+
+    def get_job(self, job_id: str) -> Job:
+        return self.engine.get(self.project, job_id)
+
+    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
+        token: str | None = None
+        while True:
+            jobs, token = self.engine.list(self.project, page_size=page_size, page_token=token)
+            yield from jobs
+            if token is None:
+                return
+
+    def cancel_job(self, job_id: str) -> None:
+        self.engine.cancel(self.project, job_id)
+
+    def read_logs(
+        self,
+        job_id: str,
+        *,
+        after: LogCursor | None = None,
+        task_name: str | None = None,
+        limit: int = 1000,
+    ) -> list[LogEntry]:
+        return self.engine.logs(self.project, job_id, after=after, task_name=task_name, limit=limit)

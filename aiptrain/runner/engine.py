@@ -1,0 +1,210 @@
+"""The local engine's API: submit, get, list, cancel and read the logs of local jobs.
+
+Everything is in the store; each submitted job gets a detached supervisor process that outlives
+the caller. `get` and `list` notice jobs whose supervisor died and finish them as FAILED.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import builtins
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiptrain
+from aiptrain.backends.base import LogCursor, LogEntry
+from aiptrain.errors import OperationalError, UsageError
+from aiptrain.paths import aiptrain_home
+from aiptrain.runner.clock import utc_now
+from aiptrain.runner.filters import compile_filter
+from aiptrain.runner.layout import JobLayout
+from aiptrain.runner.log_capture import SERVICE_TASK
+from aiptrain.runner.processes import TOKEN_VARIABLE, is_running, process_start_ticks
+from aiptrain.runner.reaper import reap_dead_jobs, reap_if_supervisor_died
+from aiptrain.runner.settings import LocalSettings
+from aiptrain.runner.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
+from aiptrain.spec import Job, JobState
+
+MAX_PAGE_SIZE = 1000
+
+
+class JobAlreadyFinished(OperationalError):
+    """Cancelling a job that already ended (the service answers FAILED_PRECONDITION)."""
+
+
+@dataclass(frozen=True)
+class JobProcesses:
+    """The processes behind a job, for diagnostics and tests."""
+
+    supervisor_pid: int | None
+    run_token: str
+    replicas: list[ReplicaRecord]
+
+
+def _page_token(key: int) -> str:
+    return base64.urlsafe_b64encode(f"k{key}".encode()).decode().rstrip("=")
+
+
+def _key_from_token(token: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        if text.startswith("k") and text[1:].isdigit():
+            return int(text[1:])
+    except (binascii.Error, UnicodeDecodeError):
+        pass
+    raise UsageError(f"invalid page token {token!r}", hint="pass the nextPageToken of the previous page")
+
+
+class LocalEngine:
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = home if home is not None else aiptrain_home()
+        self.store = JobStore(self.home)
+        # Supervisors this process started: a thread waits on each, so none stays a zombie.
+        self._children: list[subprocess.Popen[bytes]] = []
+
+    # -- submit -------------------------------------------------------------------------------
+
+    def submit(self, project: str, job: Job) -> Job:
+        """Store the job as QUEUED and start its supervisor; AlreadyExists if the ID is taken."""
+        if not job.job_id:
+            raise UsageError("the job has no jobId", hint="pass a JOB id to `jobs submit training`")
+        LocalSettings.from_env()  # a bad setting is the submitter's usage error, found now
+        fresh = Job.model_validate(job.to_api())
+        for output_field in (
+            "state", "create_time", "start_time", "end_time", "error_message", "job_position",
+            "training_output", "etag",
+        ):
+            setattr(fresh, output_field, None)
+        token = secrets.token_hex(12)
+        record = self.store.insert_job(project, fresh, token)
+        self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
+        try:
+            self._start_supervisor(record)
+        except OSError as error:
+            self.store.transition(
+                record.key, JobState.FAILED, error_message=f"The local supervisor could not be started: {error}"
+            )
+        return self.get(project, fresh.job_id or "")
+
+    def _start_supervisor(self, record: JobRecord) -> None:
+        layout = JobLayout.of(self.home, record.project, record.job_id, record.key)
+        layout.root.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env[TOKEN_VARIABLE] = record.run_token
+        env["AIPTRAIN_HOME"] = str(self.home)
+        # The supervisor must import this very aiptrain, installed or not.
+        package_parent = str(Path(aiptrain.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
+        with open(layout.supervisor_log, "ab") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "aiptrain.runner.supervisor",
+                 "--home", str(self.home), "--job-key", str(record.key)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=layout.root,
+                env=env,
+                start_new_session=True,  # no SIGINT/SIGHUP from the submitter's terminal
+                close_fds=True,
+            )
+        self.store.set_supervisor(record.key, child.pid, process_start_ticks(child.pid))
+        self._children.append(child)
+        threading.Thread(target=child.wait, name=f"reap-supervisor-{child.pid}", daemon=True).start()
+
+    # -- read ---------------------------------------------------------------------------------
+
+    def _current(self, record: JobRecord) -> JobRecord:
+        return reap_if_supervisor_died(self.store, record, self.home)
+
+    def _present(self, record: JobRecord) -> Job:
+        job = record.job
+        if record.state == JobState.QUEUED and not record.holds_slot:
+            job.job_position = self.store.queue_position(record.key)
+        return job
+
+    def get(self, project: str, job_id: str) -> Job:
+        """The job as it is now; NotFound. A job whose supervisor died becomes FAILED here."""
+        return self._present(self._current(self.store.get(project, job_id)))
+
+    def list(
+        self,
+        project: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        filter: str | None = None,
+    ) -> tuple[list[Job], str | None]:
+        """One page of the project's jobs, newest first, and the token of the next page (or None)."""
+        if page_size < 1:
+            raise UsageError(f"page size {page_size} is not positive", hint="use a page size of 1 or more")
+        size = min(page_size, MAX_PAGE_SIZE)
+        before = _key_from_token(page_token) if page_token else None
+        condition = compile_filter(filter)
+        reap_dead_jobs(self.store, self.home)
+        records = self.store.list_jobs(
+            project, limit=size + 1, before_key=before, where=condition.where, params=condition.params
+        )
+        next_token = _page_token(records[size - 1].key) if len(records) > size else None
+        return [self._present(record) for record in records[:size]], next_token
+
+    def state_history(self, project: str, job_id: str) -> builtins.list[StateChange]:
+        return self.store.state_history(self.store.get(project, job_id).key)
+
+    def processes(self, project: str, job_id: str) -> JobProcesses:
+        record = self.store.get(project, job_id)
+        return JobProcesses(record.supervisor_pid, record.run_token, self.store.replicas(record.key))
+
+    # -- cancel -------------------------------------------------------------------------------
+
+    def cancel(self, project: str, job_id: str) -> Job:
+        """Ask the job to stop: CANCELLING now, CANCELLED once its processes are gone."""
+        record = self._current(self.store.get(project, job_id))
+        if record.state.is_terminal:
+            raise JobAlreadyFinished(
+                f"job {job_id!r} already ended ({record.state.value}); it cannot be cancelled",
+            )
+        record = self.store.request_cancel(record.key)
+        self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
+        pid = record.supervisor_pid
+        if pid is not None and is_running(pid, record.supervisor_start_ticks):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        return self.get(project, job_id)
+
+    # -- logs ---------------------------------------------------------------------------------
+
+    def logs(
+        self,
+        project: str,
+        job_id: str,
+        *,
+        after: LogCursor | None = None,
+        task_name: str | None = None,
+        limit: int = 1000,
+    ) -> builtins.list[LogEntry]:
+        """Entries strictly after `after`, in (timestamp, insert_id) order; at most `limit`."""
+        key = self.store.get(project, job_id).key
+        return self.store.read_logs(key, after=after, task_name=task_name, limit=limit)
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block until any job or log changes in the store, or `timeout` seconds pass.
+
+        Lets a follower read logs the moment they land instead of polling on a fixed timer.
+        True if something changed.
+        """
+        start = self.store.data_version()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+            if self.store.data_version() != start:
+                return True
+        return False

@@ -1,0 +1,49 @@
+"""gs:// in a trainer's command line, pointed at the local storage directory instead.
+
+On the local backend a bucket is a directory (`aiptrain.storage.local`), the way Vertex AI
+mounts buckets under /gcs/. A value that is exactly a gs:// URI, or the value of a
+`--flag=gs://...` argument, is rewritten; anything else (a URI inside a longer string, a
+comma-separated list) is left alone, because guessing there could corrupt user data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiptrain.storage.local import local_path_for
+
+GS_PREFIX = "gs://"
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    uri: str
+    path: str
+
+
+def local_location(value: str, storage_root: Path) -> str:
+    """The local path of a gs:// URI (keeping a trailing slash); other values unchanged."""
+    if not value.startswith(GS_PREFIX):
+        return value
+    path = str(local_path_for(value, storage_root))
+    return path + "/" if value.endswith("/") and not path.endswith("/") else path
+
+
+def rewrite_args(args: list[str], storage_root: Path) -> tuple[list[str], list[Rewrite]]:
+    """Rewrite exact `gs://...` values and `--flag=gs://...` forms; report every change."""
+    rewritten: list[str] = []
+    changes: list[Rewrite] = []
+    for arg in args:
+        flag, equals, value = arg.partition("=")
+        if arg.startswith(GS_PREFIX):
+            path = local_location(arg, storage_root)
+            rewritten.append(path)
+            changes.append(Rewrite(arg, path))
+        elif equals and flag.startswith("-") and value.startswith(GS_PREFIX):
+            path = local_location(value, storage_root)
+            rewritten.append(f"{flag}={path}")
+            changes.append(Rewrite(value, path))
+        else:
+            rewritten.append(arg)
+    return rewritten, changes

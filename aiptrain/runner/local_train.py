@@ -1,0 +1,184 @@
+"""`local train`: run a trainer in the foreground, the way `gcloud ai-platform local train` did.
+
+Same flags and semantics (no packaging; replicas run from the package's parent directory;
+`--job-dir` appended after the user arguments; with `--distributed`, 2 parameter servers and
+2 workers by default; evaluators outside the cluster), with these differences, on purpose:
+- the primary is always `chief` (gcloud imported TensorFlow to choose; we never do);
+- ports are probed free unless `--start-port` is given (then consecutive from it, like gcloud);
+- every output line is prefixed with its task (`[worker-replica-1] ...`), as is each note from
+  aiptrain itself (`[aiptrain] ...`);
+- `gs://` in `--job-dir` and in the arguments points at the local store, as on the local backend;
+- when the primary ends, the other replicas are stopped (SIGTERM, then SIGKILL), and Ctrl-C
+  stops them all before KeyboardInterrupt reaches the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+from aiptrain.cluster import ReplicaGroup
+from aiptrain.errors import OperationalError, UsageError
+from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
+from aiptrain.runner.log_capture import SERVICE_TASK, CallbackSink
+from aiptrain.runner.ports import consecutive_addresses
+from aiptrain.runner.processes import TOKEN_VARIABLE
+from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetSpec, run_replica_set
+from aiptrain.runner.settings import LocalSettings
+from aiptrain.runner.tf_config import replica_tasks
+from aiptrain.spec import Job, JobState
+from aiptrain.storage.local import default_storage_root
+
+PRIMARY = "chief"
+DEFAULT_DISTRIBUTED_WORKERS = 2
+DEFAULT_DISTRIBUTED_PARAMETER_SERVERS = 2
+_OWN_PREFIX = "aiptrain"
+
+
+def local_train_warnings(distributed: bool, worker_count: int | None, parameter_server_count: int | None) -> list[str]:
+    """gcloud's warnings for counts that only mean something with --distributed."""
+    warnings = []
+    for flag, value in (("--parameter-server-count", parameter_server_count), ("--worker-count", worker_count)):
+        if not distributed and value:
+            warnings.append(
+                f"{flag} is ignored if --distributed is not provided.\n"
+                "Did you mean to run distributed training?"
+            )
+    return warnings
+
+
+def local_train_groups(
+    distributed: bool, worker_count: int | None, parameter_server_count: int | None, evaluator_count: int
+) -> list[ReplicaGroup]:
+    """The replicas `local train` starts (evaluators only with --distributed, as in gcloud)."""
+    groups = [ReplicaGroup("master", PRIMARY, 1, None)]
+    if not distributed:
+        return groups
+    workers = DEFAULT_DISTRIBUTED_WORKERS if worker_count is None else worker_count
+    servers = DEFAULT_DISTRIBUTED_PARAMETER_SERVERS if parameter_server_count is None else parameter_server_count
+    for role, task_type, count in (
+        ("worker", "worker", workers),
+        ("parameter_server", "ps", servers),
+        ("evaluator", "evaluator", evaluator_count),
+    ):
+        if count < 0:
+            raise UsageError(f"the {role.replace('_', ' ')} count {count} is negative")
+        if count:
+            groups.append(ReplicaGroup(role, task_type, count, None))
+    return groups
+
+
+def local_tf_configs(
+    module_name: str, args: list[str], groups: list[ReplicaGroup], addresses: dict[str, list[str]],
+    distributed: bool,
+) -> dict[str, dict[str, Any]]:
+    """Task name -> TF_CONFIG in gcloud's local form: keys job, task, cluster, environment."""
+    job = {"job_name": module_name, "args": args}
+    if not distributed:
+        return {
+            task.task_name: {"job": job, "task": {}, "cluster": {}, "environment": "cloud"}
+            for task in replica_tasks(groups)
+        }
+    # gcloud's key order: the primary, then ps, then worker; evaluators are never members.
+    order = {"master": 0, "parameter_server": 1, "worker": 2}
+    cluster = {
+        group.task_type: addresses[group.task_type]
+        for group in sorted((g for g in groups if g.role in order), key=lambda g: order[g.role])
+    }
+    return {
+        task.task_name: {
+            "job": job,
+            "task": {"type": task.task_type, "index": task.index},
+            "cluster": cluster,
+            "environment": "cloud",
+        }
+        for task in replica_tasks(groups)
+    }
+
+
+def run_local_training(
+    package_path: Path,
+    module_name: str,
+    *,
+    job_dir: str | None,
+    user_args: list[str],
+    distributed: bool,
+    worker_count: int | None,
+    parameter_server_count: int | None,
+    evaluator_count: int,
+    start_port: int | None,
+    out: TextIO,
+    python: str | None = None,
+    storage_root: Path | None = None,
+) -> int:
+    """Run the trainer until its primary ends; return the primary's exit code.
+
+    A primary killed by a signal gives 128 + the signal number, as a shell reports it.
+    Raises KeyboardInterrupt (after stopping every replica) on Ctrl-C, and OperationalError if
+    a replica cannot be started at all.
+    """
+    settings = LocalSettings.from_env()
+    package_root = Path(os.path.abspath(package_path)).parent
+    if not package_root.is_dir():
+        raise UsageError(f"{package_root} is not a directory", hint="--package-path names the package directory")
+    write_lock = threading.Lock()
+
+    def write(task_name: str, _severity: str, message: str) -> None:
+        prefix = _OWN_PREFIX if task_name == SERVICE_TASK else task_name
+        with write_lock:
+            out.write(f"[{prefix}] {message}\n")
+            out.flush()
+
+    sink = CallbackSink(write)
+    root = storage_root or default_storage_root()
+    args, changes = rewrite_args(list(user_args), root)
+    for change in changes:
+        write(SERVICE_TASK, "INFO", f"Using local storage for {change.uri}: {change.path}")
+    local_dir = None
+    if job_dir:
+        local_dir = local_location(job_dir, root)
+        if job_dir.startswith(GS_PREFIX):
+            write(SERVICE_TASK, "INFO", f"Using local storage for --job-dir {job_dir}: {local_dir}")
+            Path(local_dir).mkdir(parents=True, exist_ok=True)
+    groups = local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count)
+    trainer_args = [*args, "--job-dir", local_dir] if local_dir else args
+
+    def environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+        configs = local_tf_configs(module_name, trainer_args, spec.groups, addresses, distributed)
+        return {name: {"TF_CONFIG": json.dumps(config), "PYTHONUNBUFFERED": "1"} for name, config in configs.items()}
+
+    base_env = dict(os.environ)
+    base_env.pop(TOKEN_VARIABLE, None)
+    with tempfile.TemporaryDirectory(prefix="aiptrain-local-train-") as scratch:
+        spec = ReplicaSetSpec(
+            job=Job(job_id="local_train"),
+            groups=groups,
+            python=python or settings.python,
+            module=module_name,
+            args=args,
+            job_dir=local_dir,
+            work_dir=Path(scratch),
+            run_token=f"local-train-{secrets.token_hex(8)}",
+            base_env=base_env,
+            addresses=consecutive_addresses(groups, start_port) if start_port is not None else None,
+            cluster_environment=environment,
+            shared_cwd=package_root,
+        )
+        policy = ReplicaPolicy(
+            max_restarts=0,
+            kill_grace=settings.kill_grace,
+            evaluator_grace=settings.evaluator_grace,
+            fail_when_restarts_run_out=False,
+        )
+        outcome = run_replica_set(spec, policy, sink, threading.Event())
+    if outcome.primary_returncode is None:
+        if outcome.state == JobState.SUCCEEDED:
+            return 0
+        raise OperationalError(outcome.error_message or "the trainer could not be run")
+    code = outcome.primary_returncode
+    return 128 - code if code < 0 else code

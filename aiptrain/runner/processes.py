@@ -1,0 +1,178 @@
+"""Starting, watching and stopping replica processes without leaving any behind.
+
+Every replica is the leader of its own session and process group, so a signal to the group
+reaches whatever the trainer started too. A replica is started through `_die_with_parent.py`,
+which makes the kernel SIGKILL it when its supervisor dies. Every process of a job also carries
+an `AIPTRAIN_RUN_TOKEN` variable; `kill_tokened_processes` finds stragglers by that token (even
+ones that left their process group), so a pid reused by an unrelated program is never hit.
+
+Exits are detected with `waitid(WNOWAIT)`: the leader stays a zombie, its pid (and so its
+group id) cannot be reused, and the group can still be signalled safely before it is reaped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+TOKEN_VARIABLE = "AIPTRAIN_RUN_TOKEN"  # noqa: S105 - a variable name, not a secret
+_LAUNCHER = Path(__file__).with_name("_die_with_parent.py")
+_PROC = Path("/proc")
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot; None if it does not exist."""
+    stat = _stat_fields(pid)
+    return int(stat[19]) if stat else None
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        text = (_PROC / str(pid) / "stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # The command name is in parentheses and may contain spaces; fields follow the last ')'.
+    return text[text.rindex(")") + 2 :].split()
+
+
+def is_running(pid: int, start_ticks: int | None = None) -> bool:
+    """True if `pid` is a live (not zombie) process, and the same one if start_ticks is given."""
+    stat = _stat_fields(pid)
+    if stat is None or stat[0] in ("Z", "X"):
+        return False
+    return start_ticks is None or int(stat[19]) == start_ticks
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def describe_returncode(returncode: int) -> str:
+    """`exited with a non-zero status of 1` / `was killed by signal 9 (SIGKILL)`."""
+    if returncode < 0:
+        return f"was killed by signal {-returncode} ({signal_name(-returncode)})"
+    if returncode == 0:
+        return "exited successfully"
+    return f"exited with a non-zero status of {returncode}"
+
+
+@dataclass
+class ManagedProcess:
+    """A started replica process: its Popen plus the identity needed to signal it safely."""
+
+    popen: subprocess.Popen[bytes]
+    start_ticks: int | None
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def pgid(self) -> int:
+        return self.popen.pid  # a session leader's group id is its pid
+
+    def has_exited(self) -> bool:
+        """True once the leader exited; it is not reaped, so the group id stays ours."""
+        if self.popen.returncode is not None:
+            return True
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return self.popen.poll() is not None
+        return info is not None
+
+    def signal_group(self, sig: int) -> None:
+        if self.popen.returncode is not None:
+            return  # reaped: the group id may belong to someone else now
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+
+    def reap(self) -> int:
+        """Kill what is left of the group, then collect the leader's exit status."""
+        self.signal_group(signal.SIGKILL)
+        return self.popen.wait()
+
+
+def start_process(
+    argv: list[str], *, env: dict[str, str], cwd: Path, die_with_parent: bool = True
+) -> ManagedProcess:
+    """Start `argv` in a new session with stdout/stderr piped, stdin closed.
+
+    With `die_with_parent`, the kernel kills it when the calling *thread* ends, so call this
+    from a thread that outlives the process (the replica-set loop does).
+    """
+    prefix = [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid())] if die_with_parent else []
+    popen = subprocess.Popen(
+        prefix + argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
+    return ManagedProcess(popen, process_start_ticks(popen.pid))
+
+
+def stop_processes(processes: Iterable[ManagedProcess], grace: float) -> None:
+    """SIGTERM every group, SIGKILL what is still there after `grace` seconds, reap all."""
+    pending = [p for p in processes if p.popen.returncode is None]
+    for process in pending:
+        process.signal_group(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and not all(p.has_exited() for p in pending):
+        time.sleep(0.05)
+    for process in pending:
+        process.reap()
+
+
+def _token_of(pid: int) -> str | None:
+    try:
+        environ = (_PROC / str(pid) / "environ").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    marker = TOKEN_VARIABLE.encode() + b"="
+    for item in environ.split(b"\0"):
+        if item.startswith(marker):
+            return item[len(marker) :].decode(errors="replace")
+    return None
+
+
+def tokened_processes(token: str) -> list[int]:
+    """Live pids whose AIPTRAIN_RUN_TOKEN is `token` or starts with `token/`."""
+    found = []
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        value = _token_of(pid)
+        if value is not None and (value == token or value.startswith(token + "/")) and is_running(pid):
+            found.append(pid)
+    return found
+
+
+def kill_tokened_processes(token: str, *, exclude: Iterable[int] = ()) -> list[int]:
+    """SIGKILL every process carrying the token (repeatedly, in case one was forking)."""
+    skip = set(exclude) | {os.getpid()}
+    killed: list[int] = []
+    for _ in range(5):
+        victims = [pid for pid in tokened_processes(token) if pid not in skip]
+        if not victims:
+            break
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        time.sleep(0.05)
+    return killed

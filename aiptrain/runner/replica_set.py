@@ -1,0 +1,350 @@
+"""Running one replica set: every replica of a cluster, from start to the primary's exit.
+
+This is the unit both a training job and (later) each hyperparameter-tuning trial run:
+`run_replica_set` takes the cluster, the command line, extra args/env and an optional trial id,
+and returns how it ended. Several sets may run at once in different threads of one process.
+
+Completion follows the service: the primary's exit decides. When it ends, workers and parameter
+servers are stopped (SIGTERM to their process groups, SIGKILL after a grace period); after a
+success, evaluators first get a bounded grace to finish their last evaluation. A worker,
+parameter server or evaluator that fails while the primary runs is restarted with the same
+TF_CONFIG and port, up to `max_restarts` times; after that the set fails, naming it.
+
+All processes are started from the calling thread, which does not return before every one of
+them is gone: the kernel's parent-death signal is tied to that thread.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from aiptrain.cluster import ReplicaGroup
+from aiptrain.runner.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
+from aiptrain.runner.ports import free_addresses
+from aiptrain.runner.processes import (
+    TOKEN_VARIABLE,
+    ManagedProcess,
+    describe_returncode,
+    kill_tokened_processes,
+    start_process,
+    stop_processes,
+)
+from aiptrain.runner.tf_config import (
+    ReplicaTask,
+    cluster_specs_for,
+    replica_environment,
+    replica_tasks,
+    tf_configs_for,
+)
+from aiptrain.spec import Job, JobState
+
+_POLL_SECONDS = 0.05
+# How long to wait for a pipe reader after its process ended (a grandchild may hold the pipe).
+_PUMP_JOIN_SECONDS = 2.0
+# Secondary replicas start first (as gcloud's local runner does), the primary last.
+_START_ORDER = {"parameter_server": 0, "worker": 1, "evaluator": 2, "master": 3}
+
+
+# (replica set spec, addresses) -> task name -> environment variables of that replica.
+ClusterEnvironment = Callable[["ReplicaSetSpec", dict[str, list[str]]], dict[str, dict[str, str]]]
+
+
+def service_environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+    """What AI Platform gave each replica: TF_CONFIG, CLUSTER_SPEC, AIP_* and CLOUD_ML_JOB_ID."""
+    tf_configs = tf_configs_for(spec.job, spec.groups, addresses, spec.trial_id)
+    cluster_specs = cluster_specs_for(spec.groups, addresses)
+    return {
+        name: replica_environment(
+            job_id=spec.job.job_id or "",
+            tf_config=tf_configs[name],
+            cluster_spec=cluster_specs[name],
+            job_dir=spec.job_dir,
+            trial=spec.trial_id,
+        )
+        for name in tf_configs
+    }
+
+
+@dataclass(frozen=True)
+class ReplicaSetSpec:
+    """Everything needed to start one cluster."""
+
+    job: Job  # its TrainingInput goes into TF_CONFIG["job"], its jobId into CLOUD_ML_JOB_ID
+    groups: list[ReplicaGroup]
+    python: str
+    module: str
+    args: list[str]  # the trainer's arguments (already pointed at local storage)
+    job_dir: str | None  # the local directory passed as `--job-dir`, after the args
+    work_dir: Path  # each replica runs in work_dir/<task name>
+    run_token: str  # AIPTRAIN_RUN_TOKEN of this set's processes
+    base_env: dict[str, str]
+    extra_env: dict[str, str] = field(default_factory=dict)
+    trial_id: str | None = None
+    # Cluster addresses per TF_CONFIG task type; None probes free loopback ports.
+    addresses: dict[str, list[str]] | None = None
+    # Per-task variables given the addresses; None gives the service's (TF_CONFIG, CLUSTER_SPEC, AIP_*).
+    cluster_environment: ClusterEnvironment | None = None
+    # Every replica runs here instead of work_dir/<task name> (`local train` runs in the package root).
+    shared_cwd: Path | None = None
+
+    def command(self) -> list[str]:
+        argv = [self.python, "-m", self.module, *self.args]
+        if self.job_dir:
+            argv += ["--job-dir", self.job_dir]
+        return argv
+
+
+@dataclass(frozen=True)
+class ReplicaPolicy:
+    max_restarts: int = 3
+    kill_grace: float = 5.0
+    evaluator_grace: float = 60.0
+    # False (local train): a secondary that keeps failing is reported, and the primary decides.
+    fail_when_restarts_run_out: bool = True
+
+
+@dataclass(frozen=True)
+class ReplicaSetOutcome:
+    state: JobState  # SUCCEEDED, FAILED or CANCELLED
+    error_message: str | None = None
+    primary_returncode: int | None = None
+    failed_task: str | None = None
+
+
+class ReplicaObserver(Protocol):
+    """Told about every start and exit (the supervisor records them in the store)."""
+
+    def started(self, task_name: str, process: ManagedProcess, restarts: int) -> None: ...
+
+    def exited(self, task_name: str, returncode: int) -> None: ...
+
+
+@dataclass
+class _Replica:
+    task: ReplicaTask
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    tail: OutputTail = field(default_factory=OutputTail)
+    process: ManagedProcess | None = None
+    pumps: list[threading.Thread] = field(default_factory=list)
+    restarts: int = 0
+    done: bool = False
+
+
+def failure_headline(task_name: str, returncode: int, restarts: int = 0) -> str:
+    """`The replica X exited with a non-zero status of N.` / `... was killed by signal 9 (SIGKILL).`"""
+    text = f"The replica {task_name} {describe_returncode(returncode)}"
+    if restarts:
+        text += f" after {restarts} restart{'s' if restarts != 1 else ''}"
+    return text + "."
+
+
+def failure_message(task_name: str, returncode: int, tail: list[str], restarts: int = 0) -> str:
+    """The headline plus the replica's last error lines, uncut (a failed job's errorMessage)."""
+    text = failure_headline(task_name, returncode, restarts)
+    if tail:
+        text += " Its last error lines:\n" + "\n".join(tail)
+    return text
+
+
+class _ReplicaSetRun:
+    def __init__(
+        self,
+        spec: ReplicaSetSpec,
+        policy: ReplicaPolicy,
+        sink: LogSink,
+        stop: threading.Event,
+        observer: ReplicaObserver | None,
+    ) -> None:
+        self.spec = spec
+        self.policy = policy
+        self.sink = sink
+        self.stop = stop
+        self.observer = observer
+        self.replicas: list[_Replica] = []
+
+    def say(self, message: str, severity: str = "INFO") -> None:
+        self.sink.emit(SERVICE_TASK, severity, message, trial_id=self.spec.trial_id)
+
+    # -- setting up ---------------------------------------------------------------------------
+
+    def build(self) -> None:
+        spec = self.spec
+        addresses = spec.addresses if spec.addresses is not None else free_addresses(spec.groups)
+        environments = (spec.cluster_environment or service_environment)(spec, addresses)
+        argv = spec.command()
+        for task in sorted(replica_tasks(spec.groups), key=lambda t: _START_ORDER[t.role]):
+            env = dict(spec.base_env)
+            env.update(environments[task.task_name])
+            env.update(spec.extra_env)
+            env[TOKEN_VARIABLE] = spec.run_token
+            cwd = spec.shared_cwd or spec.work_dir / task.task_name
+            cwd.mkdir(parents=True, exist_ok=True)
+            self.replicas.append(_Replica(task, argv, env, cwd))
+
+    def start(self, replica: _Replica) -> None:
+        replica.tail.clear()
+        process = start_process(replica.argv, env=replica.env, cwd=replica.cwd)
+        replica.process = process
+        replica.done = False
+        replica.pumps = [
+            threading.Thread(
+                target=pump_stream,
+                args=(stream,),
+                kwargs={
+                    "task_name": replica.task.task_name,
+                    "from_stderr": from_stderr,
+                    "sink": self.sink,
+                    "tail": replica.tail,
+                    "trial_id": self.spec.trial_id,
+                },
+                name=f"pump-{replica.task.task_name}-{'err' if from_stderr else 'out'}",
+                daemon=True,
+            )
+            for stream, from_stderr in ((process.popen.stdout, False), (process.popen.stderr, True))
+        ]
+        for pump in replica.pumps:
+            pump.start()
+        if self.observer is not None:
+            self.observer.started(replica.task.task_name, process, replica.restarts)
+
+    def collect(self, replica: _Replica) -> int:
+        """Reap an exited replica, drain its output, and report the exit."""
+        assert replica.process is not None
+        returncode = replica.process.reap()
+        for pump in replica.pumps:
+            pump.join(_PUMP_JOIN_SECONDS)
+        replica.done = True
+        if self.observer is not None:
+            self.observer.exited(replica.task.task_name, returncode)
+        return returncode
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self) -> ReplicaSetOutcome:
+        self.build()
+        primary = next(r for r in self.replicas if r.task.is_primary)
+        command = shlex.join(self.spec.command())
+        for replica in self.replicas:
+            if self.stop.is_set():
+                return self.cancelled()
+            self.say(f"Starting {replica.task.task_name}: {command}")
+            try:
+                self.start(replica)
+            except OSError as error:
+                return self.fail(replica.task.task_name, f"The replica {replica.task.task_name} "
+                                 f"could not be started: {error}")
+        while True:
+            if self.stop.is_set():
+                return self.cancelled()
+            assert primary.process is not None
+            if primary.process.has_exited():
+                return self.primary_ended(primary)
+            outcome = self.check_secondaries()
+            if outcome is not None:
+                return outcome
+            self.stop.wait(_POLL_SECONDS)
+
+    def check_secondaries(self) -> ReplicaSetOutcome | None:
+        for replica in self.replicas:
+            if replica.task.is_primary or replica.done or replica.process is None:
+                continue
+            if not replica.process.has_exited():
+                continue
+            name = replica.task.task_name
+            returncode = self.collect(replica)
+            if returncode == 0:
+                self.say(f"{name} exited successfully.")
+                continue
+            if replica.restarts < self.policy.max_restarts:
+                replica.restarts += 1
+                self.say(
+                    f"{name} {describe_returncode(returncode)}; restarting it "
+                    f"(restart {replica.restarts} of {self.policy.max_restarts}).",
+                    "WARNING",
+                )
+                try:
+                    self.start(replica)
+                except OSError as error:
+                    return self.fail(name, f"The replica {name} could not be restarted: {error}")
+                continue
+            if self.policy.fail_when_restarts_run_out:
+                # The log already holds the replica's output; the headline is enough there.
+                self.say(failure_headline(name, returncode, replica.restarts), "ERROR")
+                return self.fail(name, failure_message(name, returncode, replica.tail.lines(), replica.restarts))
+            self.say(f"{name} {describe_returncode(returncode)}; it is not restarted.", "WARNING")
+        return None
+
+    def primary_ended(self, primary: _Replica) -> ReplicaSetOutcome:
+        name = primary.task.task_name
+        returncode = self.collect(primary)
+        if returncode != 0:
+            self.say(failure_headline(name, returncode), "ERROR")
+            return self.fail(name, failure_message(name, returncode, primary.tail.lines()), returncode)
+        self.say(f"{name} exited successfully.")
+        evaluators = [r for r in self.replicas if r.task.role == "evaluator" and not r.done]
+        if evaluators and self.policy.evaluator_grace > 0:
+            self.say(
+                f"Waiting up to {self.policy.evaluator_grace:g} s for "
+                f"{', '.join(r.task.task_name for r in evaluators)} to finish."
+            )
+            self.wait_for(evaluators, self.policy.evaluator_grace)
+        self.stop_all()
+        return ReplicaSetOutcome(JobState.SUCCEEDED, primary_returncode=0)
+
+    def wait_for(self, replicas: list[_Replica], seconds: float) -> None:
+        remaining = seconds
+        while remaining > 0 and not self.stop.is_set():
+            if all(r.process is None or r.process.has_exited() for r in replicas):
+                return
+            self.stop.wait(_POLL_SECONDS)
+            remaining -= _POLL_SECONDS
+
+    def cancelled(self) -> ReplicaSetOutcome:
+        self.say("Stopping all replicas: the job was cancelled.")
+        self.stop_all()
+        return ReplicaSetOutcome(JobState.CANCELLED)
+
+    def fail(self, task_name: str, message: str, returncode: int | None = None) -> ReplicaSetOutcome:
+        self.stop_all()
+        return ReplicaSetOutcome(JobState.FAILED, message, returncode, task_name)
+
+    def stop_all(self) -> None:
+        """Stop every replica still running, then everything else carrying this set's token."""
+        running = [r for r in self.replicas if r.process is not None and not r.done]
+        if running:
+            self.say(
+                "Stopping " + ", ".join(r.task.task_name for r in running)
+                + f" (SIGTERM, then SIGKILL after {self.policy.kill_grace:g} s)."
+            )
+        stop_processes([r.process for r in running if r.process is not None], self.policy.kill_grace)
+        for replica in running:
+            self.collect(replica)
+        kill_tokened_processes(self.spec.run_token)
+
+
+def run_replica_set(
+    spec: ReplicaSetSpec,
+    policy: ReplicaPolicy,
+    sink: LogSink,
+    stop: threading.Event,
+    observer: ReplicaObserver | None = None,
+) -> ReplicaSetOutcome:
+    """Run one cluster until its primary ends (or `stop` is set) and say how it ended.
+
+    Returns only after every process of the set is gone, whatever happens (exceptions too).
+    Lines of the replicas go to `sink` with their task names; the set's own lines use the task
+    name `service`. Safe to call from several threads at once with different specs.
+    """
+    run = _ReplicaSetRun(spec, policy, sink, stop, observer)
+    try:
+        return run.run()
+    finally:
+        run.stop_all()
+

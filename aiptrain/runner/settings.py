@@ -1,0 +1,79 @@
+"""Knobs of the local engine, read from the environment (documented in the README).
+
+The supervisor inherits the environment of whoever submitted the job, so a setting in force
+at submit time is the one the job runs with.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aiptrain.errors import UsageError
+
+# Without AIPTRAIN_LOCAL_REPLICA_CAP, jobs larger than this are refused rather than started:
+# STANDARD_1 (8 replicas) runs, PREMIUM_1 (31) would swamp a workstation.
+DEFAULT_MAX_REPLICAS = 16
+
+
+def _default_max_running() -> int:
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def _int_setting(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r} is not an integer", hint=f"set {name} to a whole number") from None
+    if value < minimum:
+        raise UsageError(f"{name}={value} is too small", hint=f"set {name} to {minimum} or more")
+    return value
+
+
+def _seconds_setting(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r} is not a number of seconds", hint=f"set {name} to e.g. 5") from None
+    if value < 0:
+        raise UsageError(f"{name}={value} is negative", hint=f"set {name} to 0 or more seconds")
+    return value
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """Every tunable of the local engine, with its environment variable."""
+
+    # AIPTRAIN_LOCAL_MAX_RUNNING: jobs in PREPARING/RUNNING at once on this machine; others wait QUEUED.
+    max_running: int
+    # AIPTRAIN_LOCAL_MAX_RESTARTS: restarts allowed per worker/ps/evaluator replica before the job fails.
+    max_restarts: int = 3
+    # AIPTRAIN_LOCAL_KILL_GRACE: seconds between SIGTERM and SIGKILL when stopping replicas.
+    kill_grace: float = 5.0
+    # AIPTRAIN_LOCAL_EVALUATOR_GRACE: seconds evaluators may keep running after the primary succeeded.
+    evaluator_grace: float = 60.0
+    # AIPTRAIN_LOCAL_REPLICA_CAP: shrink bigger clusters to this many replicas (unset: no shrinking).
+    replica_cap: int | None = None
+    # AIPTRAIN_LOCAL_PYTHON: the interpreter for pip and the replicas (default: aiptrain's own).
+    python: str = sys.executable
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> LocalSettings:
+        source = os.environ if env is None else env
+        cap_raw = source.get("AIPTRAIN_LOCAL_REPLICA_CAP", "").strip()
+        return cls(
+            max_running=_int_setting(source, "AIPTRAIN_LOCAL_MAX_RUNNING", _default_max_running(), 1),
+            max_restarts=_int_setting(source, "AIPTRAIN_LOCAL_MAX_RESTARTS", 3, 0),
+            kill_grace=_seconds_setting(source, "AIPTRAIN_LOCAL_KILL_GRACE", 5.0),
+            evaluator_grace=_seconds_setting(source, "AIPTRAIN_LOCAL_EVALUATOR_GRACE", 60.0),
+            replica_cap=_int_setting(source, "AIPTRAIN_LOCAL_REPLICA_CAP", 0, 1) if cap_raw else None,
+            python=source.get("AIPTRAIN_LOCAL_PYTHON", "").strip() or sys.executable,
+        )

@@ -1,0 +1,298 @@
+"""The detached process that runs one job: `python -m aiptrain.runner.supervisor --home H --job-key K`.
+
+It outlives the command that submitted the job. Its life: wait QUEUED for a run slot (at most
+AIPTRAIN_LOCAL_MAX_RUNNING jobs hold one), PREPARING (pip-install the packages), RUNNING (the
+job body runs one replica set, or a tuning engine runs several), then record the final state.
+It writes the terminal state before it exits, which is how `reaper` tells a crash from an end.
+
+Cancellation arrives as SIGTERM and as a flag in the store (whichever is seen first).
+
+Extension point for hyperparameter tuning: `job_body_for` picks the function that runs the job
+given a `JobContext`; `JobContext.run_replica_set(extra_args=..., extra_env=..., trial_id=...,
+job_dir=...)` runs one full replica set and may be called several times, from several threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiptrain.catalog import load_catalog
+from aiptrain.errors import AiptrainError
+from aiptrain.runner.cluster_plan import LocalPlan, plan_cluster
+from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
+from aiptrain.runner.layout import JobLayout
+from aiptrain.runner.log_capture import SERVICE_TASK, StoreLogWriter
+from aiptrain.runner.preparation import install_packages
+from aiptrain.runner.processes import (
+    TOKEN_VARIABLE,
+    ManagedProcess,
+    kill_tokened_processes,
+    process_start_ticks,
+)
+from aiptrain.runner.reaper import reap_dead_jobs
+from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
+from aiptrain.runner.settings import LocalSettings
+from aiptrain.runner.store import JobRecord, JobStore
+from aiptrain.spec import JobState, TrainingInput
+
+_SLOT_POLL_SECONDS = 0.25
+_REAP_EVERY_SECONDS = 2.0
+_CANCEL_POLL_SECONDS = 0.25
+
+
+class _StoreObserver:
+    """Records each replica start and exit in the store (pids for the reaper, exit codes)."""
+
+    def __init__(self, store: JobStore, key: int, trial_id: str | None) -> None:
+        self._store = store
+        self._key = key
+        self._trial_id = trial_id
+
+    def started(self, task_name: str, process: ManagedProcess, restarts: int) -> None:
+        self._store.replica_started(
+            self._key, self._trial_id, task_name, process.pid, process.pgid, process.start_ticks, restarts
+        )
+
+    def exited(self, task_name: str, returncode: int) -> None:
+        self._store.replica_exited(self._key, self._trial_id, task_name, returncode)
+
+
+@dataclass
+class JobContext:
+    """What a job body gets: the job, where things go, and a way to run replica sets."""
+
+    store: JobStore
+    record: JobRecord
+    home: Path
+    layout: JobLayout
+    settings: LocalSettings
+    plan: LocalPlan
+    sink: StoreLogWriter
+    stop: threading.Event
+
+    @property
+    def storage_root(self) -> Path:
+        return self.home / "storage"
+
+    @property
+    def training_input(self) -> TrainingInput:
+        return self.record.job.training_input or TrainingInput()
+
+    def say(self, message: str, severity: str = "INFO", trial_id: str | None = None) -> None:
+        self.sink.emit(SERVICE_TASK, severity, message, trial_id=trial_id)
+
+    def run_replica_set(
+        self,
+        *,
+        extra_args: Sequence[str] = (),
+        extra_env: Mapping[str, str] | None = None,
+        trial_id: str | None = None,
+        job_dir: str | None = None,
+    ) -> ReplicaSetOutcome:
+        """Run the job's cluster once: the job's args plus `extra_args`, then `--job-dir`.
+
+        `job_dir` (gs:// or local) defaults to the job's jobDir; tuning passes JOB_DIR/TRIAL_ID.
+        Blocks until every process of the set is gone. Thread-safe.
+        """
+        training_input = self.training_input
+        args, changes = rewrite_args([*(training_input.args or []), *extra_args], self.storage_root)
+        for change in changes:
+            self.say(f"Using local storage for {change.uri}: {change.path}", trial_id=trial_id)
+        wanted_dir = job_dir if job_dir is not None else training_input.job_dir
+        local_dir = None
+        if wanted_dir:
+            local_dir = local_location(wanted_dir, self.storage_root)
+            if wanted_dir.startswith(GS_PREFIX):
+                self.say(f"Using local storage for --job-dir {wanted_dir}: {local_dir}", trial_id=trial_id)
+            Path(local_dir).mkdir(parents=True, exist_ok=True)
+        base_env = dict(os.environ)
+        base_env.pop(TOKEN_VARIABLE, None)
+        base_env["PYTHONPATH"] = str(self.layout.site_dir)
+        spec = ReplicaSetSpec(
+            job=self.record.job,
+            groups=self.plan.groups,
+            python=self.settings.python,
+            module=training_input.python_module or "",
+            args=args,
+            job_dir=local_dir,
+            work_dir=self.layout.work_dir / trial_id if trial_id else self.layout.work_dir,
+            run_token=f"{self.record.run_token}/{trial_id or 'run'}",
+            base_env=base_env,
+            extra_env=dict(extra_env or {}),
+            trial_id=trial_id,
+        )
+        policy = ReplicaPolicy(
+            max_restarts=self.settings.max_restarts,
+            kill_grace=self.settings.kill_grace,
+            evaluator_grace=self.settings.evaluator_grace,
+        )
+        observer = _StoreObserver(self.store, self.record.key, trial_id)
+        return run_replica_set(spec, policy, self.sink, self.stop, observer)
+
+
+JobBody = Callable[[JobContext], ReplicaSetOutcome]
+
+
+def run_single_training(context: JobContext) -> ReplicaSetOutcome:
+    return context.run_replica_set()
+
+
+def job_body_for(record: JobRecord) -> JobBody:
+    """How to run this job. Hyperparameter tuning plugs in here (jobs with `hyperparameters`)."""
+    return run_single_training
+
+
+class Supervisor:
+    def __init__(self, home: Path, key: int) -> None:
+        self.home = home
+        self.store = JobStore(home)
+        self.record = self.store.get_by_key(key)
+        self.key = key
+        self.layout = JobLayout.of(home, self.record.project, self.record.job_id, key)
+        self.stop = threading.Event()
+        self.sink = StoreLogWriter(self.store, key)
+
+    def say(self, message: str, severity: str = "INFO") -> None:
+        self.sink.emit(SERVICE_TASK, severity, message)
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: self.stop.set())
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        self.store.set_supervisor(self.key, os.getpid(), process_start_ticks(os.getpid()))
+        watcher = threading.Thread(target=self._watch_for_cancel, name="cancel-watcher", daemon=True)
+        watcher.start()
+        try:
+            self._lifecycle()
+            return 0
+        except Exception as error:
+            detail = "".join(traceback.format_exception(error))
+            print(detail, file=sys.stderr, flush=True)
+            for line in detail.rstrip().splitlines():
+                self.say(line, "ERROR")
+            self._finish(ReplicaSetOutcome(
+                JobState.FAILED, f"Internal error in the local supervisor: {error!r} "
+                f"(see {self.layout.supervisor_log})",
+            ))
+            return 1
+        finally:
+            self.sink.close()
+            kill_tokened_processes(self.record.run_token)
+
+    def _watch_for_cancel(self) -> None:
+        while not self.stop.wait(_CANCEL_POLL_SECONDS):
+            try:
+                if self.store.cancel_requested(self.key):
+                    self.stop.set()
+            except Exception as error:
+                print(f"cancel watcher: {error!r}", file=sys.stderr, flush=True)
+
+    def _lifecycle(self) -> None:
+        try:
+            settings = LocalSettings.from_env()
+        except AiptrainError as error:
+            self._finish(ReplicaSetOutcome(JobState.FAILED, f"{error.message} ({error.hint})"))
+            return
+        if not self._wait_for_slot(settings):
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        if self.store.transition(self.key, JobState.PREPARING, allowed_from=frozenset({JobState.QUEUED})) is None:
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        self.say("Job PREPARING.")
+        record = self.store.get_by_key(self.key)
+        training_input = record.job.training_input or TrainingInput()
+        problem = install_packages(
+            list(training_input.package_uris or []),
+            site_dir=self.layout.site_dir,
+            storage_root=self.home / "storage",
+            python=settings.python,
+            base_env=dict(os.environ),
+            run_token=record.run_token,
+            sink=self.sink,
+            stop=self.stop,
+            kill_grace=settings.kill_grace,
+        )
+        if self.stop.is_set():
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        if problem is not None:
+            self.say(problem, "ERROR")
+            self._finish(ReplicaSetOutcome(JobState.FAILED, problem))
+            return
+        plan = plan_cluster(training_input, load_catalog(), settings)
+        for warning in plan.warnings:
+            self.say(warning, "WARNING")
+        if self.store.transition(self.key, JobState.RUNNING, allowed_from=frozenset({JobState.PREPARING})) is None:
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        self.say("Job RUNNING.")
+        context = JobContext(
+            store=self.store,
+            record=self.store.get_by_key(self.key),
+            home=self.home,
+            layout=self.layout,
+            settings=settings,
+            plan=plan,
+            sink=self.sink,
+            stop=self.stop,
+        )
+        self._finish(job_body_for(context.record)(context))
+
+    def _wait_for_slot(self, settings: LocalSettings) -> bool:
+        """True once this job holds a run slot; False if it was cancelled while waiting."""
+        announced = False
+        last_reap = 0.0
+        while not self.stop.is_set():
+            if self.store.try_acquire_slot(self.key, settings.max_running):
+                return True
+            if not announced:
+                self.say(
+                    f"Waiting for a free slot: at most {settings.max_running} job(s) run at once "
+                    "on this machine (AIPTRAIN_LOCAL_MAX_RUNNING)."
+                )
+                announced = True
+            if time.monotonic() - last_reap > _REAP_EVERY_SECONDS:
+                # A dead supervisor must not hold a slot or a place in the queue forever.
+                reap_dead_jobs(self.store, self.home)
+                last_reap = time.monotonic()
+            # Jitter keeps many waiting supervisors from polling in lockstep.
+            self.stop.wait(_SLOT_POLL_SECONDS * (0.5 + random.random()))
+        return False
+
+    def _finish(self, outcome: ReplicaSetOutcome) -> None:
+        state = outcome.state
+        active = frozenset({JobState.QUEUED, JobState.PREPARING, JobState.RUNNING})
+        done = None
+        if state == JobState.SUCCEEDED:
+            done = self.store.transition(self.key, state, allowed_from=frozenset({JobState.RUNNING}))
+            if done is not None:
+                self.say("Job completed successfully.")
+        elif state == JobState.FAILED:
+            done = self.store.transition(self.key, state, allowed_from=active, error_message=outcome.error_message)
+            if done is not None:
+                self.say("Job failed.", "ERROR")
+        # Cancelled, or a cancel request arrived before the job could end another way.
+        if done is None and self.store.transition(self.key, JobState.CANCELLED) is not None:
+            self.say("Job cancelled.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aiptrain.runner.supervisor")
+    parser.add_argument("--home", required=True, type=Path)
+    parser.add_argument("--job-key", required=True, type=int)
+    options = parser.parse_args(argv)
+    return Supervisor(options.home, options.job_key).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

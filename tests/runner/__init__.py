@@ -1,0 +1,1 @@
+"""Tests of the local engine (aiptrain.runner) with real processes."""

@@ -1,0 +1,165 @@
+"""Fixtures for the local engine tests: a built trainer package, an engine per test, cleanup.
+
+Every test gets its own AIPTRAIN_HOME (the autouse fixture in tests/conftest.py sets it through
+the environment, so supervisors inherit it). The trainer package under trainers/tfcfg is built
+once per session and staged into each test's local store as gs://staging/packages/<file>.
+At teardown every process a test's jobs started is killed, whatever state the test left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aiptrain.packaging import build_package
+from aiptrain.runner.engine import LocalEngine
+from aiptrain.runner.processes import is_running, kill_tokened_processes, tokened_processes
+from aiptrain.spec import Job, JobState
+
+TRAINERS = Path(__file__).parent / "trainers"
+PROJECT = "test-project"
+
+
+@pytest.fixture(scope="session")
+def trainer_sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    built = build_package(TRAINERS / "tfcfg", cache_dir=tmp_path_factory.mktemp("sdist-cache"))
+    return built.path
+
+
+@pytest.fixture
+def home(isolated_environment: Path) -> Path:
+    return isolated_environment
+
+
+@pytest.fixture
+def package_uri(home: Path, trainer_sdist: Path) -> str:
+    target = home / "storage" / "staging" / "packages" / trainer_sdist.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(trainer_sdist, target)
+    return f"gs://staging/packages/{trainer_sdist.name}"
+
+
+@pytest.fixture(autouse=True)
+def quick_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Test trainers die on SIGTERM at once; a short grace keeps failures fast.
+    monkeypatch.setenv("AIPTRAIN_LOCAL_KILL_GRACE", "3")
+    monkeypatch.delenv("AIPTRAIN_LOCAL_MAX_RUNNING", raising=False)
+    monkeypatch.delenv("AIPTRAIN_LOCAL_REPLICA_CAP", raising=False)
+    monkeypatch.delenv("AIPTRAIN_LOCAL_MAX_RESTARTS", raising=False)
+
+
+@pytest.fixture
+def engine(home: Path) -> Iterator[LocalEngine]:
+    engine = LocalEngine(home)
+    yield engine
+    kill_everything(engine)
+
+
+def kill_everything(engine: LocalEngine) -> None:
+    """Kill every supervisor and replica of every job in this engine's store."""
+    rows = engine.store.connection().execute(
+        "SELECT supervisor_pid, supervisor_start_ticks, run_token FROM jobs"
+    ).fetchall()
+    for pid, ticks, _token in rows:
+        if pid and is_running(pid, ticks):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    for _pid, _ticks, token in rows:
+        kill_tokened_processes(token)
+
+
+def training_input(
+    package_uri: str,
+    module: str,
+    *,
+    job_dir: str | None = None,
+    args: list[str] | None = None,
+    workers: int = 0,
+    parameter_servers: int = 0,
+    evaluators: int = 0,
+    runtime: str | None = "2.11",
+    **extra: Any,
+) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "scaleTier": "CUSTOM",
+        "masterType": "n1-standard-4",
+        "packageUris": [package_uri],
+        "pythonModule": module,
+        "region": "us-central1",
+    }
+    if runtime:
+        data["runtimeVersion"] = runtime
+    if job_dir:
+        data["jobDir"] = job_dir
+    if args:
+        data["args"] = args
+    for role, count in (("worker", workers), ("parameterServer", parameter_servers), ("evaluator", evaluators)):
+        if count:
+            data[f"{role}Type"] = "n1-standard-4"
+            data[f"{role}Count"] = str(count)
+    data.update(extra)
+    return data
+
+
+def make_job(job_id: str, inputs: dict[str, Any]) -> Job:
+    return Job.model_validate({"jobId": job_id, "trainingInput": inputs})
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def wait_for_state(engine: LocalEngine, job_id: str, states: set[JobState], timeout: float = 120.0) -> Job:
+    def reached() -> Job | None:
+        job = engine.get(PROJECT, job_id)
+        return job if job.state in states else None
+
+    try:
+        return wait_until(reached, timeout, f"job {job_id} to reach {sorted(s.value for s in states)}")
+    except AssertionError:
+        job = engine.get(PROJECT, job_id)
+        lines = "\n".join(f"  {e.severity} {e.task_name}: {e.message}" for e in engine.logs(PROJECT, job_id))
+        raise AssertionError(f"job {job_id} is {job.state}; its log:\n{lines}") from None
+
+
+def wait_for_end(engine: LocalEngine, job_id: str, timeout: float = 120.0) -> Job:
+    return wait_for_state(engine, job_id, {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}, timeout)
+
+
+def local_dir(home: Path, uri: str) -> Path:
+    assert uri.startswith("gs://")
+    return home / "storage" / uri.removeprefix("gs://")
+
+
+def read_pid(path: Path, timeout: float = 60.0) -> int:
+    wait_until(path.exists, timeout, f"{path} to appear")
+    return int(path.read_text())
+
+
+def processes_gone(pids: list[int], timeout: float = 10.0) -> bool:
+    """True once none of the pids is a live process (zombies count as gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(is_running(pid) for pid in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def token_processes(engine: LocalEngine, job_id: str) -> list[int]:
+    return tokened_processes(engine.processes(PROJECT, job_id).run_token)

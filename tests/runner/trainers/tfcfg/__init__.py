@@ -1,0 +1,1 @@
+"""Small trainers the runner tests run as real replicas (no TensorFlow unless the module says so)."""

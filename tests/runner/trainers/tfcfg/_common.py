@@ -1,0 +1,64 @@
+"""Helpers shared by the test trainers: where to write, and which replica this is."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_PREFIXES = {"master": "master", "chief": "master", "worker": "worker", "ps": "ps", "evaluator": "evaluator"}
+
+
+def flag(name: str, default: str | None = None) -> str | None:
+    """The value of `--name VALUE` or `--name=VALUE` in sys.argv (the last one wins)."""
+    value = default
+    args = sys.argv[1:]
+    for index, arg in enumerate(args):
+        if arg == f"--{name}" and index + 1 < len(args):
+            value = args[index + 1]
+        elif arg.startswith(f"--{name}="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def job_dir() -> Path:
+    value = flag("job-dir")
+    if value is None:
+        raise SystemExit("no --job-dir given")
+    path = Path(value)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def tf_config() -> dict[str, Any]:
+    return json.loads(os.environ.get("TF_CONFIG") or "{}")
+
+
+def task_name() -> str:
+    task = tf_config().get("task") or {}
+    kind = task.get("type", "master")
+    return f"{_PREFIXES[kind]}-replica-{task.get('index', 0)}"
+
+
+def is_primary() -> bool:
+    return task_name() == "master-replica-0"
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write atomically, so a reader polling for the file never sees half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data))
+    temporary.replace(path)
+
+
+def wait_for(condition: Any, timeout: float = 120.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False

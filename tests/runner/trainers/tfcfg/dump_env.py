@@ -1,0 +1,37 @@
+"""Writes what this replica was given (TF_CONFIG, CLUSTER_SPEC, AIP_*, argv, cwd) to JOB_DIR/env/.
+
+The primary waits until `--expect N` replicas have written theirs, so none is stopped early.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from tfcfg._common import flag, is_primary, job_dir, task_name, wait_for, write_json
+
+VARIABLES = ("CLOUD_ML_JOB_ID", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR",
+             "PYTHONPATH", "PYTHONUNBUFFERED", "CLOUD_ML_TRIAL_ID")
+
+
+def main() -> None:
+    out = job_dir() / "env"
+    record = {
+        "TF_CONFIG": json.loads(os.environ["TF_CONFIG"]),
+        "CLUSTER_SPEC": json.loads(os.environ["CLUSTER_SPEC"]),
+        "env": {name: os.environ.get(name) for name in VARIABLES},
+        "argv": sys.argv[1:],
+        "cwd": os.getcwd(),
+        "module_file": __file__,
+    }
+    write_json(out / f"{task_name()}.json", record)
+    print(f"wrote {task_name()}")
+    if is_primary():
+        expected = int(flag("expect", "1") or "1")
+        if not wait_for(lambda: len(list(out.glob("*.json"))) >= expected):
+            raise SystemExit(f"only {len(list(out.glob('*.json')))} of {expected} replicas reported")
+
+
+if __name__ == "__main__":
+    main()
