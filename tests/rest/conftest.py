@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.gcs import fake_gcs, fake_gcs_server
 from tests.rest.harness import Emulator, make_trainer_project, running_emulator
+
+__all__ = ["emulator", "fake_gcs", "fake_gcs_server", "trainer_sdist"]
 
 
 @pytest.fixture(scope="session")
