@@ -212,7 +212,7 @@ def call(request: Any, *, what: str, retry: bool, policy: RetryPolicy = DEFAULT_
         if not (retry and isinstance(translated, ServiceUnavailable)) or attempt + 1 >= policy.attempts:
             raise translated
         delay = policy.delay(attempt, retry_after, rng)
-        LOG.debug("%s: %s; retrying in %.1f s", what, translated.message, delay)
+        LOG.debug("%s; retrying in %.1f s", translated.message, delay)
         sleep(delay)
         attempt += 1
 

@@ -93,7 +93,7 @@ def _check_token(request: Request, token: str | None) -> None:
     sent = request.headers.get("authorization", "")
     if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
         raise ApiError("UNAUTHENTICATED", "Request is missing a valid authentication credential: "
-                       "send `Authorization: Bearer <token>`.", headers={"WWW-Authenticate": "Bearer"})
+                       "send `Authorization: Bearer <token>`.", headers={"WWW-Authenticate": 'Bearer realm="aiptrain"'})
 
 
 def create_app(
