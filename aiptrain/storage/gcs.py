@@ -186,7 +186,7 @@ class GcsObjectStore:
         return (existing.generation or 0) if existing is not None else 0
 
     def _retry(self) -> Retry:
-        from google.cloud.storage.retry import DEFAULT_RETRY  # type: ignore[import-untyped]  # noqa: TID251
+        from google.cloud.storage.retry import DEFAULT_RETRY  # type: ignore[import-untyped]
 
         retry: Retry = DEFAULT_RETRY.with_delay(
             initial=self.retry_initial_delay, maximum=self.retry_max_delay, multiplier=2.0
@@ -268,7 +268,7 @@ class _ProgressReader:
 
 def _make_client(project: str | None) -> Any:
     try:
-        from google.cloud import storage  # type: ignore[import-untyped]  # noqa: TID251
+        from google.cloud import storage  # type: ignore[import-untyped]
 
         if os.environ.get("STORAGE_EMULATOR_HOST"):
             from google.auth.credentials import AnonymousCredentials
@@ -322,7 +322,7 @@ def _is_precondition_failure(exc: BaseException) -> bool:
 
 
 def _is_data_corruption(exc: BaseException) -> bool:
-    from google.cloud.storage.exceptions import DataCorruption  # type: ignore[import-untyped]  # noqa: TID251
+    from google.cloud.storage.exceptions import DataCorruption  # type: ignore[import-untyped]
 
     return isinstance(exc, DataCorruption)
 

@@ -54,12 +54,13 @@ def members(package: BuiltPackage) -> list[tarfile.TarInfo]:
 def test_builds_a_project_with_setup_py(tmp_path: Path) -> None:
     built = build_package(project(tmp_path, "with_setup_py"), cache_dir=tmp_path / "cache")
     assert (built.name, built.version) == ("fixture-with-setup", "1.2.3")
-    assert built.path.name == "fixture-with-setup-1.2.3.tar.gz"
+    # setuptools >= 69 writes PEP 625 names (underscores); older ones kept the dashes.
+    assert built.path.name in {"fixture_with_setup-1.2.3.tar.gz", "fixture-with-setup-1.2.3.tar.gz"}
     assert built.generated_setup is False
     assert built.reused_from_cache is False
     assert built.sha256 == hashlib.sha256(built.path.read_bytes()).hexdigest()
     assert built.size == built.path.stat().st_size
-    assert "fixture-with-setup-1.2.3/trainer/task.py" in built.files
+    assert f"{built.path.name.removesuffix('.tar.gz')}/trainer/task.py" in built.files
     assert built.files == sorted(built.files)
     assert built.files == [m.name for m in members(built) if m.isfile()]
 
@@ -67,7 +68,8 @@ def test_builds_a_project_with_setup_py(tmp_path: Path) -> None:
 def test_builds_a_pyproject_only_project(tmp_path: Path) -> None:
     built = build_package(project(tmp_path, "with_pyproject"), cache_dir=tmp_path / "cache")
     assert (built.name, built.version) == ("fixture-with-pyproject", "2.0.0")
-    assert "fixture-with-pyproject-2.0.0/trainer/task.py" in built.files
+    assert built.path.name in {"fixture_with_pyproject-2.0.0.tar.gz", "fixture-with-pyproject-2.0.0.tar.gz"}
+    assert f"{built.path.name.removesuffix('.tar.gz')}/trainer/task.py" in built.files
     assert built.generated_setup is False
 
 
