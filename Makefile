@@ -17,7 +17,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m aiptrain.demo
+	bash scripts/demo.sh
 
 test: $(STAMP)
 	$(BIN)/ruff check aiptrain tests bench trainer_template

@@ -204,19 +204,15 @@ def staging_bucket_for(options: SubmitOptions, store_kind: str) -> tuple[str | N
                           "pass --staging-bucket gs://my-bucket or --job-dir gs://my-bucket/path")]
 
 
-def _package_problems(options: SubmitOptions, config_uris: list[str],
-                      local_packages: list[Path], remote: list[str], has_image: bool) -> list[Problem]:
-    from aiptrain.packaging import check_duplicate_basenames, check_package_path
+def _package_problems(options: SubmitOptions, config_uris: list[str], has_image: bool) -> list[Problem]:
+    from aiptrain.packaging import check_package_path
+    from aiptrain.staging import check_package_entries
 
     problems: list[Problem] = []
     if options.package_path is not None:
         problems += check_package_path(options.package_path)
-    for path in local_packages:
-        if not path.is_file():
-            problems.append(Problem("--packages", f"{path} does not exist or is not a file",
-                                    "give the path of a built package, e.g. dist/dep-1.0.tar.gz"))
-    problems += check_duplicate_basenames(local_packages)
-    has_program = bool(options.package_path or local_packages or remote or config_uris)
+    problems += check_package_entries(options.packages or [])
+    has_program = bool(options.package_path or options.packages or config_uris)
     if not has_program and not has_image:
         problems.append(Problem("--package-path", "no trainer package to run",
                                 "pass --package-path trainer/ (the package directory) or --packages"))
@@ -254,11 +250,14 @@ def prepare(
     ti = job.training_input
     assert ti is not None
     config_uris = list(ti.package_uris or [])
-    remote, local_entries = classify_packages(options.packages or [])
-    local_packages = [Path(p) for p in local_entries]
     has_image = bool(ti.master_config and ti.master_config.image_uri)
     problems += validate_job(job, catalog, require_packages=False)
-    problems += _package_problems(options, config_uris, local_packages, remote, has_image)
+    package_problems = _package_problems(options, config_uris, has_image)
+    problems += package_problems
+    remote: list[str] = []
+    local_packages: list[Path] = []
+    if not package_problems:
+        remote, local_packages = classify_packages(options.packages or [])
     staging = None
     if options.package_path is not None or local_packages:
         staging, staging_problems = staging_bucket_for(options, store.kind)

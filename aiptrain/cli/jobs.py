@@ -185,7 +185,8 @@ def _upload(app: AppContext, plan: Any, store: Any) -> None:
     if sys.stderr.isatty() and app.verbosity >= 0:
         from aiptrain.cli.progress import progress_bar_factory
 
-        progress_factory = progress_bar_factory
+        def progress_factory(upload_plan: Any) -> Any:
+            return progress_bar_factory(upload_plan.local.name, upload_plan.size)
     for result in upload(plan, store, progress_factory=progress_factory):
         app.progress(describe_result(result))
 

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make demo`: train trainer_template as a distributed job (chief + 1 worker + an evaluator) on the
+# local backend, streaming its logs, then say where the export and the TensorBoard logs are.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN="$PWD/.venv/bin"
+export AIPTRAIN_HOME="${AIPTRAIN_HOME:-$HOME/.aiptrain}"
+BUCKET=aiptrain-demo
+JOB="demo_$(date +%Y%m%d_%H%M%S)"
+DATA_DIR="$AIPTRAIN_HOME/storage/$BUCKET/data"
+
+if [ ! -f "$DATA_DIR/.complete" ]; then
+  echo "Writing the digits data set (it ships with scikit-learn) to gs://$BUCKET/data ..." >&2
+  mkdir -p "$DATA_DIR"
+  (cd trainer_template && "$BIN/python" -m trainer.make_data --output-dir "$DATA_DIR" --shards 4)
+  touch "$DATA_DIR/.complete"
+fi
+
+"$BIN/aiptrain" jobs submit training "$JOB" \
+  --package-path trainer_template/trainer --module-name trainer.task \
+  --config trainer_template/config.yaml \
+  --region us-central1 --runtime-version 2.11 --python-version 3.7 \
+  --job-dir "gs://$BUCKET/jobs/$JOB" \
+  --stream-logs \
+  -- --train-files "gs://$BUCKET/data/train-*.csv" --eval-files "gs://$BUCKET/data/eval-*.csv" \
+     --train-steps 400 --checkpoint-steps 100 --throttle-secs 5
+
+JOB_DIR="$AIPTRAIN_HOME/storage/$BUCKET/jobs/$JOB"
+echo
+echo "Job $JOB finished. Its outputs (gs://$BUCKET/jobs/$JOB on the local backend):"
+echo "  exported model:  $(ls -d "$JOB_DIR"/export/*/ 2>/dev/null | tail -n 1)"
+echo "  TensorBoard logs: $JOB_DIR/logs  (view: pip install tensorboard; tensorboard --logdir ...)"
+echo "  describe it:     $BIN/aiptrain jobs describe $JOB"
