@@ -1,0 +1,66 @@
+"""SavedModel export for serving: ``model_dir/export/<timestamp>`` and, on Vertex AI, ``AIP_MODEL_DIR``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Protocol
+
+import keras
+import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+
+from trainer.model import ServingModule
+
+logger = logging.getLogger("trainer")
+
+
+def export_saved_model(model: keras.Model, export_dir: str, num_features: int) -> str:
+    module = ServingModule(model, num_features)
+    tf.saved_model.save(
+        module,
+        export_dir,
+        signatures={"serving_default": module.serve.get_concrete_function()},
+    )
+    logger.info("exported SavedModel to %s", export_dir)
+    return export_dir
+
+
+def timestamped_dir(base: str) -> str:
+    """A new ``base/<unix seconds>`` directory name, as Estimator exporters used."""
+    stamp = int(time.time())
+    while tf.io.gfile.exists(os.path.join(base, str(stamp))):
+        stamp += 1
+    return os.path.join(base, str(stamp))
+
+
+class Exporter(Protocol):
+    """Replaces ``tf.estimator.Exporter``: called by the primary replica after each evaluation."""
+
+    name: str
+
+    def export(
+        self, model: keras.Model, export_dir_base: str, num_features: int, metrics: dict[str, float], is_final: bool
+    ) -> str | None: ...
+
+
+class FinalExporter:
+    """Replaces ``tf.estimator.FinalExporter``: one export when training has finished.
+
+    Written to ``export_dir_base/<timestamp>``; when ``AIP_MODEL_DIR`` is set (Vertex AI and the
+    local runner set it) the same model is saved there too, where model upload expects it.
+    """
+
+    def __init__(self, name: str = "final") -> None:
+        self.name = name
+
+    def export(
+        self, model: keras.Model, export_dir_base: str, num_features: int, metrics: dict[str, float], is_final: bool
+    ) -> str | None:
+        if not is_final:
+            return None
+        path = export_saved_model(model, timestamped_dir(export_dir_base), num_features)
+        aip_model_dir = os.environ.get("AIP_MODEL_DIR")
+        if aip_model_dir:
+            export_saved_model(model, aip_model_dir, num_features)
+        return path
