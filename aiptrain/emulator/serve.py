@@ -57,7 +57,6 @@ def bind_socket(host: str, port: int) -> socket.socket:
         raise OperationalError(f"cannot listen on {host}:{port}: {error.strerror or error}",
                                hint="choose another --port (0 picks a free one)") from None
     sock.listen(128)
-    sock.set_inheritable(True)
     return sock
 
 
