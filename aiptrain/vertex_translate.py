@@ -169,10 +169,13 @@ def _check_accelerator(ti: TrainingInput, group: ReplicaGroup, catalog: Catalog,
                      "choose an accelerator Vertex AI offers, e.g. TPU_V3 instead of a TPU pod")
 
 
-def _is_gpu(group: ReplicaGroup, catalog: Catalog) -> bool:
+def _image_kind(group: ReplicaGroup, catalog: Catalog, images: dict[str, str]) -> str:
+    """Which of the runtime's images a pool runs: its accelerator's kind (gpu, or tpu when the
+    catalog names a TPU image) if the runtime has an image of that kind, else cpu."""
     if group.accelerator_type is None or group.accelerator_count <= 0:
-        return False
-    return catalog.accelerators.get(group.accelerator_type, {}).get("kind") == "gpu"
+        return "cpu"
+    kind = str(catalog.accelerators.get(group.accelerator_type, {}).get("kind") or "cpu")
+    return kind if kind in images else "cpu"
 
 
 def _executor_images(ti: TrainingInput, catalog: Catalog, refusals: _Refusals) -> dict[str, str] | None:
@@ -253,12 +256,8 @@ def _worker_pool(ti: TrainingInput, group: ReplicaGroup, images: dict[str, str] 
         pool["containerSpec"] = _container_spec(ti, group.image_uri, config)
     else:
         assert images is not None  # vertex_problems refused the job otherwise
-        kind = "gpu" if _is_gpu(group, catalog) else "cpu"
-        accel_kind = catalog.accelerators.get(group.accelerator_type or "", {}).get("kind")
-        if accel_kind and accel_kind in images:
-            kind = str(accel_kind)  # a catalog may name a dedicated image (e.g. tpu)
         package: dict[str, Any] = {
-            "executorImageUri": images.get(kind) or images["cpu"],
+            "executorImageUri": images[_image_kind(group, catalog, images)],
             "packageUris": list(ti.package_uris or []),
             "pythonModule": ti.python_module or "",
         }

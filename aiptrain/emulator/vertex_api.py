@@ -2,8 +2,11 @@
 
 A CustomJob is reverse-translated into an ml v1 Job (worker pools -> a CUSTOM tier, the Python
 package spec -> packages, module and args, the output directory -> the job dir) and run by the
-engine; its state is reported with Vertex's JOB_STATE_* names. Custom containers are refused
-(400 FAILED_PRECONDITION): there is no container runtime here.
+engine; its state is reported with Vertex's JOB_STATE_* names. Refused with 400
+FAILED_PRECONDITION, because a local job cannot honour them: custom containers (there is no
+container runtime here), per-pool environment variables, and pools running different programs.
+Placement-only fields (network, reserved IP ranges, persistent resources, scheduling strategy,
+TensorBoard, ...) are accepted and have no effect on a local run.
 """
 
 from __future__ import annotations
@@ -50,9 +53,26 @@ def _check_pools(spec: dict[str, Any]) -> None:
                            "Custom containers cannot run in the aiptrain emulator: there is no container "
                            "runtime here. Use a pythonPackageSpec, or run the container on Vertex AI.",
                            (Violation(f"{root}[{index}].container_spec", "no container runtime"),))
-        if not pool.get("pythonPackageSpec"):
+        package = pool.get("pythonPackageSpec")
+        if not package:
             raise invalid_argument([Violation(f"{root}[{index}]",
                                               "A worker pool needs a pythonPackageSpec or a containerSpec.")])
+        if package.get("env"):
+            raise _unsupported(f"{root}[{index}].python_package_spec.env",
+                               "Environment variables per worker pool are not supported by the aiptrain emulator.")
+        if _program(package) != _program(pools[0]["pythonPackageSpec"]):
+            # A local job runs one program on every replica, as ml v1 did.
+            raise _unsupported(f"{root}[{index}].python_package_spec",
+                               "Every worker pool must run the same packages, module and args in the aiptrain "
+                               "emulator.")
+
+
+def _program(package: dict[str, Any]) -> tuple[Any, ...]:
+    return (package.get("packageUris"), package.get("pythonModule"), package.get("args"))
+
+
+def _unsupported(field: str, message: str) -> ApiError:
+    return ApiError("FAILED_PRECONDITION", message, (Violation(field, message),))
 
 
 def create_custom_job(services: Services, project: str, location: str, body: Any) -> dict[str, Any]:

@@ -276,6 +276,20 @@ def test_custom_job_refusals(emulator: Emulator) -> None:
     assert error_of(raised)["status"] == "FAILED_PRECONDITION"
     assert "container runtime" in error_of(raised)["message"]
 
+    different = custom_job("different", pools=2)
+    different["jobSpec"]["workerPoolSpecs"][1] = json.loads(json.dumps(different["jobSpec"]["workerPoolSpecs"][1]))
+    different["jobSpec"]["workerPoolSpecs"][1]["pythonPackageSpec"]["pythonModule"] = "other.task"
+    with pytest.raises(HttpError) as raised:
+        jobs.create(parent=parent, body=different).execute()
+    assert error_of(raised)["details"][0]["fieldViolations"][0]["field"] == (
+        "custom_job.job_spec.worker_pool_specs[1].python_package_spec")
+
+    with_env = custom_job("with env")
+    with_env["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["env"] = [{"name": "A", "value": "1"}]
+    with pytest.raises(HttpError) as raised:
+        jobs.create(parent=parent, body=with_env).execute()
+    assert error_of(raised)["status"] == "FAILED_PRECONDITION"
+
     unknown = custom_job("unknown")
     unknown["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "NVIDIA_TESLA_K81"
     with pytest.raises(HttpError) as raised:
