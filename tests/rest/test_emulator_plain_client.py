@@ -67,7 +67,9 @@ def test_create_get_and_run_to_success(ml: Any) -> None:
 
 
 def test_logs_through_plain_logging_client_with_gcloud_filter(ml: Any, emulator: Emulator) -> None:
-    finished(ml, "plain_ok") if _exists(ml, "plain_ok") else None
+    if not _exists(ml, "plain_ok"):  # when run on its own
+        ml.create(parent=f"projects/{PROJECT}", body=body("plain_ok", "--lines", "2")).execute()
+    finished(ml, "plain_ok")
     logging = client("logging", "v2", emulator)
     gcloud_filter = ('(resource.type="ml_job" OR resource.type="cloudml_job") AND resource.labels.job_id="plain_ok"'
                      ' AND timestamp>="1970-01-01T01:00:00.000000000Z"')
