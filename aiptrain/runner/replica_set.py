@@ -183,7 +183,8 @@ class _ReplicaSetRun:
             env = dict(spec.base_env)
             env.update(environments[task.task_name])
             env.update(spec.extra_env)
-            env[TOKEN_VARIABLE] = spec.run_token
+            # One token per replica, under the set's: its strays can be swept when it exits.
+            env[TOKEN_VARIABLE] = f"{spec.run_token}/{task.task_name}"
             cwd = spec.shared_cwd or spec.work_dir / task.task_name
             cwd.mkdir(parents=True, exist_ok=True)
             self.replicas.append(_Replica(task, argv, env, cwd))
@@ -215,9 +216,11 @@ class _ReplicaSetRun:
             self.observer.started(replica.task.task_name, process, replica.restarts)
 
     def collect(self, replica: _Replica) -> int:
-        """Reap an exited replica, drain its output, and report the exit."""
+        """Reap an exited replica, kill what it left behind, drain its output, report the exit."""
         assert replica.process is not None
         returncode = replica.process.reap()
+        # Children that left its process group would otherwise keep its pipes (and readers) open.
+        kill_tokened_processes(replica.env[TOKEN_VARIABLE])
         for pump in replica.pumps:
             pump.join(_PUMP_JOIN_SECONDS)
         replica.done = True

@@ -1,0 +1,217 @@
+"""Failures, restarts, cancellation, supervisor death and the run-slot limit, with real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from aiptrain.runner.engine import JobAlreadyFinished, LocalEngine
+from aiptrain.runner.processes import is_running
+from aiptrain.spec import JobState
+
+from .conftest import (
+    PROJECT,
+    local_dir,
+    make_job,
+    processes_gone,
+    read_pid,
+    token_processes,
+    training_input,
+    wait_for_end,
+    wait_for_state,
+    wait_until,
+)
+
+
+def _control_job(engine: LocalEngine, package_uri: str, job_id: str, *, args: list[str] | None = None,
+                 workers: int = 1) -> str:
+    job_dir = f"gs://out/{job_id}"
+    engine.submit(PROJECT, make_job(job_id, training_input(package_uri, "tfcfg.control", job_dir=job_dir,
+                                                             args=args, workers=workers)))
+    return job_dir
+
+
+def _release(directory: Path) -> None:
+    """Let the control trainer's primary finish (its job dir may not exist yet)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "release").touch()
+
+
+def _messages(engine: LocalEngine, job_id: str, task_name: str | None = None) -> list[str]:
+    return [entry.message for entry in engine.logs(PROJECT, job_id, task_name=task_name)]
+
+
+def test_killed_worker_is_restarted_and_the_job_succeeds(engine: LocalEngine, home: Path, package_uri: str) -> None:
+    directory = local_dir(home, _control_job(engine, package_uri, "restart_worker"))
+    first = read_pid(directory / "pids" / "worker-replica-0")
+    read_pid(directory / "pids" / "master-replica-0")
+    os.kill(first, signal.SIGKILL)
+    starts = directory / "starts" / "worker-replica-0"
+    wait_until(lambda: len(starts.read_text().split()) == 2, 60, "the worker to start again")
+    second = int(starts.read_text().split()[1])
+    assert second != first
+    _release(directory)
+    done = wait_for_end(engine, "restart_worker")
+    assert done.state == JobState.SUCCEEDED, done.error_message
+    assert "worker-replica-0 was killed by signal 9 (SIGKILL); restarting it (restart 1 of 3)." in _messages(
+        engine, "restart_worker", "service")
+    replicas = {r.task_name: r for r in engine.processes(PROJECT, "restart_worker").replicas}
+    assert replicas["worker-replica-0"].restarts == 1
+    assert replicas["worker-replica-0"].pid == second
+    assert replicas["master-replica-0"].exit_code == 0
+    assert processes_gone([first, second])
+
+
+def test_worker_out_of_restarts_fails_the_job_naming_it(
+    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIPTRAIN_LOCAL_MAX_RESTARTS", "1")
+    directory = local_dir(home, _control_job(engine, package_uri, "flaky_worker"))
+    starts = directory / "starts" / "worker-replica-0"
+    os.kill(read_pid(directory / "pids" / "worker-replica-0"), signal.SIGKILL)
+    wait_until(lambda: starts.exists() and len(starts.read_text().split()) == 2, 60, "a restart")
+    os.kill(int(starts.read_text().split()[1]), signal.SIGKILL)
+    done = wait_for_end(engine, "flaky_worker")
+    assert done.state == JobState.FAILED
+    assert done.error_message is not None
+    assert done.error_message.startswith(
+        "The replica worker-replica-0 was killed by signal 9 (SIGKILL) after 1 restart.")
+    master = read_pid(directory / "pids" / "master-replica-0")
+    assert processes_gone([master]), "the master must be stopped when the job fails"
+
+
+def test_killed_master_fails_the_job_naming_it_and_the_signal(
+    engine: LocalEngine, home: Path, package_uri: str
+) -> None:
+    directory = local_dir(home, _control_job(engine, package_uri, "kill_master", args=["--escapee"]))
+    master = read_pid(directory / "pids" / "master-replica-0")
+    worker = read_pid(directory / "pids" / "worker-replica-0")
+    escapee = read_pid(directory / "escapees" / "worker-replica-0")
+    os.kill(master, signal.SIGKILL)
+    done = wait_for_end(engine, "kill_master")
+    assert done.state == JobState.FAILED
+    assert done.error_message is not None
+    assert done.error_message.startswith("The replica master-replica-0 was killed by signal 9 (SIGKILL).")
+    assert processes_gone([worker, escapee]), "workers and what they started must not outlive the job"
+    assert wait_until(lambda: not token_processes(engine, "kill_master"), 10, "no tokened process")
+
+
+def test_failing_master_reports_its_whole_traceback(engine: LocalEngine, home: Path, package_uri: str) -> None:
+    directory = local_dir(home, _control_job(engine, package_uri, "boom", workers=0,
+                                             args=["--fail-with", "the data file is corrupt"]))
+    _release(directory)
+    done = wait_for_end(engine, "boom")
+    assert done.state == JobState.FAILED
+    message = done.error_message or ""
+    first, _, rest = message.partition("\n")
+    assert first == "The replica master-replica-0 exited with a non-zero status of 1. Its last error lines:"
+    assert rest.startswith("Traceback (most recent call last):")
+    assert rest.rstrip().endswith("RuntimeError: the data file is corrupt")
+    assert "[...]" not in message
+    errors = [e for e in engine.logs(PROJECT, "boom", task_name="master-replica-0") if e.severity == "ERROR"]
+    assert errors[-1].message == "RuntimeError: the data file is corrupt"
+
+
+def test_non_zero_exit_is_reported_with_its_status(engine: LocalEngine, home: Path, package_uri: str) -> None:
+    directory = local_dir(home, _control_job(engine, package_uri, "exit_three", workers=0,
+                                             args=["--exit-code", "3"]))
+    _release(directory)
+    done = wait_for_end(engine, "exit_three")
+    assert done.state == JobState.FAILED
+    assert (done.error_message or "").startswith("The replica master-replica-0 exited with a non-zero status of 3.")
+    replicas = engine.processes(PROJECT, "exit_three").replicas
+    assert [(r.task_name, r.exit_code, r.signal) for r in replicas] == [("master-replica-0", 3, None)]
+
+
+def test_killed_supervisor_fails_the_job_on_next_get_and_leaves_no_process(
+    engine: LocalEngine, home: Path, package_uri: str
+) -> None:
+    directory = local_dir(home, _control_job(engine, package_uri, "orphaned", args=["--escapee"]))
+    pids = [read_pid(directory / "pids" / name) for name in ("master-replica-0", "worker-replica-0")]
+    pids += [read_pid(directory / "escapees" / name) for name in ("master-replica-0", "worker-replica-0")]
+    supervisor = engine.processes(PROJECT, "orphaned").supervisor_pid
+    assert supervisor is not None and is_running(supervisor)
+    os.kill(supervisor, signal.SIGKILL)
+    assert processes_gone([supervisor])
+    job = engine.get(PROJECT, "orphaned")
+    assert job.state == JobState.FAILED
+    assert job.error_message is not None
+    assert job.error_message.startswith(f"The local supervisor of this job (pid {supervisor}) died unexpectedly")
+    assert processes_gone(pids, timeout=5), "replicas and their children must die with the supervisor"
+    assert token_processes(engine, "orphaned") == []
+    assert engine.get(PROJECT, "orphaned").state == JobState.FAILED  # and it stays that way
+
+
+def test_cancel_stops_a_running_job_and_every_process(engine: LocalEngine, home: Path, package_uri: str) -> None:
+    directory = local_dir(home, _control_job(engine, package_uri, "to_cancel", args=["--escapee"]))
+    pids = [read_pid(directory / "pids" / name) for name in ("master-replica-0", "worker-replica-0")]
+    pids.append(read_pid(directory / "escapees" / "worker-replica-0"))
+    wait_for_state(engine, "to_cancel", {JobState.RUNNING})
+    cancelling = engine.cancel(PROJECT, "to_cancel")
+    assert cancelling.state in {JobState.CANCELLING, JobState.CANCELLED}
+    done = wait_for_state(engine, "to_cancel", {JobState.CANCELLED}, timeout=10)
+    assert done.end_time is not None
+    assert processes_gone(pids, timeout=5)
+    assert wait_until(lambda: not token_processes(engine, "to_cancel"), 10, "the supervisor to exit")
+    history = [change.state for change in engine.state_history(PROJECT, "to_cancel")]
+    assert history[-2:] == [JobState.CANCELLING, JobState.CANCELLED]
+    with pytest.raises(JobAlreadyFinished):
+        engine.cancel(PROJECT, "to_cancel")
+
+
+def test_cancel_a_queued_job(
+    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIPTRAIN_LOCAL_MAX_RUNNING", "1")
+    blocker = local_dir(home, _control_job(engine, package_uri, "blocker", workers=0))
+    read_pid(blocker / "pids" / "master-replica-0")
+    engine.submit(PROJECT, make_job("waiting", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/w")))
+    queued = engine.get(PROJECT, "waiting")
+    assert queued.state == JobState.QUEUED and queued.job_position == 1
+    wait_until(lambda: any("Waiting for a free slot" in m for m in _messages(engine, "waiting")), 30,
+               "the supervisor to wait for a slot")
+    engine.cancel(PROJECT, "waiting")
+    done = wait_for_state(engine, "waiting", {JobState.CANCELLED}, timeout=10)
+    assert done.start_time is None
+    assert not (local_dir(home, "gs://out/w") / "times.json").exists()
+    _release(blocker)
+    assert wait_for_end(engine, "blocker").state == JobState.SUCCEEDED
+
+
+def test_at_most_the_limit_of_jobs_run_at_once(
+    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIPTRAIN_LOCAL_MAX_RUNNING", "2")
+    ids = [f"batch_{index:02d}" for index in range(20)]
+    for job_id in ids:
+        engine.submit(PROJECT, make_job(job_id, training_input(package_uri, "tfcfg.quick",
+                                                               job_dir=f"gs://out/{job_id}")))
+    last = engine.get(PROJECT, ids[-1])
+    assert last.state == JobState.QUEUED and (last.job_position or 0) >= 1
+    for job_id in ids:
+        done = wait_for_end(engine, job_id, timeout=240)
+        assert done.state == JobState.SUCCEEDED, (job_id, done.error_message)
+    # What the trainers saw: never more than two running at once.
+    spans = [json.loads((local_dir(home, f"gs://out/{job_id}") / "times.json").read_text()) for job_id in ids]
+    assert _max_overlap([(s["start"], s["end"]) for s in spans]) <= 2
+    # What the store saw: never more than two jobs between PREPARING and their end.
+    slots = []
+    for job_id in ids:
+        history = engine.state_history(PROJECT, job_id)
+        begin = next(c.at for c in history if c.state == JobState.PREPARING)
+        slots.append((begin, history[-1].at))
+    assert _max_overlap(slots) <= 2
+
+
+def _max_overlap(spans: list[tuple[object, object]]) -> int:
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans],
+                    key=lambda event: (event[0], event[1]))
+    running = peak = 0
+    for _, change in events:
+        running += change
+        peak = max(peak, running)
+    return peak
