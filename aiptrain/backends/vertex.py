@@ -94,6 +94,9 @@ class VertexBackend:
         return job_to_custom_job(job, self.catalog)
 
     def create_job(self, job: Job) -> Job:
+        if not self.region and job.training_input is not None:
+            # The job's own region (from --config) decides where it is created.
+            self.region = job.training_input.region
         body = self.request_body(job)
         job_id = body["displayName"]
         existing = self._find(job_id)

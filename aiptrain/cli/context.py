@@ -29,6 +29,7 @@ class AppContext:
     api_endpoint: str | None
     output_format: str
     verbosity: int
+    region: str | None = None
 
     @property
     def color(self) -> bool:
@@ -48,13 +49,14 @@ class AppContext:
         )
 
     def backend(self, region: str | None = None) -> Backend:
+        """The chosen backend; `region` (a submit's job region) wins over --region/AIPTRAIN_REGION."""
         from aiptrain.backends import get_backend
         from aiptrain.backends.base import BackendSettings
         from aiptrain.paths import aiptrain_home
 
         settings = BackendSettings(
             project=self.project_id(),
-            region=region or default_region(),
+            region=region or self.region,
             home=aiptrain_home(),
             api_endpoint=self.api_endpoint,
             verbosity=self.verbosity,
@@ -72,9 +74,19 @@ class AppContext:
             click.echo(message, err=True)
 
 
-def default_region() -> str | None:
-    """The region when no --region is given: AIPTRAIN_REGION, then gcloud's CLOUDSDK_COMPUTE_REGION."""
-    return os.environ.get("AIPTRAIN_REGION") or os.environ.get("CLOUDSDK_COMPUTE_REGION") or None
+def _configure_logging(verbosity: int) -> None:
+    """-vv shows aiptrain's debug log (REST requests, with credentials redacted) on stderr."""
+    if verbosity < 2:
+        return
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("debug: %(name)s: %(message)s"))
+    logger = logging.getLogger("aiptrain")
+    logger.setLevel(logging.DEBUG)
+    if not any(isinstance(h, logging.StreamHandler) for h in logger.handlers):
+        logger.addHandler(handler)
+
 
 
 def common_options(func: F) -> F:
@@ -85,6 +97,8 @@ def common_options(func: F) -> F:
                   help="Where jobs run. [env: AIPTRAIN_BACKEND]")
     @click.option("--project", envvar=["AIPTRAIN_PROJECT", "CLOUDSDK_CORE_PROJECT"],
                   help="Project ID (default for local: local-project). [env: AIPTRAIN_PROJECT]")
+    @click.option("--region", envvar=["AIPTRAIN_REGION", "CLOUDSDK_COMPUTE_REGION"],
+                  help="Region (Vertex AI endpoint; a submit's job region). [env: AIPTRAIN_REGION]")
     @click.option("--api-endpoint", envvar="AIPTRAIN_API_ENDPOINT",
                   help="REST endpoint for mlv1/vertex, e.g. http://127.0.0.1:8080/ for `aiptrain local serve`."
                   " [env: AIPTRAIN_API_ENDPOINT]")
@@ -93,7 +107,7 @@ def common_options(func: F) -> F:
     @click.option("-v", "--verbose", count=True, help="More detail on stderr (repeatable).")
     @click.option("-q", "--quiet", count=True, help="Less output on stderr.")
     @functools.wraps(func)
-    def wrapper(*args: Any, backend: str, project: str | None, api_endpoint: str | None,
+    def wrapper(*args: Any, backend: str, project: str | None, region: str | None, api_endpoint: str | None,
                 output_format: str, verbose: int, quiet: int, **kwargs: Any) -> Any:
         app = AppContext(
             backend_name=backend,
@@ -101,9 +115,9 @@ def common_options(func: F) -> F:
             api_endpoint=api_endpoint,
             output_format=output_format,
             verbosity=verbose - quiet,
+            region=region,
         )
+        _configure_logging(app.verbosity)
         return func(app, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
-
-

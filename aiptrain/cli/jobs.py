@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aiptrain.cli import flags
-from aiptrain.cli.context import AppContext, common_options, default_region
+from aiptrain.cli.context import AppContext, common_options
 from aiptrain.errors import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
@@ -53,7 +53,6 @@ def submit() -> None:
 @click.option("--module-name", help="Module to run, e.g. trainer.task.")
 @click.option("--staging-bucket", help="gs://BUCKET for uploaded packages (default: the --job-dir bucket).")
 @click.option("--job-dir", help="gs:// directory for outputs; passed to the trainer as --job-dir.")
-@click.option("--region", help="Training region. [env: AIPTRAIN_REGION, CLOUDSDK_COMPUTE_REGION]")
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="YAML/JSON Job (trainingInput...); flags win over it.")
 @click.option("--scale-tier", help="basic, basic-gpu, basic-tpu, custom, premium-1, standard-1.")
@@ -102,9 +101,11 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
                      "use --stream-logs to wait.")
     ctx = click.get_current_context()
     problems = flags.FlagProblems()
-    options = _submit_options(job, kw, ctx.meta.get("user_args"), app.project, problems)
+    # A --region on the command line wins over the config; one from the environment only fills a gap.
+    region_given = ctx.get_parameter_source("region") == click.core.ParameterSource.COMMANDLINE
+    options = _submit_options(job, kw, ctx.meta.get("user_args"), app, region_given, problems)
     catalog = load_catalog()
-    backend = app.backend(options.region or default_region())
+    backend = app.backend(options.region or options.default_region)
     store_kind = kw["storage"] or backend.default_storage
     store = open_store(store_kind, project=app.project)
     plan = prepare(options, backend=backend, catalog=catalog, store=store, project=app.project_id(),
@@ -126,8 +127,8 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
                            summary=True)
 
 
-def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, project: str | None,
-                    problems: flags.FlagProblems) -> Any:
+def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, app: AppContext,
+                    region_given: bool, problems: flags.FlagProblems) -> Any:
     from aiptrain.submission import Accelerator, SubmitOptions
 
     def accel(flag: str, key: str) -> Accelerator | None:
@@ -149,8 +150,8 @@ def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, p
         module_name=kw["module_name"],
         staging_bucket=kw["staging_bucket"],
         job_dir=kw["job_dir"],
-        region=kw["region"],
-        default_region=default_region(),
+        region=app.region if region_given else None,
+        default_region=None if region_given else app.region,
         scale_tier=flags.parse_scale_tier(kw["scale_tier"], problems),
         runtime_version=kw["runtime_version"],
         python_version=kw["python_version"],
@@ -171,7 +172,7 @@ def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, p
         labels=flags.parse_labels(kw["labels"], problems),
         service_account=kw["service_account"],
         kms_key=flags.kms_key_name(kw["kms_key"], kw["kms_keyring"], kw["kms_location"],
-                                   kw["kms_project"] or project, problems),
+                                   kw["kms_project"] or app.project, problems),
         enable_web_access=kw["enable_web_access"],
         user_args=user_args,
     )

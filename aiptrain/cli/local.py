@@ -57,5 +57,9 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None) -> int:
     """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine."""
     from aiptrain.emulator.serve import serve as run_server
 
-    run_server(host, port, allow_remote=allow_remote, token=token, home=None)
+    def announce(url: str) -> None:
+        click.echo(f"Serving ml v1, Vertex AI customJobs and logging v2 on {url}", err=True)
+        click.echo(f"Point aiptrain at it with: --backend mlv1 --api-endpoint {url}", err=True)
+
+    run_server(host, port, allow_remote=allow_remote, token=token, home=None, on_ready=announce)
     return 0
