@@ -39,7 +39,8 @@ def primary_task_type(training_input: TrainingInput) -> str:
     return "chief" if major.isdigit() and int(major) >= 2 else "master"
 
 
-def _config_for(training_input: TrainingInput, role: str) -> ReplicaConfig | None:
+def replica_config(training_input: TrainingInput, role: str) -> ReplicaConfig | None:
+    """The *Config of a role (master, worker, parameter_server, evaluator)."""
     return {
         "master": training_input.master_config,
         "worker": training_input.worker_config,
@@ -48,7 +49,8 @@ def _config_for(training_input: TrainingInput, role: str) -> ReplicaConfig | Non
     }[role]
 
 
-def _custom_role(training_input: TrainingInput, role: str) -> tuple[int, str | None]:
+def custom_role(training_input: TrainingInput, role: str) -> tuple[int, str | None]:
+    """(replica count, machine type) a CUSTOM job asks for in `role`."""
     if role == "master":
         return 1, training_input.master_type
     count = {
@@ -71,9 +73,9 @@ def resolve_cluster(training_input: TrainingInput, catalog: Catalog) -> list[Rep
     master_image = training_input.master_config.image_uri if training_input.master_config else None
     groups: list[ReplicaGroup] = []
     for role in ("master", "worker", "parameter_server", "evaluator"):
-        config = _config_for(training_input, role)
+        config = replica_config(training_input, role)
         if tier == ScaleTier.CUSTOM:
-            count, machine = _custom_role(training_input, role)
+            count, machine = custom_role(training_input, role)
             accel = config.accelerator_config if config else None
             accel_type = accel.type.value if accel and accel.type else None
             accel_count = int(accel.count or 0) if accel else 0

@@ -50,6 +50,16 @@ class Problem:
         return f"{text} ({self.hint})" if self.hint else text
 
 
+class ProblemList:
+    """Collects Problems while a whole input is checked, so they are reported together."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, path: str, message: str, hint: str | None = None) -> None:
+        self.problems.append(Problem(path, message, hint))
+
+
 class ValidationFailed(UsageError):
     """Several input problems found at once, reported together."""
 

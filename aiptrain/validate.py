@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from aiptrain.catalog import Catalog, MachineType
+from aiptrain.cluster import custom_role, replica_config
 from aiptrain.errors import Problem
 from aiptrain.spec import (
     Algorithm,
@@ -152,12 +153,8 @@ def check_region(region: str | None, catalog: Catalog) -> list[Problem]:
 
 
 def _role_values(ti: TrainingInput, role: str) -> tuple[str | None, ReplicaConfig | None, int | None]:
-    return {
-        "master": (ti.master_type, ti.master_config, None),
-        "worker": (ti.worker_type, ti.worker_config, ti.worker_count),
-        "parameter_server": (ti.parameter_server_type, ti.parameter_server_config, ti.parameter_server_count),
-        "evaluator": (ti.evaluator_type, ti.evaluator_config, ti.evaluator_count),
-    }[role]
+    count, machine = custom_role(ti, role)
+    return machine, replica_config(ti, role), None if role == "master" else count
 
 
 def _check_accelerator(path: str, machine: MachineType | None, accel_type: str | None, count: int,

@@ -27,8 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 from aiptrain.catalog import Catalog, load_catalog
-from aiptrain.cluster import ReplicaGroup, resolve_cluster
-from aiptrain.errors import Problem, ValidationFailed
+from aiptrain.cluster import ReplicaGroup, replica_config, resolve_cluster
+from aiptrain.errors import Problem, ProblemList, ValidationFailed
 from aiptrain.spec import AcceleratorType, Job, JobState, ReplicaConfig, TrainingInput
 
 # Worker pool index -> ml v1 role; the order is Vertex's contract.
@@ -84,32 +84,13 @@ ML_TO_VERTEX_STATE: dict[JobState, str] = {
 _ML_TASK_PREFIX = {"master": "master", "worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
 
 
-class _Refusals:
-    """Collects Problems for fields Vertex cannot express."""
-
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-
-    def add(self, path: str, message: str, hint: str | None = None) -> None:
-        self.problems.append(Problem(path, message, hint))
-
-
-def _config(ti: TrainingInput, role: str) -> ReplicaConfig | None:
-    return {
-        "master": ti.master_config,
-        "worker": ti.worker_config,
-        "parameter_server": ti.parameter_server_config,
-        "evaluator": ti.evaluator_config,
-    }[role]
-
-
 def _custom_image(ti: TrainingInput) -> str | None:
     return ti.master_config.image_uri if ti.master_config else None
 
 
 def vertex_problems(job: Job, catalog: Catalog) -> list[Problem]:
     """Every part of `job` the Vertex translation cannot express; [] when it translates fully."""
-    refusals = _Refusals()
+    refusals = ProblemList()
     ti = job.training_input or TrainingInput()
     _check_unmappable_fields(ti, refusals)
     groups = resolve_cluster(ti, catalog)
@@ -120,7 +101,7 @@ def vertex_problems(job: Job, catalog: Catalog) -> list[Problem]:
     return refusals.problems
 
 
-def _check_unmappable_fields(ti: TrainingInput, refusals: _Refusals) -> None:
+def _check_unmappable_fields(ti: TrainingInput, refusals: ProblemList) -> None:
     if ti.hyperparameters is not None:
         refusals.add("trainingInput.hyperparameters", "tuning on vertex not supported yet",
                      "run the tuning job with --backend local or mlv1, or drop hyperparameters")
@@ -142,7 +123,7 @@ def _check_unmappable_fields(ti: TrainingInput, refusals: _Refusals) -> None:
                      "Vertex AI always names the primary replica `chief` in TF_CONFIG, never `master`",
                      "make the trainer accept `chief`, then set useChiefInTfConfig to true or remove it")
     for role in POOL_ROLES:
-        config = _config(ti, role)
+        config = replica_config(ti, role)
         if config is not None and config.tpu_tf_version is not None:
             refusals.add(f"trainingInput.{_ROLE_CONFIG[role]}.tpuTfVersion",
                          "Vertex AI chooses the TPU software from the container image",
@@ -150,7 +131,7 @@ def _check_unmappable_fields(ti: TrainingInput, refusals: _Refusals) -> None:
 
 
 def _accelerator_path(ti: TrainingInput, group: ReplicaGroup) -> str:
-    config = _config(ti, group.role)
+    config = replica_config(ti, group.role)
     if config is not None and config.accelerator_config is not None:
         return f"trainingInput.{_ROLE_CONFIG[group.role]}.acceleratorConfig.type"
     # The accelerator came from the scale tier or from a legacy machine type.
@@ -160,7 +141,7 @@ def _accelerator_path(ti: TrainingInput, group: ReplicaGroup) -> str:
 
 
 def _check_accelerator(ti: TrainingInput, group: ReplicaGroup, catalog: Catalog,
-                       refusals: _Refusals) -> None:
+                       refusals: ProblemList) -> None:
     if group.accelerator_type is None or group.accelerator_count <= 0:
         return
     if catalog.vertex_accelerator(group.accelerator_type) is None:
@@ -178,7 +159,7 @@ def _image_kind(group: ReplicaGroup, catalog: Catalog, images: dict[str, str]) -
     return kind if kind in images else "cpu"
 
 
-def _executor_images(ti: TrainingInput, catalog: Catalog, refusals: _Refusals) -> dict[str, str] | None:
+def _executor_images(ti: TrainingInput, catalog: Catalog, refusals: ProblemList) -> dict[str, str] | None:
     """The runtime's Vertex images ({cpu, gpu, ...}), or None with a refusal recorded."""
     version = ti.runtime_version or catalog.default_runtime_version
     runtime = catalog.runtimes.get(version)
@@ -201,7 +182,7 @@ def job_to_custom_job(job: Job, catalog: Catalog) -> dict[str, Any]:
         raise ValidationFailed(problems)
     ti = job.training_input or TrainingInput()
     groups = {group.role: group for group in resolve_cluster(ti, catalog)}
-    images = None if _custom_image(ti) else _executor_images(ti, catalog, _Refusals())
+    images = None if _custom_image(ti) else _executor_images(ti, catalog, ProblemList())
     pools: list[dict[str, Any]] = []
     for role in POOL_ROLES:
         group = groups.get(role)
@@ -251,7 +232,7 @@ def _worker_pool(ti: TrainingInput, group: ReplicaGroup, images: dict[str, str] 
         machine["acceleratorCount"] = group.accelerator_count
     pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(group.count)}
 
-    config = _config(ti, group.role)
+    config = replica_config(ti, group.role)
     if group.image_uri:
         pool["containerSpec"] = _container_spec(ti, group.image_uri, config)
     else:

@@ -6,9 +6,7 @@ reported in one go together with the problems found in the job itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from aiptrain.errors import Problem
+from aiptrain.errors import ProblemList
 
 SCALE_TIERS = ("basic", "basic-gpu", "basic-tpu", "custom", "premium-1", "standard-1")
 ACCELERATORS = (
@@ -18,15 +16,7 @@ ACCELERATORS = (
 TRUE_WORDS = {"true": True, "yes": True, "false": False, "no": False}
 
 
-@dataclass
-class FlagProblems:
-    problems: list[Problem] = field(default_factory=list)
-
-    def add(self, flag: str, message: str, hint: str | None = None) -> None:
-        self.problems.append(Problem(flag, message, hint))
-
-
-def parse_scale_tier(value: str | None, out: FlagProblems) -> str | None:
+def parse_scale_tier(value: str | None, out: ProblemList) -> str | None:
     """`basic-gpu`, `BASIC_GPU` and `basic_gpu` all mean BASIC_GPU."""
     if value is None:
         return None
@@ -37,7 +27,7 @@ def parse_scale_tier(value: str | None, out: FlagProblems) -> str | None:
     return normalised.replace("-", "_").upper()
 
 
-def parse_accelerator(flag: str, value: str | None, out: FlagProblems) -> tuple[str, int] | None:
+def parse_accelerator(flag: str, value: str | None, out: ProblemList) -> tuple[str, int] | None:
     """`type=nvidia-tesla-t4,count=2` -> ("NVIDIA_TESLA_T4", 2); both keys are required."""
     if value is None:
         return None
@@ -71,7 +61,7 @@ def parse_accelerator(flag: str, value: str | None, out: FlagProblems) -> tuple[
     return accel.replace("-", "_").upper(), count
 
 
-def parse_bool_word(flag: str, value: str | None, out: FlagProblems) -> bool | None:
+def parse_bool_word(flag: str, value: str | None, out: ProblemList) -> bool | None:
     if value is None:
         return None
     word = TRUE_WORDS.get(value.lower())
@@ -80,7 +70,7 @@ def parse_bool_word(flag: str, value: str | None, out: FlagProblems) -> bool | N
     return word
 
 
-def parse_labels(values: tuple[str, ...], out: FlagProblems) -> dict[str, str] | None:
+def parse_labels(values: tuple[str, ...], out: ProblemList) -> dict[str, str] | None:
     """--labels k=v,k2=v2 (repeatable); later keys win."""
     if not values:
         return None
@@ -104,7 +94,7 @@ def parse_packages(value: str | None) -> list[str] | None:
     return [item for item in (part.strip() for part in value.split(",")) if item]
 
 
-def parse_count(flag: str, value: int | None, out: FlagProblems) -> int | None:
+def parse_count(flag: str, value: int | None, out: ProblemList) -> int | None:
     if value is not None and value < 1:
         out.add(flag, f"must be at least 1, got {value}")
         return None
@@ -112,7 +102,7 @@ def parse_count(flag: str, value: int | None, out: FlagProblems) -> int | None:
 
 
 def kms_key_name(key: str | None, keyring: str | None, location: str | None, project: str | None,
-                 out: FlagProblems) -> str | None:
+                 out: ProblemList) -> str | None:
     """A full key name, or a short one completed from --kms-keyring/--kms-location/--kms-project."""
     if key is None:
         if keyring or location:
@@ -128,7 +118,7 @@ def kms_key_name(key: str | None, keyring: str | None, location: str | None, pro
     return f"projects/{project}/locations/{location}/keyRings/{keyring}/cryptoKeys/{key}"
 
 
-def group_pair(out: FlagProblems, type_flag: str, type_value: str | None, count_flag: str,
+def group_pair(out: ProblemList, type_flag: str, type_value: str | None, count_flag: str,
                count_value: int | None) -> None:
     """gcloud's rule: a machine type flag and its count flag come together."""
     if (type_value is None) != (count_value is None):

@@ -14,7 +14,7 @@ import click
 
 from aiptrain.cli import flags
 from aiptrain.cli.context import AppContext, common_options
-from aiptrain.errors import EXIT_INTERRUPTED
+from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
 
 if TYPE_CHECKING:
     from aiptrain.backends.base import Backend, LogEntry
@@ -100,7 +100,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
         app.progress("warning: --async is deprecated: submitting is asynchronous by default; "
                      "use --stream-logs to wait.")
     ctx = click.get_current_context()
-    problems = flags.FlagProblems()
+    problems = ProblemList()
     # A --region on the command line wins over the config; one from the environment only fills a gap.
     region_given = ctx.get_parameter_source("region") == click.core.ParameterSource.COMMANDLINE
     options = _submit_options(job, kw, ctx.meta.get("user_args"), app, region_given, problems)
@@ -128,7 +128,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
 
 
 def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, app: AppContext,
-                    region_given: bool, problems: flags.FlagProblems) -> Any:
+                    region_given: bool, problems: ProblemList) -> Any:
     from aiptrain.submission import Accelerator, SubmitOptions
 
     def accel(flag: str, key: str) -> Accelerator | None:
