@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import signal
 
 from tests.template.harness import (
     TINY_HYPERPARAMETERS,
     assert_trained_job,
+    checkpoint_steps,
     first_batch_fingerprint,
     first_epoch_files,
     hypertune_records,
     logged_steps,
+    logged_value,
     loopback_cluster,
     summary_tags,
+    tf_config,
     trainer_environment,
+    wait_for,
 )
 
 TRAIN_STEPS = 120
@@ -78,3 +83,29 @@ def test_master_and_worker_train_in_lockstep_with_an_evaluator(tmp_path, digits,
     # The evaluator followed the checkpoints and stopped by itself after the final one.
     assert f"evaluated the final checkpoint (step {TRAIN_STEPS})" in evaluator_log
     assert max(summary_tags(model_dir / "logs" / "evaluator")["accuracy"]) == TRAIN_STEPS
+
+
+def test_sigterm_to_one_worker_stops_both_at_the_same_checkpoint(tmp_path, digits, launcher):
+    """The stop decision travels in the all-reduce: no replica is left waiting on a collective."""
+    cluster = loopback_cluster(chief=1, worker=1)
+    job_dir = tmp_path / "job"
+    args = [
+        *digits.trainer_args(),
+        *TINY_HYPERPARAMETERS,
+        "--train-steps", "1000000",
+        "--checkpoint-steps", "1000000",
+        "--log-steps", "10",
+        "--job-dir", str(job_dir),
+    ]
+    chief = launcher.start("chief-0", args, env=trainer_environment(TF_CONFIG=tf_config(cluster, "chief", 0)))
+    worker = launcher.start("worker-0", args, env=trainer_environment(TF_CONFIG=tf_config(cluster, "worker", 0)))
+    wait_for(lambda: logged_steps(worker.log()) or worker.process.poll() is not None, timeout=150,
+             what="synchronous training to start")
+    worker.process.send_signal(signal.SIGTERM)
+
+    assert launcher.wait(worker, timeout=60) == 128 + signal.SIGTERM, launcher.dump()
+    assert launcher.wait(chief, timeout=60) == 128 + signal.SIGTERM, launcher.dump()
+    stopped = [int(logged_value(replica.log(), r"stopped at step (\d+) after SIGTERM")) for replica in (chief, worker)]
+    assert stopped[0] == stopped[1]
+    assert checkpoint_steps(job_dir) == [stopped[0]]
+    assert not list((job_dir / "tmp").rglob("ckpt-*"))

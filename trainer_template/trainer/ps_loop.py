@@ -110,9 +110,10 @@ def _next_boundary(step: int, max_steps: int, *periods: int | None) -> int:
 
 def run_parameter_server_training(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> int:
     config = estimator.config
-    termination = TerminationRequest().install()
     strategy = create_strategy(config.role)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    # Installed last, so a SIGTERM handler TensorFlow sets up for its cluster cannot replace it.
+    termination = TerminationRequest().install()
     keras.utils.set_random_seed(config.tf_random_seed)
     state = create_training_state(estimator.model, strategy)
     restored = restore_latest(state, config.checkpoint_dir)

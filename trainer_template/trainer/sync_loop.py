@@ -154,8 +154,10 @@ def _train(
 def run_synchronous_training(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> int:
     config = estimator.config
     role = config.role
-    termination = TerminationRequest().install()
     strategy = create_strategy(role)
+    # After the strategy: MultiWorkerMirroredStrategy's coordination service installs a SIGTERM
+    # handler of its own (for TensorFlow's preemption notifier) that would replace this one.
+    termination = TerminationRequest().install()
     keras.utils.set_random_seed(config.tf_random_seed)
     state = create_training_state(estimator.model, strategy)
     restored = restore_latest(state, config.checkpoint_dir)
