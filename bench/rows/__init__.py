@@ -1,0 +1,44 @@
+"""The row groups, in table order. Each module measures one group and returns its rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.context import BenchContext
+from bench.harness import RowResult
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    name: str  # what --only takes
+    number: str  # the table's row number prefix
+    title: str
+    run: Callable[[BenchContext], list[RowResult]]
+
+
+def all_groups() -> list[RowGroup]:
+    # Imported here so `--only` of one group does not import the others' dependencies.
+    from bench.rows import (
+        cli_start,
+        dry_run,
+        engine_overhead,
+        log_latency,
+        memory,
+        packaging,
+        store_scale,
+        training,
+        upload,
+    )
+
+    return [
+        RowGroup("cli-start", "1", "CLI start", cli_start.run),
+        RowGroup("packaging", "2", "Packaging", packaging.run),
+        RowGroup("dry-run", "3", "Dry-run", dry_run.run),
+        RowGroup("upload", "4", "Upload", upload.run),
+        RowGroup("log-latency", "5", "Log latency", log_latency.run),
+        RowGroup("engine-overhead", "6", "Local engine overhead", engine_overhead.run),
+        RowGroup("store-scale", "7", "Scale of the store", store_scale.run),
+        RowGroup("memory", "8", "Memory", memory.run),
+        RowGroup("training", "9", "Training", training.run),
+    ]

@@ -1,0 +1,42 @@
+"""Row 1: how long the CLI takes to show its help, against importing click alone.
+
+The anchor is the floor any click CLI pays: the interpreter plus `import click`. What aiptrain
+adds on top is its own modules (heavy ones are imported lazily, inside the commands).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from bench.context import BenchContext
+from bench.environment import PYTHON, aiptrain_command, isolated_env, time_command
+from bench.harness import RowResult, alternate, paired_row, ratio_max
+
+RUNS = 15
+ANCHOR = [str(PYTHON), "-c", "import click"]
+SUBJECTS = [
+    ("1a", "`aiptrain --help`", ["--help"]),
+    ("1b", "`aiptrain jobs submit training --help`", ["jobs", "submit", "training", "--help"]),
+]
+
+
+def run(ctx: BenchContext) -> list[RowResult]:
+    home = ctx.cleanup.new_home("cli-start")
+    env = isolated_env(home)
+    rows = []
+    for row_id, title, args in SUBJECTS:
+        argv = [*aiptrain_command(), *args]
+        paired = alternate(partial(time_command, argv, env=env), partial(time_command, ANCHOR, env=env),
+                           ctx.runs(RUNS), warmup=2)
+        rows.append(paired_row(RowResult(
+            row_id=row_id,
+            group="cli-start",
+            title=f"CLI start: {title}, wall time",
+            unit="s",
+            goal=ratio_max(1.5),
+            commands=[ctx.show(argv, home=True)],
+            anchor_commands=[ctx.show(ANCHOR)],
+            anchor_label="`python -c \"import click\"`",
+            notes="Subprocess wall time, output discarded; 2 warm-up pairs not counted.",
+        ), paired))
+    return rows

@@ -1,0 +1,1 @@
+"""A trainer that does no training: it measures what running a job costs beyond the trainer."""
