@@ -46,9 +46,9 @@ def test_bad_arguments_are_usage_errors(template_module, extra, capsys):
     assert "error" in capsys.readouterr().err
 
 
-def test_unknown_argument_fails_the_process_fast():
-    completed = subprocess.run(
-        [sys.executable, "-m", "trainer.task", *REQUIRED, "--bogus", "1"],
+def _run_trainer(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trainer.task", *args],
         cwd=TEMPLATE_DIR,
         env=trainer_environment(),
         capture_output=True,
@@ -56,8 +56,19 @@ def test_unknown_argument_fails_the_process_fast():
         timeout=60,
         check=False,
     )
+
+
+def test_unknown_argument_fails_the_process_fast():
+    completed = _run_trainer(*REQUIRED, "--bogus", "1")
     assert completed.returncode == 2
     assert "unrecognized arguments: --bogus 1" in completed.stderr
+
+
+def test_input_patterns_that_match_nothing_fail_fast(digits, tmp_path):
+    completed = _run_trainer("--train-files", digits.train_pattern, "--eval-files", str(tmp_path / "none-*.csv"))
+    assert completed.returncode == 2
+    assert f"--eval-files: no file matches {tmp_path / 'none-*.csv'}" in completed.stderr
+    assert "tensorflow" not in completed.stderr.lower(), "the check runs before TensorFlow is imported"
 
 
 def test_model_dir_per_trial_and_vertex_fallback(template_module):

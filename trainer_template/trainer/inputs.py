@@ -53,7 +53,7 @@ class PipelineContext:
     seed: Any
 
 
-def _expand(patterns: Sequence[str]) -> list[str]:
+def expand_patterns(patterns: Sequence[str]) -> list[str]:
     import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
 
     files: list[str] = []
@@ -94,7 +94,7 @@ class TrainInput:
     shuffle_buffer: int = 1000
 
     def files(self) -> list[str]:
-        return _expand(self.patterns)
+        return expand_patterns(self.patterns)
 
     def file_dataset(self, context: PipelineContext) -> tf.data.Dataset:
         """This pipeline's files for one epoch, in the order it will read them."""
@@ -135,7 +135,7 @@ class EvalInput:
     def __call__(self) -> tf.data.Dataset:
         import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
 
-        files = tf.data.Dataset.from_tensor_slices(_expand(self.patterns))
+        files = tf.data.Dataset.from_tensor_slices(expand_patterns(self.patterns))
         dataset = _records(files, cycle_length=1)
         if self.steps is not None:
             dataset = dataset.repeat()

@@ -7,6 +7,7 @@ The engine (gcloud, aiptrain, Vertex AI) appends ``--job-dir`` after the user's 
 from __future__ import annotations
 
 import argparse
+import glob
 import logging
 import os
 import sys
@@ -99,6 +100,11 @@ def model_dir_for(job_dir: str | None, role: ClusterRole, environ: Mapping[str, 
     return tempfile.mkdtemp(prefix="trainer-job-")
 
 
+def unmatched_local_patterns(patterns: Sequence[str]) -> list[str]:
+    """Local file patterns that match nothing; remote ones (gs://...) are left to TensorFlow."""
+    return [pattern for pattern in patterns if "://" not in pattern and not glob.glob(pattern)]
+
+
 def _configure_logging(role: ClusterRole) -> None:
     logger = logging.getLogger("trainer")
     handler = logging.StreamHandler(sys.stdout)
@@ -111,7 +117,12 @@ def _configure_logging(role: ClusterRole) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for flag, patterns in (("--train-files", args.train_files), ("--eval-files", args.eval_files)):
+        unmatched = unmatched_local_patterns(patterns)
+        if unmatched:
+            parser.error(f"{flag}: no file matches {', '.join(unmatched)}")
     try:
         role = role_from_environment()
     except ClusterConfigError as error:
