@@ -14,6 +14,7 @@ import json
 import queue
 import re
 import sqlite3
+import sys
 import threading
 import time
 from collections import deque
@@ -35,6 +36,8 @@ _PY_LOGGING = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):")
 _TRACEBACK_HEADER = "Traceback (most recent call last):"
 # Longer lines are split; a runaway line without a newline must not exhaust memory.
 MAX_LINE_BYTES = 64 * 1024
+# A state change waits at most this long for earlier lines to be stored.
+_FLUSH_TIMEOUT_SECONDS = 60.0
 # Lines kept per replica for a failed job's errorMessage.
 TAIL_LINES = 20
 
@@ -158,7 +161,8 @@ class StoreLogWriter:
         self._store = store
         self._job_key = job_key
         self._flush_interval = flush_interval
-        self._queue: queue.SimpleQueue[PendingLine | None] = queue.SimpleQueue()
+        # None stops the writer; an Event is a flush request, set once everything before it is stored.
+        self._queue: queue.SimpleQueue[PendingLine | threading.Event | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=f"log-writer-{job_key}", daemon=True)
         self._thread.start()
 
@@ -173,19 +177,33 @@ class StoreLogWriter:
     ) -> None:
         self._queue.put(PendingLine(captured or utc_now(), severity, task_name, message, trial_id))
 
+    def flush(self) -> None:
+        """Block until every line emitted so far is in the store (before a state change)."""
+        stored = threading.Event()
+        self._queue.put(stored)
+        stored.wait(_FLUSH_TIMEOUT_SECONDS)
+
     def close(self) -> None:
         """Store everything emitted so far, then stop the writer thread."""
         self._queue.put(None)
         self._thread.join()
 
     def _run(self) -> None:
-        done = False
-        while not done:
-            item = self._queue.get()
+        stopping = False
+        while not stopping:
             batch: list[PendingLine] = []
-            # A batch closes `flush_interval` after its first line, however fast lines keep coming.
+            flushed: threading.Event | None = None
+            item = self._queue.get()
+            # A batch closes `flush_interval` after its first line, however fast lines keep coming,
+            # or at once when someone waits for it.
             deadline = time.monotonic() + self._flush_interval
-            while item is not None:
+            while True:
+                if item is None:
+                    stopping = True
+                    break
+                if isinstance(item, threading.Event):
+                    flushed = item
+                    break
                 batch.append(item)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or len(batch) >= 1000:
@@ -194,10 +212,13 @@ class StoreLogWriter:
                     item = self._queue.get(timeout=remaining)
                 except queue.Empty:
                     break
-            done = item is None
             self._store_batch(batch)
+            if flushed is not None:
+                flushed.set()
 
     def _store_batch(self, batch: list[PendingLine]) -> None:
+        if not batch:
+            return
         for attempt in range(20):
             try:
                 self._store.append_logs(self._job_key, batch)
@@ -205,6 +226,11 @@ class StoreLogWriter:
             except sqlite3.OperationalError:
                 # Busy beyond the store's own timeout: keep the lines and try again shortly.
                 time.sleep(0.1 * (attempt + 1))
+            except Exception as error:
+                # Losing a batch is bad; a dead writer that hangs the job's end is worse.
+                print(f"log writer: {len(batch)} line(s) lost: {error!r}", file=sys.stderr, flush=True)
+                return
+        print(f"log writer: {len(batch)} line(s) lost: the store stayed busy", file=sys.stderr, flush=True)
 
 
 @dataclass

@@ -56,16 +56,16 @@ def reap_if_supervisor_died(store: JobStore, record: JobRecord, home: Path) -> J
         f"so the job cannot continue; its replica processes were stopped. "
         f"The supervisor's own output is in {layout.supervisor_log}."
     )
-    changed = store.transition(
+    # Stop the processes first: the supervisor is gone for good, so nothing else will.
+    kill_job_processes(store, record)
+    store.transition(
         record.key,
         state,
         error_message=None if was_cancelling else reason,
         detail="supervisor died",
         still_applies=lambda current: not supervisor_alive(current),
+        lines=[PendingLine(utc_now(), "ERROR", SERVICE_TASK, reason)],
     )
-    if changed is not None:
-        kill_job_processes(store, record)
-        store.append_logs(record.key, [PendingLine(utc_now(), "ERROR", SERVICE_TASK, reason)])
     return store.get_by_key(record.key)
 
 

@@ -298,6 +298,10 @@ class _ReplicaSetRun:
                 f"{', '.join(r.task.task_name for r in evaluators)} to finish."
             )
             self.wait_for(evaluators, self.policy.evaluator_grace)
+            for evaluator in evaluators:
+                if evaluator.process is not None and evaluator.process.has_exited():
+                    returncode = self.collect(evaluator)
+                    self.say(f"{evaluator.task.task_name} {describe_returncode(returncode)}.")
         self.stop_all()
         return ReplicaSetOutcome(JobState.SUCCEEDED, primary_returncode=0)
 

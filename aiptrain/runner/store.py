@@ -295,8 +295,12 @@ class JobStore:
         error_message: str | None = None,
         detail: str | None = None,
         still_applies: Callable[[JobRecord], bool] | None = None,
+        lines: Sequence[PendingLine] = (),
     ) -> JobRecord | None:
         """Move a job to `state` and record it; None when its current state does not allow it.
+
+        `lines` are logged in the same transaction, only if the move happens: a follower that
+        sees the final state has already been able to read the final lines.
 
         `allowed_from` defaults to every non-terminal state: a finished job never changes again.
         `still_applies`, if given, is asked inside the write lock whether the move still applies
@@ -305,6 +309,8 @@ class JobStore:
         """
         with self._write() as tx:
             changed = _transition_in_tx(tx, key, state, allowed_from, error_message, detail, still_applies)
+            if changed:
+                _append_logs_in_tx(tx, key, lines)
         return self.get_by_key(key) if changed else None
 
     def update_resource(self, key: int, mutate: Callable[[Job], None]) -> JobRecord:
@@ -430,23 +436,8 @@ class JobStore:
         """Store lines in capture order, each stamped no earlier than the job's latest line."""
         if not lines:
             return
-        ordered = sorted(lines, key=lambda line: line.captured)
         with self._write() as tx:
-            row = tx.execute(
-                "SELECT timestamp FROM logs WHERE job_key = ? ORDER BY timestamp DESC, seq DESC LIMIT 1",
-                (key,),
-            ).fetchone()
-            latest = row[0] if row else ""
-            values = []
-            for line in ordered:
-                stamp = max(log_time(line.captured), latest)
-                latest = stamp
-                values.append((key, stamp, line.severity, line.task_name, line.trial_id, line.message))
-            tx.executemany(
-                "INSERT INTO logs (job_key, timestamp, severity, task_name, trial_id, message)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                values,
-            )
+            _append_logs_in_tx(tx, key, lines)
 
     def read_logs(
         self, key: int, *, after: LogCursor | None = None, task_name: str | None = None, limit: int = 1000
@@ -499,6 +490,24 @@ class _Tx:
                 self._conn.execute(statement)
 
 
+def _append_logs_in_tx(tx: _Tx, key: int, lines: Sequence[PendingLine]) -> None:
+    if not lines:
+        return
+    row = tx.execute(
+        "SELECT timestamp FROM logs WHERE job_key = ? ORDER BY timestamp DESC, seq DESC LIMIT 1", (key,)
+    ).fetchone()
+    latest = row[0] if row else ""
+    values = []
+    for line in sorted(lines, key=lambda pending: pending.captured):
+        stamp = max(log_time(line.captured), latest)
+        latest = stamp
+        values.append((key, stamp, line.severity, line.task_name, line.trial_id, line.message))
+    tx.executemany(
+        "INSERT INTO logs (job_key, timestamp, severity, task_name, trial_id, message) VALUES (?, ?, ?, ?, ?, ?)",
+        values,
+    )
+
+
 def _transition_in_tx(
     tx: _Tx,
     key: int,
@@ -520,6 +529,8 @@ def _transition_in_tx(
     now = job_time()
     job = record.job
     job.state = state
+    if state != JobState.QUEUED:
+        job.job_position = None  # only meaningful while queued
     if state == JobState.PREPARING and job.start_time is None:
         job.start_time = now
     if state in TERMINAL_STATES:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from aiptrain.catalog import load_catalog
 from aiptrain.errors import AiptrainError
+from aiptrain.runner.clock import utc_now
 from aiptrain.runner.cluster_plan import LocalPlan, plan_cluster
 from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
 from aiptrain.runner.layout import JobLayout
@@ -42,7 +43,7 @@ from aiptrain.runner.processes import (
 from aiptrain.runner.reaper import reap_dead_jobs
 from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.runner.settings import LocalSettings
-from aiptrain.runner.store import JobRecord, JobStore
+from aiptrain.runner.store import JobRecord, JobStore, PendingLine
 from aiptrain.spec import JobState, TrainingInput
 
 _SLOT_POLL_SECONDS = 0.25
@@ -165,6 +166,23 @@ class Supervisor:
     def say(self, message: str, severity: str = "INFO") -> None:
         self.sink.emit(SERVICE_TASK, severity, message)
 
+    def move(
+        self,
+        state: JobState,
+        line: str,
+        *,
+        severity: str = "INFO",
+        allowed_from: frozenset[JobState] | None = None,
+        error_message: str | None = None,
+    ) -> bool:
+        """Change state with its log line in one transaction, after every earlier line is stored."""
+        self.sink.flush()
+        pending = PendingLine(utc_now(), severity, SERVICE_TASK, line)
+        changed = self.store.transition(
+            self.key, state, allowed_from=allowed_from, error_message=error_message, lines=[pending]
+        )
+        return changed is not None
+
     def run(self) -> int:
         signal.signal(signal.SIGTERM, lambda _signum, _frame: self.stop.set())
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -205,10 +223,9 @@ class Supervisor:
         if not self._wait_for_slot(settings):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
-        if self.store.transition(self.key, JobState.PREPARING, allowed_from=frozenset({JobState.QUEUED})) is None:
+        if not self.move(JobState.PREPARING, "Job PREPARING.", allowed_from=frozenset({JobState.QUEUED})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
-        self.say("Job PREPARING.")
         record = self.store.get_by_key(self.key)
         training_input = record.job.training_input or TrainingInput()
         problem = install_packages(
@@ -232,10 +249,9 @@ class Supervisor:
         plan = plan_cluster(training_input, load_catalog(), settings)
         for warning in plan.warnings:
             self.say(warning, "WARNING")
-        if self.store.transition(self.key, JobState.RUNNING, allowed_from=frozenset({JobState.PREPARING})) is None:
+        if not self.move(JobState.RUNNING, "Job RUNNING.", allowed_from=frozenset({JobState.PREPARING})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
-        self.say("Job RUNNING.")
         context = JobContext(
             store=self.store,
             record=self.store.get_by_key(self.key),
@@ -271,19 +287,20 @@ class Supervisor:
 
     def _finish(self, outcome: ReplicaSetOutcome) -> None:
         state = outcome.state
-        active = frozenset({JobState.QUEUED, JobState.PREPARING, JobState.RUNNING})
-        done = None
+        done = False
         if state == JobState.SUCCEEDED:
-            done = self.store.transition(self.key, state, allowed_from=frozenset({JobState.RUNNING}))
-            if done is not None:
-                self.say("Job completed successfully.")
+            done = self.move(state, "Job completed successfully.", allowed_from=frozenset({JobState.RUNNING}))
         elif state == JobState.FAILED:
-            done = self.store.transition(self.key, state, allowed_from=active, error_message=outcome.error_message)
-            if done is not None:
-                self.say("Job failed.", "ERROR")
-        # Cancelled, or a cancel request arrived before the job could end another way.
-        if done is None and self.store.transition(self.key, JobState.CANCELLED) is not None:
-            self.say("Job cancelled.")
+            done = self.move(
+                state,
+                "Job failed.",
+                severity="ERROR",
+                allowed_from=frozenset({JobState.QUEUED, JobState.PREPARING, JobState.RUNNING}),
+                error_message=outcome.error_message,
+            )
+        if not done:
+            # Cancelled, or a cancel request arrived before the job could end another way.
+            self.move(JobState.CANCELLED, "Job cancelled.")
 
 
 def main(argv: list[str] | None = None) -> int:

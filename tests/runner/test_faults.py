@@ -215,3 +215,30 @@ def _max_overlap(spans: list[tuple[object, object]]) -> int:
         running += change
         peak = max(peak, running)
     return peak
+
+
+def test_evaluator_may_finish_its_last_evaluation(engine: LocalEngine, home: Path, package_uri: str) -> None:
+    engine.submit(PROJECT, make_job("evaluated", training_input(package_uri, "tfcfg.evaluate_last",
+                                                                job_dir="gs://out/evaluated", evaluators=1)))
+    done = wait_for_end(engine, "evaluated")
+    assert done.state == JobState.SUCCEEDED, done.error_message
+    assert (local_dir(home, "gs://out/evaluated") / "evaluated").exists()
+    service = _messages(engine, "evaluated", "service")
+    assert "Waiting up to 60 s for evaluator-replica-0 to finish." in service
+    assert "evaluator-replica-0 exited successfully." in service
+    assert not any(m.startswith("Stopping") for m in service)
+
+
+def test_evaluator_grace_is_bounded(
+    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIPTRAIN_LOCAL_EVALUATOR_GRACE", "1")
+    engine.submit(PROJECT, make_job("hung_eval", training_input(
+        package_uri, "tfcfg.evaluate_last", job_dir="gs://out/hung_eval", evaluators=1,
+        args=["--evaluator-hangs"])))
+    done = wait_for_end(engine, "hung_eval")
+    assert done.state == JobState.SUCCEEDED, done.error_message
+    assert not (local_dir(home, "gs://out/hung_eval") / "evaluated").exists()
+    service = _messages(engine, "hung_eval", "service")
+    assert "Waiting up to 1 s for evaluator-replica-0 to finish." in service
+    assert any(m.startswith("Stopping evaluator-replica-0") for m in service)

@@ -93,3 +93,13 @@ def test_cursor_reads_return_only_new_entries_and_lines_arrive_fast(engine: Loca
     assert len(delays) == 15
     # Generous: a line printed by the trainer is readable well within a second.
     assert max(delays) < 1.0, delays
+
+
+def test_a_finished_job_already_shows_its_last_lines(engine: LocalEngine, package_uri: str) -> None:
+    engine.submit(PROJECT, make_job("last_lines", training_input(package_uri, "tfcfg.chatter")))
+    # Watch as closely as a follower would: the moment the state is final, the lines must be there.
+    while not engine.get(PROJECT, "last_lines").state.is_terminal:
+        time.sleep(0.005)
+    entries = engine.logs(PROJECT, "last_lines")
+    assert entries[-1].task_name == "service" and entries[-1].message == "Job completed successfully."
+    assert "chatter done" in [e.message for e in entries if e.task_name == "master-replica-0"]
