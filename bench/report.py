@@ -185,14 +185,13 @@ def _detail(row: RowResult) -> list[str]:
     if row.status != "measured":
         lines += [f"Status: {row.status}.", ""]
     else:
-        method = RATIO_METHOD_TEXT[row.ratio_method]
-        lines += [f"- aiptrain: {figure(row.subject, row.unit)}; samples "
-                  f"{_samples(row.subject)}",
-                  f"- anchor ({row.anchor_label or 'see commands'}): {figure(row.anchor, row.unit)}; samples "
-                  f"{_samples(row.anchor)}",
-                  f"- ratio: {_ratio(row)} — {method}; goal {row.goal.text if row.goal else 'none'}: "
-                  f"{_verdict(row)}",
-                  ""]
+        lines.append(f"- aiptrain: {figure(row.subject, row.unit)}; samples {_samples(row.subject)}")
+        if row.anchor is not None:
+            lines.append(f"- anchor ({row.anchor_label or 'see commands'}): {figure(row.anchor, row.unit)}; "
+                         f"samples {_samples(row.anchor)}")
+        if row.ratio is not None:
+            lines.append(f"- ratio: {_ratio(row)}, {RATIO_METHOD_TEXT[row.ratio_method]}")
+        lines += [f"- goal: {row.goal.text if row.goal else 'none'}; {_verdict(row)}", ""]
     if row.notes:
         lines += [row.notes, ""]
     if row.commands:
