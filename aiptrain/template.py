@@ -63,7 +63,8 @@ def _check_destination(directory: Path) -> None:
 def next_steps(directory: Path) -> list[str]:
     """Commands that take the new project from nothing to a running job."""
     data = "$PWD/data"
-    trainer_args = f"--train-files '{data}/train-*.csv' --eval-files '{data}/eval-*.csv'"
+    # Double quotes: the shell expands $PWD, the trainer expands the glob.
+    trainer_args = f'--train-files "{data}/train-*.csv" --eval-files "{data}/eval-*.csv"'
     return [
         f"cd {directory}",
         "python -m trainer.make_data --output-dir data --shards 4",

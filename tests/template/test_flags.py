@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +83,19 @@ def test_model_dir_per_trial_and_vertex_fallback(template_module):
     temporary = Path(task.model_dir_for(None, plain, {}))
     assert temporary.is_dir()
     temporary.rmdir()
+
+
+def test_replicas_of_one_cluster_share_a_default_model_dir(template_module):
+    """Without --job-dir, the evaluator and the workers must still find the chief's checkpoints."""
+    task = template_module("task")
+    cluster = template_module("cluster")
+    spec = {"master": ["localhost:1"], "worker": ["localhost:2"]}
+    roles = [
+        cluster.parse_tf_config(json.dumps({"cluster": spec, "task": {"type": task_type, "index": 0}}))
+        for task_type in ("master", "worker", "evaluator")
+    ]
+    directories = {task.model_dir_for(None, role, {}) for role in roles}
+    assert len(directories) == 1
+    other = cluster.parse_tf_config(json.dumps({"cluster": {**spec, "worker": ["localhost:3"]},
+                                                "task": {"type": "master", "index": 0}}))
+    assert task.model_dir_for(None, other, {}) not in directories

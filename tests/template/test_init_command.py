@@ -26,6 +26,7 @@ def test_init_copies_the_template_and_prints_next_steps(tmp_path):
     assert not list(project.rglob("__pycache__"))
     assert "trainer/task.py" in result.stdout
     assert "python -m trainer.make_data --output-dir data" in result.stdout
+    assert '--train-files "$PWD/data/train-*.csv"' in result.stdout, "the shell must expand $PWD"
     assert "aiptrain jobs submit training my_job_1 --package-path trainer/ --module-name trainer.task" in result.stdout
 
 

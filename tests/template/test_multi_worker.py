@@ -76,7 +76,7 @@ def test_master_and_worker_train_in_lockstep_with_an_evaluator(tmp_path, digits,
 
     # Outputs land in the trial's directory; the worker's private checkpoints are gone.
     assert_trained_job(model_dir, TRAIN_STEPS, digits.eval_files)
-    assert not list((model_dir / "tmp").rglob("ckpt-*"))
+    assert not list(model_dir.glob("scratch-*"))
     assert [int(r["global_step"]) for r in hypertune_records(metric_files["master"])][-1] == TRAIN_STEPS
     assert not metric_files["worker"].exists()
 
@@ -108,4 +108,4 @@ def test_sigterm_to_one_worker_stops_both_at_the_same_checkpoint(tmp_path, digit
     stopped = [int(logged_value(replica.log(), r"stopped at step (\d+) after SIGTERM")) for replica in (chief, worker)]
     assert stopped[0] == stopped[1]
     assert checkpoint_steps(job_dir) == [stopped[0]]
-    assert not list((job_dir / "tmp").rglob("ckpt-*"))
+    assert not list(job_dir.glob("scratch-*"))

@@ -31,10 +31,6 @@ class CheckpointWriter:
         self._manager = tf.train.CheckpointManager(checkpoint, target, max_to_keep=None if scratch_dir else keep_max)
         self.last_saved_step: int | None = None
 
-    @property
-    def is_primary(self) -> bool:
-        return self._scratch_dir is None
-
     def save(self, step: int) -> str | None:
         if step == self.last_saved_step:
             return None

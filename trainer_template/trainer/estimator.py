@@ -84,7 +84,8 @@ class RunConfig:
         return os.path.join(self.model_dir, "export")
 
     def scratch_dir(self, name: str) -> str:
-        return os.path.join(self.model_dir, "tmp", name)
+        """A directory of this replica's own, deleted as soon as it has served its purpose."""
+        return os.path.join(self.model_dir, f"scratch-{name}")
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,9 @@ class TrainSpec:
       ``input_context``) and returns an endless dataset of ``(features, labels)`` batches of the
       per-replica batch size.
     - ``max_steps``: ``TrainSpec.max_steps``; counted in global steps, restored from checkpoints.
-    - ``batch_size``: the examples one training step consumes (the Estimator put this in
-      ``params``). Split across replicas with MultiWorkerMirroredStrategy; with parameter servers
-      each step runs on one worker with this batch.
+    - ``batch_size``: examples per replica per step, as the batch an Estimator ``input_fn`` built
+      on each worker. Under MultiWorkerMirroredStrategy one step consumes ``batch_size`` times
+      the number of replicas; with parameter servers each step runs on one worker.
     """
 
     input_fn: InputFn

@@ -46,13 +46,14 @@ def _per_worker_iterator(
     num_workers = estimator.config.role.num_workers
     seeds = tf.constant(_worker_seeds(estimator, start_step), dtype=tf.int64)
 
-    def dataset_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
-        # Runs on each worker: only there is the worker index known, as a tensor.
+    def dataset_fn(_: tf.distribute.InputContext) -> tf.data.Dataset:
+        # Runs on each worker: only there is the worker index known, as a tensor (the input
+        # context traced on the coordinator always says pipeline 0 of 1).
         worker_index = tf.distribute.coordinator.experimental_get_current_worker_index()
         context = PipelineContext(
             num_input_pipelines=num_workers,
             input_pipeline_id=worker_index,
-            batch_size=input_context.get_per_replica_batch_size(train_spec.batch_size),
+            batch_size=train_spec.batch_size,
             seed=tf.gather(seeds, worker_index),
         )
         return train_spec.input_fn(context)

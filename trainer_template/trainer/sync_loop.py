@@ -66,7 +66,7 @@ def _distributed_input(
         context = PipelineContext(
             num_input_pipelines=input_context.num_input_pipelines,
             input_pipeline_id=input_context.input_pipeline_id,
-            batch_size=input_context.get_per_replica_batch_size(train_spec.batch_size),
+            batch_size=train_spec.batch_size,
             seed=seed,
         )
         contexts.append(context)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
+import json
 import logging
 import os
 import sys
@@ -58,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     hyper = parser.add_argument_group("hyperparameters")
     hyper.add_argument("--learning-rate", type=float, default=0.003, help="Adam learning rate")
-    hyper.add_argument("--batch-size", type=_positive_int, default=64, help="examples per training step")
+    hyper.add_argument("--batch-size", type=_positive_int, default=64, help="examples per replica per step")
     hyper.add_argument("--train-steps", type=_positive_int, default=1000, help="global steps to train for")
     hyper.add_argument("--hidden-units", type=_hidden_units, default=[64, 32], help="layer sizes, e.g. 64,32")
 
@@ -89,7 +91,9 @@ def model_dir_for(job_dir: str | None, role: ClusterRole, environ: Mapping[str, 
 
     A hyperparameter tuning trial number (TF_CONFIG ``task.trial``) is appended to ``--job-dir``
     so concurrent trials never share checkpoints. Vertex AI's ``AIP_MODEL_DIR`` is already per
-    trial: its parent is the base output directory.
+    trial: its parent is the base output directory. Replicas of one cluster without either agree
+    on a temp dir named after their cluster, so the evaluator and the workers find the chief's
+    checkpoints.
     """
     env = os.environ if environ is None else environ
     if job_dir:
@@ -97,6 +101,10 @@ def model_dir_for(job_dir: str | None, role: ClusterRole, environ: Mapping[str, 
     aip_model_dir = env.get("AIP_MODEL_DIR", "").rstrip("/")
     if aip_model_dir:
         return os.path.dirname(aip_model_dir)
+    if role.cluster:
+        digest = hashlib.sha256(json.dumps(dict(role.cluster), sort_keys=True).encode()).hexdigest()[:16]
+        shared = os.path.join(tempfile.gettempdir(), f"trainer-job-{digest}")
+        return os.path.join(shared, role.trial) if role.trial else shared
     return tempfile.mkdtemp(prefix="trainer-job-")
 
 
