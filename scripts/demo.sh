@@ -18,7 +18,7 @@ fi
 
 "$BIN/aiptrain" jobs submit training "$JOB" \
   --package-path trainer_template/trainer --module-name trainer.task \
-  --config trainer_template/config.yaml \
+  --config trainer_template/config.yaml --worker-machine-type n1-standard-4 --worker-count 1 \
   --region us-central1 --runtime-version 2.11 --python-version 3.7 \
   --job-dir "gs://$BUCKET/jobs/$JOB" \
   --stream-logs \

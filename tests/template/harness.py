@@ -181,7 +181,7 @@ def latest_checkpoint_step(job_dir: Path) -> int | None:
 
 def summary_tags(log_dir: Path) -> dict[str, list[int]]:
     """Scalar tag -> steps it was written at, from every event file in ``log_dir``."""
-    import tensorflow as tf  # noqa: TID251 - tests read what the TensorFlow trainer wrote
+    import tensorflow as tf
 
     tags: dict[str, list[int]] = {}
     for path in sorted(log_dir.glob("events.out.tfevents.*")):
@@ -201,7 +201,7 @@ def read_digits(files: Iterable[Path]) -> tuple[Any, Any]:
 
 def export_accuracy(export_dir: Path, eval_files: Iterable[Path]) -> float:
     """Accuracy of the exported SavedModel's serving signature on held-out digits."""
-    import tensorflow as tf  # noqa: TID251 - tests load the trainer's SavedModel
+    import tensorflow as tf
 
     features, labels = read_digits(eval_files)
     loaded = tf.saved_model.load(str(export_dir))

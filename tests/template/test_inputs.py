@@ -59,7 +59,7 @@ def test_shuffling_follows_the_seed(template_module, digits):
 
 def test_tensor_worker_index_matches_python_index(template_module, digits):
     """Parameter server workers only know their index as a tensor; the pipeline must not care."""
-    import tensorflow as tf  # noqa: TID251 - the input pipeline under test is TensorFlow
+    import tensorflow as tf
 
     inputs = template_module("inputs")
     train = inputs.TrainInput((digits.train_pattern,), job_seed=42)

@@ -138,4 +138,5 @@ def test_every_problem_is_reported_at_once() -> None:
             "trainingInput.runtimeVersion", "trainingInput.jobDir"} <= found
     hints = {p.path: p.hint for p in validate_job(parse_job(data), CATALOG)}
     assert hints["jobId"] == "use bad_id"
-    assert hints["trainingInput.masterType"] is not None and "--master-machine-type" in hints["trainingInput.masterType"]
+    master_hint = hints["trainingInput.masterType"]
+    assert master_hint is not None and "--master-machine-type" in master_hint

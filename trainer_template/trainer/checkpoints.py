@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 logger = logging.getLogger("trainer")
 

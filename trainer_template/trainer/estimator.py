@@ -25,7 +25,7 @@ from trainer.cluster import (
 
 if TYPE_CHECKING:
     import keras
-    import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+    import tensorflow as tf
 
     from trainer.export import Exporter
     from trainer.inputs import InputFn

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 from trainer.estimator import EvalSpec
 

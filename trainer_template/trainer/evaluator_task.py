@@ -11,7 +11,7 @@ import logging
 import time
 
 import keras
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 from trainer.checkpoints import checkpoint_step, read_completion_marker
 from trainer.estimator import Estimator, EvalSpec, TrainSpec

@@ -8,7 +8,7 @@ import time
 from typing import Protocol
 
 import keras
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 from trainer.model import ServingModule
 

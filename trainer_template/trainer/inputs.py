@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+    import tensorflow as tf
 
 NUM_FEATURES = 64
 NUM_CLASSES = 10
@@ -54,7 +54,7 @@ class PipelineContext:
 
 
 def expand_patterns(patterns: Sequence[str]) -> list[str]:
-    import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+    import tensorflow as tf
 
     files: list[str] = []
     for pattern in patterns:
@@ -65,7 +65,7 @@ def expand_patterns(patterns: Sequence[str]) -> list[str]:
 
 
 def _decode_csv_lines(lines: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+    import tensorflow as tf
 
     defaults = [[0.0]] * NUM_FEATURES + [[0]]
     columns = tf.io.decode_csv(lines, record_defaults=defaults)
@@ -75,7 +75,7 @@ def _decode_csv_lines(lines: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
 
 
 def _records(files: tf.data.Dataset, cycle_length: int) -> tf.data.Dataset:
-    import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+    import tensorflow as tf
 
     return files.interleave(
         lambda path: tf.data.TextLineDataset(path).skip(1),  # skip the CSV header
@@ -98,7 +98,7 @@ class TrainInput:
 
     def file_dataset(self, context: PipelineContext) -> tf.data.Dataset:
         """This pipeline's files for one epoch, in the order it will read them."""
-        import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+        import tensorflow as tf
 
         files = self.files()
         # Same seed on every worker: the job-wide order is identical, so shards are disjoint.
@@ -108,7 +108,7 @@ class TrainInput:
         return listed.shuffle(len(files), seed=context.seed, reshuffle_each_iteration=True)
 
     def __call__(self, context: PipelineContext) -> tf.data.Dataset:
-        import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+        import tensorflow as tf
 
         files = self.files()
         shard_by_file = len(files) >= context.num_input_pipelines
@@ -133,7 +133,7 @@ class EvalInput:
     steps: int | None = None
 
     def __call__(self) -> tf.data.Dataset:
-        import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+        import tensorflow as tf
 
         files = tf.data.Dataset.from_tensor_slices(expand_patterns(self.patterns))
         dataset = _records(files, cycle_length=1)

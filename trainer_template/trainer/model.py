@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import keras
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 from trainer.inputs import NUM_CLASSES, NUM_FEATURES
 

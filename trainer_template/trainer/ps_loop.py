@@ -13,7 +13,7 @@ from typing import Any
 
 import keras
 import numpy as np
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 from trainer.checkpoints import CheckpointWriter
 from trainer.estimator import Estimator, EvalSpec, TrainSpec

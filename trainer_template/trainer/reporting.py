@@ -6,7 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 logger = logging.getLogger("trainer")
 

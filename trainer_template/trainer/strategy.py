@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import NoReturn
 
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 from trainer.cluster import MULTI_WORKER, PARAMETER_SERVER, SINGLE, ClusterRole
 

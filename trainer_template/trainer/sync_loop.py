@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import keras
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 from trainer.checkpoints import CheckpointWriter
 from trainer.estimator import Estimator, EvalSpec, TrainSpec

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 
 import keras
-import tensorflow as tf  # noqa: TID251 - the trainer is a TensorFlow program
+import tensorflow as tf
 
 from trainer.estimator import ModelSpec
 

@@ -6,7 +6,7 @@ The chief writes JOB_DIR/mwms.json with the replicas in sync and the losses it s
 from __future__ import annotations
 
 import numpy as np
-import tensorflow as tf  # noqa: TID251 - a trainer, run as a replica, not aiptrain itself
+import tensorflow as tf
 
 from tfcfg._common import is_primary, job_dir, write_json
 

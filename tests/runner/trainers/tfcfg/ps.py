@@ -6,7 +6,7 @@ Servers never exit on their own; the runner stops them when the chief is done.
 
 from __future__ import annotations
 
-import tensorflow as tf  # noqa: TID251 - a trainer, run as a replica, not aiptrain itself
+import tensorflow as tf
 
 from tfcfg._common import job_dir, tf_config, write_json
 
