@@ -44,10 +44,22 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 def is_running(pid: int, start_ticks: int | None = None) -> bool:
     """True if `pid` is a live (not zombie) process, and the same one if start_ticks is given."""
+    if not _PROC.is_dir():
+        return _signal_zero(pid)  # no /proc (not Linux): existence is all we can tell
     stat = _stat_fields(pid)
     if stat is None or stat[0] in ("Z", "X"):
         return False
     return start_ticks is None or int(stat[19]) == start_ticks
+
+
+def _signal_zero(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def signal_name(number: int) -> str:
@@ -85,6 +97,8 @@ class ManagedProcess:
         """True once the leader exited; it is not reaped, so the group id stays ours."""
         if self.popen.returncode is not None:
             return True
+        if not hasattr(os, "waitid"):
+            return self.popen.poll() is not None  # reaps: the group can no longer be signalled
         try:
             info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
@@ -151,7 +165,9 @@ def _token_of(pid: int) -> str | None:
 
 def tokened_processes(token: str) -> list[int]:
     """Live pids whose AIPTRAIN_RUN_TOKEN is `token` or starts with `token/`."""
-    found = []
+    found: list[int] = []
+    if not _PROC.is_dir():
+        return found
     for entry in _PROC.iterdir():
         if not entry.name.isdigit():
             continue

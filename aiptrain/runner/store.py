@@ -359,6 +359,8 @@ class JobStore:
         could take one too. Count and claim share one IMMEDIATE transaction, so two supervisors
         can never both take the last slot.
         """
+        if not self._slot_looks_free(key, limit):
+            return False  # a read is enough to say no; only a likely yes takes the write lock
         with self._write() as tx:
             row = tx.execute("SELECT state, holds_slot FROM jobs WHERE key = ?", (key,)).fetchone()
             if row is None or row["state"] != JobState.QUEUED.value:
@@ -377,6 +379,15 @@ class JobStore:
             job.job_position = 0
             tx.execute("UPDATE jobs SET holds_slot = 1, resource = ? WHERE key = ?", (_dump(job), key))
         return True
+
+    def _slot_looks_free(self, key: int, limit: int) -> bool:
+        conn = self.connection()
+        running = conn.execute("SELECT COUNT(*) FROM jobs WHERE holds_slot = 1").fetchone()[0]
+        ahead = conn.execute(
+            "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND key < ?",
+            (JobState.QUEUED.value, key),
+        ).fetchone()[0]
+        return int(running) + int(ahead) < limit
 
     def queue_position(self, key: int) -> int:
         """1 + the number of jobs waiting for a slot ahead of this one (it must be waiting too)."""

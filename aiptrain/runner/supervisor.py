@@ -185,7 +185,6 @@ class Supervisor:
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, lambda _signum, _frame: self.stop.set())
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
         self.store.set_supervisor(self.key, os.getpid(), process_start_ticks(os.getpid()))
         watcher = threading.Thread(target=self._watch_for_cancel, name="cancel-watcher", daemon=True)
         watcher.start()
