@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import shlex
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -306,12 +307,11 @@ class _ReplicaSetRun:
         return ReplicaSetOutcome(JobState.SUCCEEDED, primary_returncode=0)
 
     def wait_for(self, replicas: list[_Replica], seconds: float) -> None:
-        remaining = seconds
-        while remaining > 0 and not self.stop.is_set():
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not self.stop.is_set():
             if all(r.process is None or r.process.has_exited() for r in replicas):
                 return
             self.stop.wait(_POLL_SECONDS)
-            remaining -= _POLL_SECONDS
 
     def cancelled(self) -> ReplicaSetOutcome:
         self.say("Stopping all replicas: the job was cancelled.")

@@ -21,7 +21,7 @@ import pytest
 
 from aiptrain.packaging import build_package
 from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.processes import is_running, kill_tokened_processes, tokened_processes
+from aiptrain.runner.processes import is_running, kill_tokened_processes, process_start_ticks, tokened_processes
 from aiptrain.spec import Job, JobState
 
 TRAINERS = Path(__file__).parent / "trainers"
@@ -146,16 +146,22 @@ def local_dir(home: Path, uri: str) -> Path:
     return home / "storage" / uri.removeprefix("gs://")
 
 
+# pid -> start time when a test first saw it, so a pid reused later is not mistaken for it.
+_START_TICKS: dict[int, int | None] = {}
+
+
 def read_pid(path: Path, timeout: float = 60.0) -> int:
     wait_until(path.exists, timeout, f"{path} to appear")
-    return int(path.read_text())
+    pid = int(path.read_text())
+    _START_TICKS.setdefault(pid, process_start_ticks(pid))
+    return pid
 
 
 def processes_gone(pids: list[int], timeout: float = 10.0) -> bool:
     """True once none of the pids is a live process (zombies count as gone)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not any(is_running(pid) for pid in pids):
+        if not any(is_running(pid, _START_TICKS.get(pid)) for pid in pids):
             return True
         time.sleep(0.05)
     return False

@@ -53,6 +53,7 @@ def test_killed_worker_is_restarted_and_the_job_succeeds(engine: LocalEngine, ho
     starts = directory / "starts" / "worker-replica-0"
     wait_until(lambda: len(starts.read_text().split()) == 2, 60, "the worker to start again")
     second = int(starts.read_text().split()[1])
+    read_pid(directory / "pids" / "worker-replica-0")  # remembers the restarted worker's identity
     assert second != first
     _release(directory)
     done = wait_for_end(engine, "restart_worker")

@@ -17,7 +17,7 @@ import aiptrain
 from aiptrain.runner.local_train import local_train_groups, local_train_warnings, run_local_training
 from aiptrain.runner.ports import free_ports
 
-from .conftest import TRAINERS, processes_gone, wait_until
+from .conftest import TRAINERS, processes_gone, read_pid, wait_until
 
 PACKAGE = TRAINERS / "tfcfg"
 
@@ -154,7 +154,7 @@ def test_ctrl_c_stops_every_replica(tmp_path: Path) -> None:
     try:
         ready = tmp_path / "ready"
         wait_until(lambda: ready.is_dir() and len(list(ready.glob("*-replica-0"))) == 3, 60, "three replicas")
-        pids = [int(path.read_text()) for path in ready.glob("*-replica-0")]
+        pids = [read_pid(path) for path in ready.glob("*-replica-0")]
         runner.send_signal(signal.SIGINT)
         runner.wait(30)
     finally:
