@@ -35,7 +35,11 @@ def _reports(home: Path, job_dir: str) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("extra", "primary"),
-    [({"runtimeVersion": "2.11"}, "chief"), ({"runtimeVersion": "1.15"}, "master")],
+    [
+        ({"runtimeVersion": "2.11"}, "chief"),
+        ({"runtimeVersion": "1.15"}, "master"),
+        ({"runtimeVersion": "1.15", "useChiefInTfConfig": True}, "chief"),
+    ],
 )
 def test_custom_cluster_replicas_get_the_service_contract(
     backend: LocalBackend, home: Path, package_uri: str, extra: dict[str, str], primary: str
