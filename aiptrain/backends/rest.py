@@ -286,6 +286,10 @@ def translate_http_error(error: Any, *, what: str) -> AiptrainError:
     if status == 403:
         return PermissionDenied(text, hint="check that the API is enabled and that your account has the "
                                 "needed role in this project")
+    if status == 400 and code_name == "FAILED_PRECONDITION":
+        # The resource is in the wrong state (e.g. cancelling an ended job): not bad input, and
+        # the local engine says the same with exit 1.
+        return OperationalError(text)
     if status == 400:
         problems = field_violations(payload)
         if problems:

@@ -121,8 +121,11 @@ def test_http_errors_become_aiptrain_errors() -> None:
                       PermissionDenied)
     assert isinstance(translate_http_error(http_error(401, google_error(401, "UNAUTHENTICATED", "who")), what="c"),
                       PermissionDenied)
-    plain = translate_http_error(http_error(400, google_error(400, "FAILED_PRECONDITION", "nope")), what="c")
-    assert type(plain) is UsageError and plain.message == "c: FAILED_PRECONDITION: nope"
+    wrong_state = translate_http_error(http_error(400, google_error(400, "FAILED_PRECONDITION", "nope")), what="c")
+    assert type(wrong_state) is OperationalError and wrong_state.message == "c: FAILED_PRECONDITION: nope"
+    assert wrong_state.exit_code == 1  # the same as cancelling an ended job on the local backend
+    plain = translate_http_error(http_error(400, google_error(400, "INVALID_ARGUMENT", "nope")), what="c")
+    assert type(plain) is UsageError and plain.exit_code == 2
     violations = [{"@type": "type.googleapis.com/google.rpc.BadRequest",
                    "fieldViolations": [{"field": "job_id", "description": "bad id"}]}]
     failed = translate_http_error(http_error(400, google_error(400, "INVALID_ARGUMENT", "bad", violations)), what="c")
