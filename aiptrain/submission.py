@@ -367,5 +367,6 @@ def plan_summary(plan: SubmissionPlan, *, vertex: dict[str, Any] | None,
         ],
         "tfConfig": tf_configs,
         "vertex": vertex,
+        "warnings": list(plan.warnings),
     }
 

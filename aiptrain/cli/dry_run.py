@@ -27,6 +27,17 @@ def _tf_configs(plan: SubmissionPlan) -> dict[str, Any]:
     return tf_configs_for(plan.job, plan.cluster)
 
 
+def _apply_local_plan(plan: SubmissionPlan, catalog: Catalog) -> None:
+    """On the local backend, show the cluster that will really start (AIPTRAIN_LOCAL_REPLICA_CAP)."""
+    from aiptrain.runner.cluster_plan import plan_cluster
+    from aiptrain.runner.settings import LocalSettings
+
+    assert plan.job.training_input is not None
+    local = plan_cluster(plan.job.training_input, catalog, LocalSettings.from_env())
+    plan.cluster = local.groups
+    plan.warnings.extend(local.warnings)
+
+
 def _human_size(size: int) -> str:
     return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"
 
@@ -58,10 +69,13 @@ def _text(plan: SubmissionPlan, document: dict[str, Any]) -> str:
     else:
         pools = vertex["customJob"].get("jobSpec", {}).get("workerPoolSpecs", [])
         lines.append(f"Vertex AI translation: a CustomJob with {len(pools)} worker pool(s).")
+    lines += [f"warning: {warning}" for warning in plan.warnings]
     lines.append("Per-replica TF_CONFIG and the full Vertex body: --format json or yaml.")
     return "\n".join(lines)
 
 
 def render_dry_run(app: AppContext, plan: SubmissionPlan, catalog: Catalog) -> None:
+    if plan.backend_name == "local":
+        _apply_local_plan(plan, catalog)
     document = plan_summary(plan, vertex=_vertex_translation(plan, catalog), tf_configs=_tf_configs(plan))
     emit(document, app.output_format, text=_text(plan, document))

@@ -62,7 +62,8 @@ def test_dry_run_json_has_the_stable_schema_and_sends_nothing(trainer: Path, iso
     assert result.exit_code == 0, result.stderr
     plan = json.loads(result.stdout)
     assert set(plan) == {"dryRun", "backend", "project", "request", "package", "uploads", "cluster", "tfConfig",
-                         "vertex"}
+                         "vertex", "warnings"}
+    assert plan["warnings"] == []
     assert plan["request"]["jobId"] == "dry_1"
     assert plan["request"]["trainingInput"]["args"] == ["ok"]
     assert plan["request"]["trainingInput"]["packageUris"] == [plan["uploads"][0]["target"]]
@@ -79,6 +80,19 @@ def test_dry_run_json_has_the_stable_schema_and_sends_nothing(trainer: Path, iso
     storage = isolated_environment / "storage"
     assert not storage.exists() or not any(p.is_file() for p in storage.rglob("*"))
     assert not (isolated_environment / "jobs.db").exists() or "dry_1" not in run(["jobs", "list"]).stdout
+
+
+def test_dry_run_shows_the_capped_local_cluster(trainer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIPTRAIN_LOCAL_REPLICA_CAP", "3")
+    result = CliRunner().invoke(root, submit_args("dry_cap", trainer, "--dry-run", "--format", "json",
+                                                  "--scale-tier", "standard-1", "--runtime-version", "2.11"),
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert sum(group["count"] for group in plan["cluster"]) == 3
+    assert len(plan["tfConfig"]) == 3
+    assert "AIPTRAIN_LOCAL_REPLICA_CAP=3" in plan["warnings"][0]
+    assert len(plan["vertex"]["customJob"]["jobSpec"]["workerPoolSpecs"]) == 3  # Vertex keeps the real tier
 
 
 def test_dry_run_text_is_readable(trainer: Path) -> None:
