@@ -130,3 +130,56 @@ def test_token_never_printed_even_with_vv(tmp_path: Path, trainer_dir: Path) -> 
         for run in (refused, result, listed, logs):
             assert token not in run.stdout and token not in run.stderr
         assert token not in server.server_log()
+
+
+def test_resubmitting_unchanged_sources_uploads_nothing(served: Emulator, trainer_dir: Path,
+                                                        fake_gcs_server: FakeGcsServer, tmp_path: Path) -> None:
+    bucket = fake_gcs_server.make_bucket()
+    name = bucket.removeprefix("gs://")
+    gcs = {"STORAGE_EMULATOR_HOST": fake_gcs_server.endpoint}
+
+    def submit(job_id: str) -> subprocess.CompletedProcess[str]:
+        args = [a for a in submit_args("mlv1", job_id, served, trainer_dir, bucket) if a != "--stream-logs"]
+        return aiptrain(*args, home=tmp_path, env=gcs)
+
+    first = submit("gcs_once_1")
+    assert first.returncode == 0, first.stderr
+    assert "uploaded" in first.stderr
+    objects = fake_gcs_server.list_objects(name, "aiptrain/packages/")
+    assert len(objects) == 1
+
+    second = submit("gcs_once_2")
+    assert second.returncode == 0, second.stderr
+    assert "reused gs://" in second.stderr and "uploaded" not in second.stderr
+    assert fake_gcs_server.list_objects(name, "aiptrain/packages/") == objects
+
+    (trainer_dir / "extra.py").write_text("VALUE = 2\n")
+    try:
+        third = submit("gcs_once_3")
+    finally:
+        (trainer_dir / "extra.py").unlink()
+    assert third.returncode == 0, third.stderr
+    assert "uploaded" in third.stderr
+    assert len(fake_gcs_server.list_objects(name, "aiptrain/packages/")) == 2
+
+
+def test_missing_bucket_is_one_line_naming_it(served: Emulator, trainer_dir: Path,
+                                              fake_gcs_server: FakeGcsServer, tmp_path: Path) -> None:
+    args = [a for a in submit_args("mlv1", "gcs_missing", served, trainer_dir, "gs://no-such-bucket-here")
+            if a != "--stream-logs"]
+    result = aiptrain(*args, home=tmp_path, env={"STORAGE_EMULATOR_HOST": fake_gcs_server.endpoint})
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "no-such-bucket-here" in errors[0]
+    assert "submitted" not in result.stderr
+
+
+def test_bad_invocation_with_gcs_staging_writes_nothing(served: Emulator, trainer_dir: Path,
+                                                        fake_gcs_server: FakeGcsServer, tmp_path: Path) -> None:
+    bucket = fake_gcs_server.make_bucket()
+    args = submit_args("mlv1", "bad-id", served, trainer_dir, bucket, options=("--region", "nowhere"))
+    result = aiptrain(*args, home=tmp_path,
+                      env={"STORAGE_EMULATOR_HOST": fake_gcs_server.endpoint})
+    assert result.returncode == 2
+    assert "jobId" in result.stderr and "trainingInput.region" in result.stderr
+    assert fake_gcs_server.list_objects(bucket.removeprefix("gs://")) == []
