@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -14,11 +16,17 @@ ENTRY = LogEntry(timestamp=datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), insert_id=
                  task_name="worker-replica-1", message="Traceback:\n  boom", trial_id="3")
 
 
-def test_log_lines_follow_gclouds_columns_one_per_message_line(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("TZ", "UTC")
-    import time
-
     time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("utc")
+def test_log_lines_follow_gclouds_columns_one_per_message_line() -> None:
     lines = format_log_entry(ENTRY, color=False)
     assert lines == ["ERROR\t2024-01-02 03:04:05 +0000\tworker-replica-1\t3\tTraceback:",
                      "ERROR\t2024-01-02 03:04:05 +0000\tworker-replica-1\t3\t  boom"]
