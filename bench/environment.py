@@ -148,3 +148,9 @@ def scratch_space(keep: bool = False) -> Iterator[Path]:
     finally:
         if not keep:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def interpreter_floor(env: Mapping[str, str], runs: int = 5) -> float:
+    """Median wall time of `python -c pass`: what any fresh Python process costs on this machine now."""
+    samples = sorted(time_command([str(PYTHON), "-c", "pass"], env=env) for _ in range(runs))
+    return samples[len(samples) // 2]

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         "git": git_facts(),
         "quick": options.quick,
         "groups": [g.name for g in groups],
-        "command": "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])]),
     }
     rows: list[RowResult] = []
     with scratch_space(keep=options.keep_scratch) as scratch:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import partial
 
 from bench.context import BenchContext
-from bench.environment import PYTHON, aiptrain_command, isolated_env, time_command
+from bench.environment import PYTHON, aiptrain_command, interpreter_floor, isolated_env, time_command
 from bench.harness import RowResult, alternate, paired_row, ratio_max
 
 RUNS = 15
@@ -23,6 +23,7 @@ SUBJECTS = [
 def run(ctx: BenchContext) -> list[RowResult]:
     home = ctx.cleanup.new_home("cli-start")
     env = isolated_env(home)
+    floor = interpreter_floor(env, ctx.runs(5))
     rows = []
     for row_id, title, args in SUBJECTS:
         argv = [*aiptrain_command(), *args]
@@ -37,6 +38,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
             commands=[ctx.show(argv, home=True)],
             anchor_commands=[ctx.show(ANCHOR)],
             anchor_label="`python -c \"import click\"`",
-            notes="Subprocess wall time, output discarded; 2 warm-up pairs not counted.",
+            notes="Subprocess wall time, output discarded; 2 warm-up pairs not counted. For scale: a bare "
+                  f"`python -c pass` took {floor:.3f} s (median of {ctx.runs(5)}, measured before the pairs).",
         ), paired))
     return rows

@@ -4,7 +4,9 @@ Subject: `jobs submit training` of a CUSTOM job (master + 2 workers + 1 paramete
 bench/trainers/noop, then `jobs wait` until SUCCEEDED; wall time of both commands together.
 The home is shared within the row and its build cache was filled by a warm-up job, as for any
 re-submit. Anchor: the same 4 processes started with subprocess.Popen, each with the TF_CONFIG
-the service gave it, timed until the master exits (what the engine waits for, too).
+the service gave it, each in a session of its own like the engine's replicas (so the kernel's
+autogroup scheduler treats both sides alike), timed until the master exits (what the engine
+waits for, too).
 
 Run twice: with a trainer that exits at once (pure overhead), and with one that imports
 TensorFlow first, the fixed cost every real trainer pays. Submit-to-RUNNING is read from the
@@ -27,7 +29,7 @@ from bench.harness import RowResult, Stats, alternate, paired_row, ratio_max
 from tests.fixtures.gcs import free_port
 
 NOOP_RUNS = 5
-TF_RUNS = 3
+TF_RUNS = 5
 PROJECT = "local-project"
 CLUSTER_FLAGS = [
     "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
@@ -53,6 +55,7 @@ class SubmitRuns:
     home: Path
     trainer_args: list[str]
     to_running: list[float] = field(default_factory=list)
+    phases: list[dict[str, float]] = field(default_factory=list)
 
     def submit_argv(self, job_id: str) -> list[str]:
         return [*aiptrain_command(), "jobs", "submit", "training", job_id,
@@ -65,25 +68,53 @@ class SubmitRuns:
         submitted_at = time.time()
         started = time.perf_counter()
         run_checked(self.submit_argv(job_id), env=env, timeout=300)
+        submit_returned = time.time()
         run_checked([*aiptrain_command(), "jobs", "wait", job_id], env=env, timeout=600)
         elapsed = time.perf_counter() - started
-        self.to_running.append(running_at(self.home, job_id) - submitted_at)
+        wait_returned = time.time()
+        marks = service_marks(self.home, job_id)
+        self.to_running.append(marks["Job RUNNING."] - submitted_at)
+        self.phases.append({
+            "submit command": submit_returned - submitted_at,
+            "QUEUED to PREPARING (supervisor start)": marks["Job PREPARING."] - marks["Job QUEUED."],
+            "PREPARING to RUNNING (pip install)": marks["Job RUNNING."] - marks["Job PREPARING."],
+            "RUNNING to SUCCEEDED (replicas)": marks["Job completed successfully."] - marks["Job RUNNING."],
+            "`jobs wait` returns after SUCCEEDED": wait_returned - marks["Job completed successfully."],
+        })
         return elapsed
 
+    def phase_summary(self) -> str:
+        """Median of each phase over the counted runs (the warm-up job is left out)."""
+        counted = self.phases[1:] if len(self.phases) > 1 else self.phases
+        parts = [f"{name} {Stats.of([p[name] for p in counted]).median:.2f} s" for name in counted[0]]
+        return "Phases (median, from the job's own log timestamps and the commands' return times): " + \
+            "; ".join(parts) + "."
 
-def running_at(home: Path, job_id: str) -> float:
-    """Unix time of the job's "Job RUNNING." log line (microsecond timestamps, unlike startTime)."""
+
+_MARKS = ("Job QUEUED.", "Job PREPARING.", "Job RUNNING.", "Job completed successfully.")
+
+
+def service_marks(home: Path, job_id: str) -> dict[str, float]:
+    """Unix times of the job's lifecycle log lines (microsecond timestamps, unlike startTime)."""
     from aiptrain.runner.store import JobStore
 
     store = JobStore(home)
     try:
         key = store.get(PROJECT, job_id).key
-        for entry in store.read_logs(key, limit=10_000):
-            if entry.task_name == "service" and entry.message == "Job RUNNING.":
-                return entry.timestamp.timestamp()
+        marks = {entry.message: entry.timestamp.timestamp() for entry in store.read_logs(key, limit=10_000)
+                 if entry.task_name == "service" and entry.message in _MARKS}
     finally:
         store.close()
-    raise BenchError(f"job {job_id} has no 'Job RUNNING.' line")
+    missing = [mark for mark in _MARKS if mark not in marks]
+    if missing:
+        raise BenchError(f"job {job_id} has no {missing} log line(s)")
+    return marks
+
+
+def tf_config(cluster: dict[str, list[str]], task_type: str, index: int) -> str:
+    """The TF_CONFIG the service gave one replica (no `trial`: not a tuning job)."""
+    return json.dumps({"cluster": cluster, "task": {"type": task_type, "index": index}, "job": TRAINING_INPUT,
+                       "environment": "cloud"})
 
 
 def by_hand(ctx: BenchContext, home: Path, trainer_args: list[str]) -> float:
@@ -96,11 +127,13 @@ def by_hand(ctx: BenchContext, home: Path, trainer_args: list[str]) -> float:
     processes = []
     started = time.perf_counter()
     for task_type, index in REPLICAS:
-        tf_config = {"cluster": cluster, "task": {"type": task_type, "index": index}, "job": TRAINING_INPUT,
-                     "environment": "cloud"}
         processes.append(subprocess.Popen(
-            [str(PYTHON), "-m", "trainer.task", *trainer_args], env={**base, "TF_CONFIG": json.dumps(tf_config)},
-            cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            [str(PYTHON), "-m", "trainer.task", *trainer_args],
+            env={**base, "TF_CONFIG": tf_config(cluster, task_type, index)},
+            cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            # Each in its own session, as the engine starts replicas: with the kernel's autogroup
+            # scheduling, a session is what gets a fair CPU share on a shared machine.
+            start_new_session=True))
     returncode = processes[-1].wait()
     elapsed = time.perf_counter() - started
     for process in processes[:-1]:
@@ -112,8 +145,11 @@ def by_hand(ctx: BenchContext, home: Path, trainer_args: list[str]) -> float:
 
 def by_hand_command(ctx: BenchContext, trainer_args: list[str]) -> str:
     argv = ctx.show([PYTHON, "-m", "trainer.task", *trainer_args],
-                    env={"PYTHONPATH": "$SCRATCH/projects/noop", "TF_CONFIG": "'{...}'"})
-    return f"{argv}   # x4 with subprocess.Popen (ps, worker 0, worker 1, master), wait for the master"
+                    env={"PYTHONPATH": "$SCRATCH/projects/noop", "TF_CONFIG": "\"$TF_CONFIG\""})
+    ports = {"master": ["localhost:P0"], "worker": ["localhost:P1", "localhost:P2"], "ps": ["localhost:P3"]}
+    return (f"{argv}   # x4 with subprocess.Popen (ps, worker 0, worker 1, master), wait for the master\n"
+            f"# the master's TF_CONFIG (free ports P0-P3; the others differ in task):\n"
+            f"# {tf_config(ports, 'master', 0)}")
 
 
 def run(ctx: BenchContext) -> list[RowResult]:
@@ -141,7 +177,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
                   "It includes CLI start twice, staging, the detached supervisor, the pip install of the "
                   "package into the job's site directory (PREPARING), and stopping the replicas."
                   + (" Warm-up: one anchor run only (the TensorFlow files are then in the page cache for "
-                     "both sides)." if tensorflow else " One warm-up pair."),
+                     "both sides)." if tensorflow else " One warm-up pair.") + " " + subject.phase_summary(),
         ), paired))
     rows.append(RowResult(
         row_id="6c", group="engine-overhead", unit="s",
