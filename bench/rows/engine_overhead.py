@@ -29,7 +29,7 @@ from bench.harness import RowResult, Stats, alternate, paired_row, ratio_max
 from tests.fixtures.gcs import free_port
 
 NOOP_RUNS = 5
-TF_RUNS = 5
+TF_RUNS = 7
 PROJECT = "local-project"
 CLUSTER_FLAGS = [
     "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",

@@ -80,14 +80,16 @@ def run(ctx: BenchContext) -> list[RowResult]:
     return [
         paired_row(RowResult(
             row_id="2a", title="Packaging trainer_template, cold (empty build cache), wall time",
-            goal=ratio_max(1.2), commands=[ctx.show([*subject_command, "$SCRATCH/cold-cache-…(empty)"])],
+            goal=ratio_max(1.2),
+            commands=[ctx.show([*subject_command, "$SCRATCH/cold-cache-…"]) + "   # an empty directory per run"],
             notes="Fresh process per build on each side; a new empty cache directory per aiptrain run. "
                   "aiptrain also hashes the tree and rewrites the archive reproducibly.",
             **common,
         ), cold),
         paired_row(RowResult(
             row_id="2b", title="Packaging trainer_template, unchanged sources (cache hit), wall time",
-            goal=ratio_max(0.2), commands=[ctx.show([*subject_command, "$SCRATCH/warm-cache-…(filled)"])],
+            goal=ratio_max(0.2),
+            commands=[ctx.show([*subject_command, "$SCRATCH/warm-cache-…"]) + "   # filled by an earlier build"],
             notes="The cache was filled by one build before timing, and a second build was checked to be "
                   "a cache hit. The anchor rebuilds every time, as gcloud did on every submit. Both sides "
                   f"start a fresh interpreter: a bare `python -c pass` took {floor:.3f} s (median, measured "
