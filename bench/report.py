@@ -213,7 +213,9 @@ def _method() -> list[str]:
         "",
         "- Subject (aiptrain) and anchor runs alternate within the run, flipping which goes first in each "
         "pair, so a busy phase of the shared machine slows both; warm-up runs are discarded. Each row "
-        "says how many pairs it ran; counts were chosen to fit the whole run in 15 minutes on 2 cores.",
+        "says how many pairs it ran; counts were chosen to fit the whole run in 15 minutes on 2 cores. "
+        "Alternation cancels slow phases only partly: on a busy machine a ratio close to its goal can "
+        "land on either side of it from one full run to the next, so read the min and max too.",
         "- Every subprocess gets a fresh temporary `AIPTRAIN_HOME` (rows that need state share one home "
         "within the row, as stated) and an environment without `AIPTRAIN_*`/gcloud settings.",
         "- Trainer projects (trainer_template/, bench/trainers/) are copied to a scratch directory first, "

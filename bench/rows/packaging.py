@@ -24,7 +24,7 @@ from bench.environment import (
 )
 from bench.harness import RowResult, alternate, paired_row, ratio_max
 
-RUNS = 7
+RUNS = 11
 GCLOUD_SCRIPT = SCRIPTS / "gcloud_sdist.py"
 AIPTRAIN_SCRIPT = SCRIPTS / "aiptrain_build.py"
 
