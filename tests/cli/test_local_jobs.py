@@ -158,7 +158,8 @@ def test_wait_timeout_exits_12_and_ctrl_c_detaches_with_130(trainer: Path) -> No
     assert "still" in timed_out.stderr
     follower = subprocess.Popen([sys.executable, "-m", "aiptrain", "jobs", "stream-logs", "sleepy"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2)
+    assert follower.stdout is not None
+    assert "\t" in follower.stdout.readline()  # it is following: the first log line arrived
     follower.send_signal(signal.SIGINT)
     _, stderr = follower.communicate(timeout=30)
     assert follower.returncode == 130
