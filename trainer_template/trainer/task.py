@@ -89,16 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
 def model_dir_for(job_dir: str | None, role: ClusterRole, environ: Mapping[str, str] | None = None) -> str:
     """Where this run writes: ``--job-dir``, else Vertex AI's base output directory, else a temp dir.
 
-    A hyperparameter tuning trial number (TF_CONFIG ``task.trial``) is appended to ``--job-dir``
-    so concurrent trials never share checkpoints. Vertex AI's ``AIP_MODEL_DIR`` is already per
-    trial: its parent is the base output directory. Replicas of one cluster without either agree
-    on a temp dir named after their cluster, so the evaluator and the workers find the chief's
-    checkpoints.
+    A hyperparameter tuning trial (TF_CONFIG ``task.trial``) writes to its own directory, so
+    concurrent trials never share checkpoints: where ``AIP_MODEL_DIR`` is set (Vertex AI and
+    aiptrain point it at ``<trial directory>/model``) that is its parent; otherwise (ml v1 gave
+    every trial the same ``--job-dir``) the trial number is appended to ``--job-dir``. Without
+    ``--job-dir``, the parent of ``AIP_MODEL_DIR`` is the output directory. Replicas of one
+    cluster without either agree on a temp dir named after their cluster, so the evaluator and
+    the workers find the chief's checkpoints.
     """
     env = os.environ if environ is None else environ
-    if job_dir:
-        return os.path.join(job_dir, role.trial) if role.trial else job_dir
     aip_model_dir = env.get("AIP_MODEL_DIR", "").rstrip("/")
+    if job_dir:
+        if not role.trial:
+            return job_dir
+        return os.path.dirname(aip_model_dir) if aip_model_dir else os.path.join(job_dir, role.trial)
     if aip_model_dir:
         return os.path.dirname(aip_model_dir)
     if role.cluster:
