@@ -1,9 +1,9 @@
 """The `local` backend: jobs run on this machine as real process clusters (aiptrain.runner).
 
 What it refuses up front (`unsupported`): custom containers and container commands (there is no
-container runtime here), Cloud TPUs, hyperparameter tuning (not available locally yet), a job
-without a Python module, and clusters larger than the local limit unless
-AIPTRAIN_LOCAL_REPLICA_CAP asks to shrink them. GPU requests run on the CPU, with a WARNING line
+container runtime here), Cloud TPUs, a job without a Python module, and clusters larger than the
+local limit unless AIPTRAIN_LOCAL_REPLICA_CAP asks to shrink them. Hyperparameter tuning jobs run
+their trials here too (`aiptrain.runner.tuning_job`). GPU requests run on the CPU, with a WARNING line
 in the job's log.
 """
 

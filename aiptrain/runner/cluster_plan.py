@@ -2,7 +2,8 @@
 
 `local_problems` is what the local backend refuses before anything is built or uploaded;
 `plan_cluster` is the replica groups the supervisor starts, after the optional replica cap, with
-the WARNING lines that tell the user what differs from the service.
+the WARNING lines that tell the user what differs from the service; `trials_at_once` is how many
+tuning trials (each a whole cluster) run side by side.
 """
 
 from __future__ import annotations
@@ -82,12 +83,6 @@ def local_problems(job: Job, catalog: Catalog, settings: LocalSettings) -> list[
             "trainingInput.pythonModule", "the local backend needs a Python module to run",
             "pass --module-name, e.g. --module-name trainer.task",
         ))
-    if training_input.hyperparameters is not None:
-        problems.append(Problem(
-            "trainingInput.hyperparameters",
-            "hyperparameter tuning is not available on the local backend yet",
-            "remove `hyperparameters` from the config to run one training, or use --backend vertex",
-        ))
     try:
         groups = resolve_cluster(training_input, catalog)
     except KeyError:
@@ -163,3 +158,21 @@ def plan_cluster(training_input: TrainingInput, catalog: Catalog, settings: Loca
             "whatever devices TensorFlow finds here)."
         )
     return LocalPlan(groups, warnings)
+
+
+def trials_at_once(max_parallel_trials: int, groups: list[ReplicaGroup]) -> tuple[int, str | None]:
+    """How many tuning trials run at once here, and a WARNING line if fewer than asked.
+
+    Each trial is a whole cluster; trials side by side may hold at most DEFAULT_MAX_REPLICAS
+    processes together (the same bound as one job's cluster), so maxParallelTrials is lowered
+    when its clusters would exceed it. Every trial still runs, only fewer at a time.
+    """
+    per_trial = max(1, total_replicas(groups))
+    fitting = max(1, DEFAULT_MAX_REPLICAS // per_trial)
+    if max_parallel_trials <= fitting:
+        return max_parallel_trials, None
+    return fitting, (
+        f"maxParallelTrials is {max_parallel_trials}, but {max_parallel_trials} trials of {per_trial} "
+        f"replica(s) each exceed the {DEFAULT_MAX_REPLICAS} processes this machine runs for one job; "
+        f"running {fitting} trial(s) at a time."
+    )

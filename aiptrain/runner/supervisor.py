@@ -7,9 +7,10 @@ It writes the terminal state before it exits, which is how `reaper` tells a cras
 
 Cancellation arrives as SIGTERM and as a flag in the store (whichever is seen first).
 
-Extension point for hyperparameter tuning: `job_body_for` picks the function that runs the job
-given a `JobContext`; `JobContext.run_replica_set(extra_args=..., extra_env=..., trial_id=...,
-job_dir=...)` runs one full replica set and may be called several times, from several threads.
+`job_body_for` picks the function that runs the job given a `JobContext`: one replica set, or
+the tuning study of `tuning_job` for a job with `hyperparameters`, which calls
+`JobContext.run_replica_set(extra_args=..., extra_env=..., trial_id=..., job_dir=..., stop=...)`
+once per trial, from several threads.
 """
 
 from __future__ import annotations
@@ -99,10 +100,13 @@ class JobContext:
         extra_env: Mapping[str, str] | None = None,
         trial_id: str | None = None,
         job_dir: str | None = None,
+        stop: threading.Event | None = None,
     ) -> ReplicaSetOutcome:
         """Run the job's cluster once: the job's args plus `extra_args`, then `--job-dir`.
 
         `job_dir` (gs:// or local) defaults to the job's jobDir; tuning passes JOB_DIR/TRIAL_ID.
+        `stop` ends this set alone (a tuning trial stopped early); it defaults to the job's
+        `stop`, and whoever passes another must also set it when the job's is set.
         Blocks until every process of the set is gone. Thread-safe.
         """
         training_input = self.training_input
@@ -138,7 +142,7 @@ class JobContext:
             evaluator_grace=self.settings.evaluator_grace,
         )
         observer = _StoreObserver(self.store, self.record.key, trial_id)
-        return run_replica_set(spec, policy, self.sink, self.stop, observer)
+        return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
 
 
 JobBody = Callable[[JobContext], ReplicaSetOutcome]
@@ -149,7 +153,12 @@ def run_single_training(context: JobContext) -> ReplicaSetOutcome:
 
 
 def job_body_for(record: JobRecord) -> JobBody:
-    """How to run this job. Hyperparameter tuning plugs in here (jobs with `hyperparameters`)."""
+    """How to run this job: one replica set, or a tuning study for jobs with `hyperparameters`."""
+    training_input = record.job.training_input
+    if training_input is not None and training_input.hyperparameters is not None:
+        from aiptrain.runner.tuning_job import run_tuning
+
+        return run_tuning
     return run_single_training
 
 

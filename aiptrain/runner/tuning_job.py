@@ -1,0 +1,375 @@
+"""The body of a hyperparameter tuning job on the local engine: trials as replica sets.
+
+`run_tuning(context)` is what `supervisor.job_body_for` picks for a job with `hyperparameters`.
+It asks the search (`aiptrain.tuning`) for combinations and runs each as a trial: one full
+replica set, started from its own thread, at most `maxParallelTrials` at once. A trial gets
+
+- `--NAME=VALUE` for every parameter, after the job's own arguments (then `--job-dir`);
+- TF_CONFIG `task.trial` and CLOUD_ML_TRIAL_ID set to its number ("1", "2", ...);
+- `--job-dir JOB_DIR/TRIAL` (and AIP_MODEL_DIR etc. under it), so trials never share outputs;
+- CLOUD_ML_HP_METRIC_FILE naming its own file, which cloudml-hypertune writes and this module
+  reads while the trial runs (early stopping) and after it ends (the final metric).
+
+`trainingOutput` is rewritten whenever a trial starts or ends. The job succeeds when at least one
+trial succeeded and fewer than the failed-trials limit failed; it fails as soon as that limit is
+reached (running trials are stopped); a cancel stops every running trial.
+"""
+
+from __future__ import annotations
+
+import queue
+import statistics
+import threading
+from dataclasses import dataclass, field
+
+from aiptrain.catalog import load_catalog
+from aiptrain.errors import NotFound
+from aiptrain.runner.clock import job_time
+from aiptrain.runner.cluster_plan import trials_at_once
+from aiptrain.runner.replica_set import ReplicaSetOutcome
+from aiptrain.runner.supervisor import JobContext
+from aiptrain.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, Job, JobState
+from aiptrain.tuning.early_stopping import MedianStoppingRule
+from aiptrain.tuning.metrics import METRIC_FILE_VARIABLE, MetricFile, MetricReport
+from aiptrain.tuning.plan import TuningPlan
+from aiptrain.tuning.search import PastTrial, Search, SearchSettings, Suggestion, make_search, seed_for
+from aiptrain.tuning.trials import objective_of, tuning_output
+from aiptrain.validate import check_hyperparameters
+
+_POLL_SECONDS = 0.25
+_FAILURE_DETAIL_MARK = " Its last error lines:"
+
+
+class _CannotTune(Exception):
+    """The job cannot start tuning (bad spec, unusable resumePreviousJobId); the job fails."""
+
+
+@dataclass
+class _Trial:
+    trial_id: str
+    suggestion: Suggestion
+    hyperparameters: dict[str, str]
+    metrics: MetricFile
+    stop: threading.Event = field(default_factory=threading.Event)
+    start_time: str = field(default_factory=job_time)
+    end_time: str | None = None
+    state: JobState = JobState.RUNNING
+    stopped_early: bool = False
+    failure: str | None = None
+    thread: threading.Thread | None = None
+
+    @property
+    def final(self) -> MetricReport | None:
+        return self.metrics.final if self.state == JobState.SUCCEEDED else None
+
+    def output(self) -> HyperparameterOutput:
+        final = self.final
+        return HyperparameterOutput(
+            trial_id=self.trial_id,
+            hyperparameters=dict(self.hyperparameters),
+            final_metric=None if final is None else FinalMetric(training_step=final.step,
+                                                                objective_value=final.value),
+            start_time=self.start_time,
+            end_time=self.end_time,
+            state=self.state,
+            is_trial_stopped_early=True if self.stopped_early else None,
+        )
+
+
+def _failure_summary(message: str | None) -> str:
+    """`The replica X exited ... (its last error line)` from a replica set's errorMessage."""
+    if not message:
+        return "failed"
+    lines = message.splitlines()
+    headline = lines[0].removesuffix(_FAILURE_DETAIL_MARK).strip()
+    last = next((line.strip() for line in reversed(lines[1:]) if line.strip()), None)
+    return f"{headline} ({last})" if last else headline
+
+
+class TuningRun:
+    def __init__(self, context: JobContext) -> None:
+        self.context = context
+        spec = context.training_input.hyperparameters
+        assert spec is not None
+        self.spec: HyperparameterSpec = spec
+        self.plan = TuningPlan.from_spec(spec)
+        self.resumed: list[HyperparameterOutput] = []
+        self.trials: dict[str, _Trial] = {}
+        self.finished: queue.Queue[tuple[str, ReplicaSetOutcome]] = queue.Queue()
+        self.next_number = 1
+        self.exhausted = False
+        self.cancelling = False
+        self.failing = False
+        self.rule = MedianStoppingRule(self.plan.maximize) if self.plan.early_stopping else None
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def say(self, message: str, severity: str = "INFO", trial_id: str | None = None) -> None:
+        self.context.say(message, severity, trial_id=trial_id)
+
+    @property
+    def running(self) -> list[_Trial]:
+        return [trial for trial in self.trials.values() if trial.state == JobState.RUNNING]
+
+    def count(self, state: JobState) -> int:
+        return sum(1 for trial in self.trials.values() if trial.state == state) + sum(
+            1 for trial in self.resumed if trial.state == state)
+
+    def publish(self) -> None:
+        outputs = [*self.resumed, *(trial.output() for trial in self.trials.values())]
+
+        def mutate(job: Job) -> None:
+            job.training_output = tuning_output(outputs, metric_tag=self.plan.metric_tag,
+                                                maximize=self.plan.maximize, previous=job.training_output)
+
+        self.context.store.update_resource(self.context.record.key, mutate)
+
+    # -- the study ----------------------------------------------------------------------------
+
+    def run(self) -> ReplicaSetOutcome:
+        try:
+            self.check_spec()
+            self.resumed = self.resumed_trials()
+        except _CannotTune as error:
+            self.say(str(error), "ERROR")
+            return ReplicaSetOutcome(JobState.FAILED, str(error))
+        record = self.context.record
+        history = [PastTrial(self.plan.space.parse(trial.hyperparameters or {}), objective_of(trial))
+                   for trial in self.resumed]
+        search = make_search(SearchSettings.of(self.plan, seed_for(record.project, record.job_id), history))
+        parallel, warning = trials_at_once(self.plan.max_parallel_trials, self.context.plan.groups)
+        if warning:
+            self.say(warning, "WARNING")
+        self.say(
+            f"Hyperparameter tuning: up to {self.plan.max_trials} trials, {parallel} at a time, "
+            f"{self.plan.algorithm.value}, {self.plan.goal_name} {self.plan.metric_tag}"
+            + (f", {len(self.resumed)} reused from job {self.plan.resume_from}" if self.plan.resume_from else "")
+            + ("; trials falling behind the median are stopped early" if self.rule else "") + "."
+        )
+        self.publish()
+        try:
+            self.study(search, parallel)
+        finally:
+            for trial in self.running:
+                trial.stop.set()
+            for trial in self.trials.values():
+                if trial.thread is not None:
+                    trial.thread.join()
+        return self.outcome()
+
+    def check_spec(self) -> None:
+        problems = check_hyperparameters(self.spec, load_catalog())
+        if problems:
+            raise _CannotTune("The hyperparameter spec is not valid: "
+                              + "; ".join(problem.render() for problem in problems))
+
+    def study(self, search: Search, parallel: int) -> None:
+        while True:
+            if self.context.stop.is_set() and not self.cancelling:
+                self.cancelling = True
+                self.stop_running("the job was cancelled")
+            self.collect(search, wait=bool(self.running))
+            self.watch_metrics()
+            if not (self.cancelling or self.failing) and self.count(JobState.FAILED) >= self.plan.failed_trials_limit:
+                self.failing = True
+                self.stop_running(f"{self.count(JobState.FAILED)} trials failed")
+            if not (self.cancelling or self.failing):
+                self.start_trials(search, parallel)
+            if not self.running and (self.cancelling or self.failing or not self.can_start_more()):
+                return
+
+    def can_start_more(self) -> bool:
+        return not self.exhausted and len(self.resumed) + len(self.trials) < self.plan.max_trials
+
+    def start_trials(self, search: Search, parallel: int) -> None:
+        while len(self.running) < parallel and self.can_start_more():
+            suggestion = search.ask()
+            if suggestion is None:
+                self.exhausted = True
+                self.say("Every combination of the grid has been tried.")
+                return
+            self.start(suggestion)
+
+    def start(self, suggestion: Suggestion) -> None:
+        trial_id = str(self.next_number)
+        self.next_number += 1
+        metric_path = self.context.layout.work_dir / trial_id / "hypertune.metrics"
+        metric_path.parent.mkdir(parents=True, exist_ok=True)
+        metric_path.unlink(missing_ok=True)
+        trial = _Trial(trial_id, suggestion, self.plan.space.as_text(suggestion.values),
+                       MetricFile(metric_path, self.plan.metric_tag))
+        self.trials[trial_id] = trial
+        arguments = self.plan.space.arguments(suggestion.values)
+        self.say(f"Trial {trial_id} starting: {' '.join(arguments)}", trial_id=trial_id)
+        job_dir = self.context.training_input.job_dir
+        trial.thread = threading.Thread(
+            target=self.run_trial,
+            args=(trial, arguments, f"{job_dir.rstrip('/')}/{trial_id}" if job_dir else None),
+            name=f"trial-{trial_id}",
+        )
+        trial.thread.start()
+        self.publish()
+
+    def run_trial(self, trial: _Trial, arguments: list[str], job_dir: str | None) -> None:
+        outcome = ReplicaSetOutcome(JobState.FAILED, "The trial ended without an outcome.")
+        try:
+            outcome = self.context.run_replica_set(
+                extra_args=arguments,
+                extra_env={METRIC_FILE_VARIABLE: str(trial.metrics.path)},
+                trial_id=trial.trial_id,
+                job_dir=job_dir,
+                stop=trial.stop,
+            )
+        except Exception as error:  # the study must hear of every trial's end
+            outcome = ReplicaSetOutcome(JobState.FAILED, f"The trial could not run: {error!r}")
+        finally:
+            self.finished.put((trial.trial_id, outcome))
+
+    def stop_running(self, reason: str) -> None:
+        running = self.running
+        if running:
+            names = ", ".join(trial.trial_id for trial in running)
+            self.say(f"Stopping running trial(s) {names}: {reason}.")
+        for trial in running:
+            trial.stop.set()
+
+    # -- results ------------------------------------------------------------------------------
+
+    def collect(self, search: Search, *, wait: bool) -> None:
+        try:
+            ended = [self.finished.get(timeout=_POLL_SECONDS) if wait else self.finished.get_nowait()]
+        except queue.Empty:
+            return
+        while True:
+            try:
+                ended.append(self.finished.get_nowait())
+            except queue.Empty:
+                break
+        for trial_id, outcome in ended:
+            self.end(self.trials[trial_id], outcome, search)
+        self.publish()
+
+    def end(self, trial: _Trial, outcome: ReplicaSetOutcome, search: Search) -> None:
+        if trial.thread is not None:
+            trial.thread.join()
+        trial.metrics.read()
+        trial.end_time = job_time()
+        if trial.stopped_early or outcome.state == JobState.SUCCEEDED:
+            trial.state = JobState.SUCCEEDED
+        elif outcome.state == JobState.CANCELLED:
+            trial.state = JobState.CANCELLED
+        else:
+            trial.state = JobState.FAILED
+            trial.failure = _failure_summary(outcome.error_message)
+        final = trial.final
+        search.tell(trial.suggestion, None if final is None else final.value)
+        tid = trial.trial_id
+        if trial.state == JobState.FAILED:
+            self.say(f"Trial {tid} failed: {trial.failure}", "ERROR", trial_id=tid)
+        elif trial.state == JobState.CANCELLED:
+            self.say(f"Trial {tid} cancelled.", trial_id=tid)
+        elif final is None:
+            self.say(f"Trial {tid} succeeded but reported no {self.plan.metric_tag} (report it with "
+                     "cloudml-hypertune); it cannot be ranked.", "WARNING", trial_id=tid)
+        else:
+            how = "stopped early" if trial.stopped_early else "succeeded"
+            self.say(f"Trial {tid} {how}: {self.plan.metric_tag}={final.value:.6g} at step {final.step}.",
+                     trial_id=tid)
+
+    def watch_metrics(self) -> None:
+        for trial in self.running:
+            if not trial.metrics.read() or self.rule is None or trial.stopped_early or trial.stop.is_set():
+                continue
+            verdict = self.rule.check(trial.metrics.reports, self.finished_reports())
+            if verdict is not None:
+                trial.stopped_early = True
+                self.say(f"Stopping trial {trial.trial_id} early: {verdict.explain(self.plan.metric_tag)}.",
+                         trial_id=trial.trial_id)
+                trial.stop.set()
+
+    def finished_reports(self) -> list[list[MetricReport]]:
+        """The reports of the trials that ran to a successful end, for the median stopping rule."""
+        reports = [trial.metrics.reports for trial in self.trials.values()
+                   if trial.state == JobState.SUCCEEDED and not trial.stopped_early]
+        for old in self.resumed:
+            metric = old.final_metric
+            if old.is_trial_stopped_early or metric is None or metric.objective_value is None:
+                continue
+            reports.append([MetricReport(metric.training_step or 0, metric.objective_value, 0.0)])
+        return [r for r in reports if r]
+
+    def outcome(self) -> ReplicaSetOutcome:
+        if self.cancelling:
+            return ReplicaSetOutcome(JobState.CANCELLED)
+        failed = [trial for trial in self.trials.values() if trial.state == JobState.FAILED]
+        details = "; ".join(f"trial {trial.trial_id}: {trial.failure}" for trial in failed)
+        if self.failing:
+            how = (f"maxFailedTrials is {self.spec.max_failed_trials}" if self.spec.max_failed_trials
+                   else f"maxFailedTrials is unset: the limit is {self.plan.failed_trials_limit}")
+            message = f"{len(failed)} trials failed, so the tuning job failed ({how}). {details}"
+            self.say(message, "ERROR")
+            return ReplicaSetOutcome(JobState.FAILED, message)
+        if self.count(JobState.SUCCEEDED) == 0:
+            message = "No trial succeeded." + (f" {details}" if details else "")
+            self.say(message, "ERROR")
+            return ReplicaSetOutcome(JobState.FAILED, message)
+        self.say(self.summary())
+        return ReplicaSetOutcome(JobState.SUCCEEDED)
+
+    def summary(self) -> str:
+        outputs = [*self.resumed, *(trial.output() for trial in self.trials.values())]
+        ranked = tuning_output(outputs, metric_tag=self.plan.metric_tag, maximize=self.plan.maximize).trials or []
+        values = [v for v in (objective_of(t) for t in ranked) if v is not None]
+        text = f"Tuning finished: {len(outputs)} trials, {self.count(JobState.SUCCEEDED)} succeeded"
+        if values:
+            best = ranked[0]
+            settings = ", ".join(f"{k}={v}" for k, v in (best.hyperparameters or {}).items())
+            text += (f"; best trial {best.trial_id} ({self.plan.metric_tag}={values[0]:.6g}, {settings})"
+                     f", median {statistics.median(values):.6g}")
+        return text + "."
+
+    # -- resumePreviousJobId --------------------------------------------------------------------
+
+    def resumed_trials(self) -> list[HyperparameterOutput]:
+        """The earlier job's successful trials that fit this job's space (and the next trial number)."""
+        previous_id = self.plan.resume_from
+        if not previous_id:
+            return []
+        record = self.context.record
+        where = f"resumePreviousJobId {previous_id!r}"
+        if previous_id == record.job_id:
+            raise _CannotTune(f"{where}: a job cannot resume itself")
+        try:
+            previous = self.context.store.get(record.project, previous_id)
+        except NotFound:
+            raise _CannotTune(f"{where}: there is no such job in project {record.project}") from None
+        if not previous.state.is_terminal:
+            raise _CannotTune(f"{where}: that job is still {previous.state.value}; wait for it to end "
+                              "(or cancel it) before resuming it")
+        old_input = previous.job.training_input
+        old_spec = old_input.hyperparameters if old_input is not None else None
+        if old_spec is None:
+            raise _CannotTune(f"{where}: that job is not a hyperparameter tuning job")
+        old_plan = TuningPlan.from_spec(old_spec)
+        if (old_plan.metric_tag, old_plan.maximize) != (self.plan.metric_tag, self.plan.maximize):
+            raise _CannotTune(f"{where}: that job tuned {old_plan.goal_name} {old_plan.metric_tag}, this one "
+                              f"{self.plan.goal_name} {self.plan.metric_tag}; their results do not compare")
+        old_trials = (previous.job.training_output.trials if previous.job.training_output else None) or []
+        numbers = [int(t.trial_id) for t in old_trials if t.trial_id is not None and t.trial_id.isdigit()]
+        self.next_number = max(numbers, default=0) + 1
+        reused = []
+        for trial in old_trials:
+            if trial.state != JobState.SUCCEEDED:
+                continue
+            try:
+                self.plan.space.parse(trial.hyperparameters or {})
+            except ValueError as error:
+                self.say(f"Not reusing trial {trial.trial_id} of job {previous_id}: {error} in this job's "
+                         "parameters.", "WARNING")
+                continue
+            reused.append(trial.model_copy(deep=True))
+        return reused[: self.plan.max_trials]
+
+
+def run_tuning(context: JobContext) -> ReplicaSetOutcome:
+    return TuningRun(context).run()
