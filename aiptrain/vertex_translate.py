@@ -1,5 +1,8 @@
 """An ml v1 training Job as a Vertex AI CustomJob, and a CustomJob presented as an ml v1 Job.
 
+A job with `hyperparameters` becomes a HyperparameterTuningJob whose trials run this CustomJob
+(`vertex_study`); `job_to_custom_job` gives the trial job and leaves the tuning to that module.
+
 Forward (`job_to_custom_job`): the replicas come from `resolve_cluster`, so scale tiers expand
 exactly as they do locally. Worker pool positions carry the roles (0 master, 1 workers, 2
 parameter servers, 3 evaluators); inner empty pools stay as `{}` and trailing ones are dropped.
@@ -7,7 +10,7 @@ Machine types, accelerators and executor images come from the catalog.
 
 Fields Vertex cannot express are refused with a Problem (`vertex_problems`), never dropped:
 
-- `hyperparameters`: a HyperparameterTuningJob, not a CustomJob; not supported yet.
+- `hyperparameters.resumePreviousJobId`: a HyperparameterTuningJob cannot resume another.
 - `scheduling.priority`: Vertex has no job priority.
 - `scheduling.maxWaitTime`: Vertex's `maxWaitDuration` only applies to the FLEX_START
   provisioning strategy, so mapping it would silently change how machines are obtained.
@@ -102,9 +105,10 @@ def vertex_problems(job: Job, catalog: Catalog) -> list[Problem]:
 
 
 def _check_unmappable_fields(ti: TrainingInput, refusals: ProblemList) -> None:
-    if ti.hyperparameters is not None:
-        refusals.add("trainingInput.hyperparameters", "tuning on vertex not supported yet",
-                     "run the tuning job with --backend local or mlv1, or drop hyperparameters")
+    if ti.hyperparameters is not None and ti.hyperparameters.resume_previous_job_id:
+        refusals.add("trainingInput.hyperparameters.resumePreviousJobId",
+                     "Vertex AI hyperparameter tuning jobs cannot continue an earlier job's trials",
+                     "remove resumePreviousJobId to start a new study, or resume on --backend local or mlv1")
     scheduling = ti.scheduling
     if scheduling is not None and scheduling.priority is not None:
         refusals.add("trainingInput.scheduling.priority", "Vertex AI custom jobs have no priority",

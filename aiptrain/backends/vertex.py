@@ -1,18 +1,22 @@
 """The `vertex` backend: the job runs as a Vertex AI CustomJob, and is shown as an ml v1 Job.
 
-The job ID becomes the CustomJob's display name. Vertex allows several CustomJobs with one display
-name, but an aiptrain job ID names one job, so `create_job` refuses (AlreadyExists, exit 1) when
-any CustomJob of that display name exists in the project and region, whatever its state: the
-alternative, silently picking one of several, would make describe/cancel/stream-logs ambiguous.
-Lookups use the newest CustomJob with that display name.
+A job with `hyperparameters` runs as a HyperparameterTuningJob instead (`vertex_study`), shown
+as an ml v1 tuning job with `trainingOutput.trials`. The job ID becomes the display name. Vertex
+allows several jobs with one display name, but an aiptrain job ID names one job, so `create_job`
+refuses (AlreadyExists, exit 1) when a CustomJob or a HyperparameterTuningJob of that display
+name exists in the project and region, whatever its state: the alternative, silently picking one
+of several, would make describe/cancel/stream-logs ambiguous. Lookups search both collections
+and use the newest job with that display name.
 
 Logs come from Cloud Logging: Vertex writes them under `resource.type="ml_job"` with the numeric
-CustomJob ID as `job_id`, and task names `workerpool<N>-<I>`, which are shown as the ml v1 names
-(`master-replica-0`, `worker-replica-1`, ...). `--task-name` accepts either form.
+job ID as `job_id` (a tuning job's trials under its ID, with `trial_id`), and task names
+`workerpool<N>-<I>`, which are shown as the ml v1 names (`master-replica-0`, `worker-replica-1`,
+...). `--task-name` accepts either form.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -23,15 +27,20 @@ from aiptrain.backends.rest import call, resolve_endpoint
 from aiptrain.catalog import Catalog, load_catalog
 from aiptrain.errors import AlreadyExists, NotFound, Problem, UsageError
 from aiptrain.spec import Job
-from aiptrain.vertex_translate import (
-    custom_job_to_job,
-    job_to_custom_job,
-    ml_task_name,
-    vertex_problems,
-    vertex_task_name,
-)
+from aiptrain.vertex_study import hyperparameter_tuning_job_to_job, is_tuning_job, vertex_request_body
+from aiptrain.vertex_translate import custom_job_to_job, ml_task_name, vertex_problems, vertex_task_name
 
 VERTEX_LOG_RESOURCE = 'resource.type="ml_job"'
+CUSTOM_JOBS = "customJobs"
+TUNING_JOBS = "hyperparameterTuningJobs"
+# The REST collections a job may live in; each list response holds its jobs under that name.
+_COLLECTIONS = (CUSTOM_JOBS, TUNING_JOBS)
+
+
+def collection_of(resource_name: str) -> str:
+    """`projects/P/locations/L/hyperparameterTuningJobs/N` -> `hyperparameterTuningJobs`."""
+    parts = resource_name.split("/")
+    return parts[-2] if len(parts) >= 2 and parts[-2] in _COLLECTIONS else CUSTOM_JOBS
 
 
 def default_endpoint(region: str) -> str:
@@ -49,7 +58,7 @@ class VertexBackend:
         self.catalog = catalog or load_catalog()
         self._client: Any = None
         self._logging: Any = None
-        # display name -> resource name of its CustomJob (names never change once created).
+        # display name -> resource name of its job (names never change once created).
         self._names: dict[str, str] = {}
 
     # -- clients ---------------------------------------------------------------------------
@@ -64,13 +73,14 @@ class VertexBackend:
     def endpoint(self) -> str:
         return resolve_endpoint(self.settings.api_endpoint, default_endpoint(self._require_region()))
 
-    @property
-    def _custom_jobs(self) -> Any:
+    def _jobs(self, collection: str) -> Any:
+        """The REST resource of `customJobs` or `hyperparameterTuningJobs`."""
         if self._client is None:
             from aiptrain.backends.rest import build_client
 
             self._client = build_client("aiplatform", "v1", self.endpoint)
-        return self._client.projects().locations().customJobs()
+        locations = self._client.projects().locations()
+        return locations.hyperparameterTuningJobs() if collection == TUNING_JOBS else locations.customJobs()
 
     @property
     def _entries(self) -> Any:
@@ -91,7 +101,12 @@ class VertexBackend:
         return vertex_problems(job, self.catalog)
 
     def request_body(self, job: Job) -> dict[str, Any]:
-        return job_to_custom_job(job, self.catalog)
+        return vertex_request_body(job, self.catalog)
+
+    def _as_job(self, resource: dict[str, Any]) -> Job:
+        if collection_of(str(resource.get("name") or "")) == TUNING_JOBS:
+            return hyperparameter_tuning_job_to_job(resource, self.catalog)
+        return custom_job_to_job(resource, self.catalog)
 
     def create_job(self, job: Job) -> Job:
         if not self.region and job.training_input is not None:
@@ -102,26 +117,29 @@ class VertexBackend:
         existing = self._find(job_id)
         if existing is not None:
             raise AlreadyExists(
-                f"a Vertex AI custom job named {job_id} already exists in {self._parent} "
-                f"({existing.get('name')})",
+                f"a Vertex AI job named {job_id} already exists in {self._parent} ({existing.get('name')})",
                 hint="job IDs name one job: choose another job ID",
             )
-        created = call(self._custom_jobs.create(parent=self._parent, body=body),
-                       what="customJobs.create", retry=False)
+        collection = TUNING_JOBS if is_tuning_job(job) else CUSTOM_JOBS
+        created = call(self._jobs(collection).create(parent=self._parent, body=body),
+                       what=f"{collection}.create", retry=False)
         if created.get("name"):
             self._names[job_id] = str(created["name"])
-        return custom_job_to_job(created, self.catalog)
+        return self._as_job(created)
 
     def get_job(self, job_id: str) -> Job:
-        return custom_job_to_job(self._require(job_id), self.catalog)
+        return self._as_job(self._require(job_id))
 
     def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
-        for custom_job in self._list(filter_text=None, page_size=page_size):
-            yield custom_job_to_job(custom_job, self.catalog)
+        """Custom and tuning jobs merged, newest first (each collection is listed newest first)."""
+        streams = [self._list(collection, filter_text=None, page_size=page_size) for collection in _COLLECTIONS]
+        for resource in heapq.merge(*streams, key=lambda r: str(r.get("createTime") or ""), reverse=True):
+            yield self._as_job(resource)
 
     def cancel_job(self, job_id: str) -> None:
         name = self._resource_name(job_id)
-        call(self._custom_jobs.cancel(name=name, body={}), what="customJobs.cancel", retry=True)
+        collection = collection_of(name)
+        call(self._jobs(collection).cancel(name=name, body={}), what=f"{collection}.cancel", retry=True)
 
     def read_logs(
         self,
@@ -139,20 +157,21 @@ class VertexBackend:
 
     # -- lookups by display name -------------------------------------------------------------
 
-    def _list(self, *, filter_text: str | None, page_size: int = 100) -> Iterator[dict[str, Any]]:
+    def _list(self, collection: str, *, filter_text: str | None, page_size: int = 100) -> Iterator[dict[str, Any]]:
         page_token: str | None = None
         while True:
-            request = self._custom_jobs.list(parent=self._parent, filter=filter_text, pageSize=page_size,
-                                             pageToken=page_token)
-            response = call(request, what="customJobs.list", retry=True) or {}
-            yield from response.get("customJobs") or []
+            request = self._jobs(collection).list(parent=self._parent, filter=filter_text, pageSize=page_size,
+                                                  pageToken=page_token)
+            response = call(request, what=f"{collection}.list", retry=True) or {}
+            yield from response.get(collection) or []
             page_token = response.get("nextPageToken")
             if not page_token:
                 return
 
     def _find(self, job_id: str) -> dict[str, Any] | None:
-        """The newest CustomJob displayed as `job_id`, or None."""
-        matches = list(self._list(filter_text=f"display_name={_logs.quote(job_id)}"))
+        """The newest custom or tuning job displayed as `job_id`, or None."""
+        name_filter = f"display_name={_logs.quote(job_id)}"
+        matches = [job for collection in _COLLECTIONS for job in self._list(collection, filter_text=name_filter)]
         # The server filters already; re-check in case a server treats the filter loosely.
         matches = [m for m in matches if m.get("displayName") == job_id]
         if not matches:
@@ -164,15 +183,16 @@ class VertexBackend:
     def _require(self, job_id: str) -> dict[str, Any]:
         name = self._names.get(job_id)
         if name is not None:
+            collection = collection_of(name)
             try:
-                data: dict[str, Any] = call(self._custom_jobs.get(name=name), what="customJobs.get",
+                data: dict[str, Any] = call(self._jobs(collection).get(name=name), what=f"{collection}.get",
                                             retry=True)
                 return data
             except NotFound:
                 self._names.pop(job_id, None)
         found = self._find(job_id)
         if found is None:
-            raise NotFound(f"no Vertex AI custom job named {job_id} in {self._parent}",
+            raise NotFound(f"no Vertex AI custom or tuning job named {job_id} in {self._parent}",
                            hint="list jobs with `aiptrain --backend vertex jobs list`")
         return found
 

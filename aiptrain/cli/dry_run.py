@@ -12,11 +12,12 @@ from aiptrain.submission import SubmissionPlan, plan_summary
 
 
 def _vertex_translation(plan: SubmissionPlan, catalog: Catalog) -> dict[str, Any]:
-    """The Vertex AI CustomJob this job becomes, or the reasons it cannot."""
-    from aiptrain.vertex_translate import job_to_custom_job
+    """The Vertex AI CustomJob (HyperparameterTuningJob for tuning) this job becomes, or why it cannot."""
+    from aiptrain.vertex_study import is_tuning_job, vertex_request_body
 
+    kind = "hyperparameterTuningJob" if is_tuning_job(plan.job) else "customJob"
     try:
-        return {"customJob": job_to_custom_job(plan.job, catalog)}
+        return {kind: vertex_request_body(plan.job, catalog)}
     except ValidationFailed as failed:
         return {"problems": [p.render() for p in failed.problems]}
 
@@ -66,6 +67,12 @@ def _text(plan: SubmissionPlan, document: dict[str, Any]) -> str:
     if "problems" in vertex:
         lines.append("Vertex AI translation: not possible:")
         lines += [f"  - {problem}" for problem in vertex["problems"]]
+    elif "hyperparameterTuningJob" in vertex:
+        tuning = vertex["hyperparameterTuningJob"]
+        pools = tuning.get("trialJobSpec", {}).get("workerPoolSpecs", [])
+        lines.append(f"Vertex AI translation: a HyperparameterTuningJob of up to {tuning['maxTrialCount']} "
+                     f"trials ({tuning['parallelTrialCount']} at a time), each a CustomJob with {len(pools)} "
+                     "worker pool(s).")
     else:
         pools = vertex["customJob"].get("jobSpec", {}).get("workerPoolSpecs", [])
         lines.append(f"Vertex AI translation: a CustomJob with {len(pools)} worker pool(s).")

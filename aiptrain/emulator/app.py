@@ -1,4 +1,4 @@
-"""The emulator's HTTP application: ml v1 jobs, Vertex AI customJobs and logging v2 entries.
+"""The emulator's HTTP application: ml v1 jobs, Vertex AI custom and tuning jobs, logging v2 entries.
 
 Routes (the paths googleapiclient builds from the discovery documents):
 
@@ -10,6 +10,10 @@ Routes (the paths googleapiclient builds from the discovery documents):
     GET  /v1/projects/{p}/locations/{l}/customJobs               aiplatform ... customJobs.list
     GET  /v1/projects/{p}/locations/{l}/customJobs/{n}           aiplatform ... customJobs.get
     POST /v1/projects/{p}/locations/{l}/customJobs/{n}:cancel    aiplatform ... customJobs.cancel
+    POST /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs            ... hyperparameterTuningJobs.create
+    GET  /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs            ... hyperparameterTuningJobs.list
+    GET  /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{n}        ... hyperparameterTuningJobs.get
+    POST /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{n}:cancel ... hyperparameterTuningJobs.cancel
     POST /v2/entries:list                                        logging.entries.list
 
 Every answer is JSON; every error is Google's error object. When a token is configured, each
@@ -32,11 +36,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from aiptrain.emulator import logging_api, mlv1_api, vertex_api
-from aiptrain.emulator.customjobs import CustomJobStore
+from aiptrain.emulator import logging_api, mlv1_api, tuning_api, vertex_api
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.faults import FaultPlan
 from aiptrain.emulator.services import Services
+from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TUNING_JOBS, VertexJobStore
 from aiptrain.errors import AiptrainError
 
 if TYPE_CHECKING:
@@ -107,14 +111,16 @@ def create_app(
     """The ASGI app over `engine`.
 
     storage_root: where `gs://` URIs live (default: the engine home's `storage`, the local store)
-    state_dir:    where CustomJob records are kept (default: the engine home's `emulator`)
+    state_dir:    where Vertex job records are kept (default: the engine home's `emulator`)
     faults:       test-only fault injection (see `faults`)
     """
     home = _engine_home(engine)
+    records = state_dir or home / "emulator"
     services = Services(
         engine=engine,
         storage_root=storage_root or home / "storage",
-        custom_jobs=CustomJobStore((state_dir or home / "emulator") / "custom_jobs"),
+        custom_jobs=VertexJobStore(records / "custom_jobs", CUSTOM_JOBS),
+        tuning_jobs=VertexJobStore(records / "hyperparameter_tuning_jobs", TUNING_JOBS),
     )
 
     def route(path: str, method: str, handler: Handler) -> Route:
@@ -122,6 +128,7 @@ def create_app(
 
     jobs = "/v1/projects/{project}/jobs"
     custom = "/v1/projects/{project}/locations/{location}/customJobs"
+    tuning = "/v1/projects/{project}/locations/{location}/hyperparameterTuningJobs"
     routes = [
         route(f"{jobs}/{{job_id}}:cancel", "POST",
               lambda p, q, b: mlv1_api.cancel_job(services, p["project"], p["job_id"], b)),
@@ -138,6 +145,16 @@ def create_app(
         route(f"{custom}/{{custom_job}}", "GET",
               lambda p, q, b: vertex_api.get_custom_job(services, p["project"], p["location"],
                                                         p["custom_job"])),
+        route(f"{tuning}/{{tuning_job}}:cancel", "POST",
+              lambda p, q, b: tuning_api.cancel_tuning_job(services, p["project"], p["location"],
+                                                           p["tuning_job"], b)),
+        route(tuning, "POST",
+              lambda p, q, b: tuning_api.create_tuning_job(services, p["project"], p["location"], b)),
+        route(tuning, "GET",
+              lambda p, q, b: tuning_api.list_tuning_jobs(services, p["project"], p["location"], q)),
+        route(f"{tuning}/{{tuning_job}}", "GET",
+              lambda p, q, b: tuning_api.get_tuning_job(services, p["project"], p["location"],
+                                                        p["tuning_job"])),
         route("/v2/entries:list", "POST", lambda p, q, b: logging_api.list_entries(services, b)),
     ]
     not_found = _endpoint(_unknown_method, token=token, faults=None)

@@ -2,8 +2,8 @@
 
 Entries look like the ones the service wrote: resource type `ml_job` with `job_id` and
 `task_name` labels, the task name repeated in the entry labels, `trial_id` for tuning trials.
-For a job created through `customJobs`, `job_id` is the numeric CustomJob ID and the task names
-are Vertex's (`workerpool0-0`). The filter is evaluated in full (see `query`); its `job_id`
+For a job created through `customJobs` or `hyperparameterTuningJobs`, `job_id` is its numeric ID
+and the task names are Vertex's (`workerpool0-0`). The filter is evaluated in full (see `query`); its `job_id`
 comparison picks the job to read, and any lower bound on `timestamp` lets the reader start at the
 follower's cursor instead of the beginning of the log. Only `timestamp asc` order is served.
 """
@@ -103,7 +103,7 @@ def list_entries(services: Services, body: Any) -> dict[str, Any]:
     if token is not None and token.get("f") != filter_text:
         raise invalid_argument([Violation("page_token", "The page token belongs to another filter.")])
 
-    record = services.custom_jobs.by_numeric_id(job_label) if job_label.isdigit() else None
+    record = services.vertex_job_by_numeric_id(job_label) if job_label.isdigit() else None
     if record is not None and record.project != project:
         record = None
     engine_job_id = record.engine_job_id if record is not None else job_label

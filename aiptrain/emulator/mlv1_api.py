@@ -2,19 +2,22 @@
 
 The same rules as the service: the body is a Job checked against the discovery schema, the job
 ID must start with a letter and hold only letters, digits and underscores (400 on `job_id`), a
-taken ID is 409 ALREADY_EXISTS, a missing job 404 NOT_FOUND, an empty list `{}`.
+taken ID is 409 ALREADY_EXISTS, a missing job 404 NOT_FOUND, an empty list `{}`. A tuning job's
+`hyperparameters` are checked on create (400 with one violation per problem) and its trials run
+in the engine, reported in `trainingOutput`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from aiptrain.catalog import load_catalog
 from aiptrain.emulator.errors import ApiError, field_error, from_aiptrain_error
 from aiptrain.emulator.packages import check_output_dir, stage_packages
 from aiptrain.emulator.services import Services, page_size
-from aiptrain.errors import AiptrainError, NotFound
+from aiptrain.errors import AiptrainError, NotFound, ValidationFailed
 from aiptrain.spec import parse_job
-from aiptrain.validate import JOB_ID_PATTERN
+from aiptrain.validate import JOB_ID_PATTERN, check_hyperparameters
 
 JOB_ID_RULE = "A name should start with a letter and contain only letters, numbers and underscores."
 JOB_ID_MAX_LENGTH = 128
@@ -47,6 +50,11 @@ def create_job(services: Services, project: str, body: Any) -> dict[str, Any]:
     stage_packages(uris, services.storage_root, field_prefix="job.training_input.package_uris")
     try:
         job = parse_job(job_data)
+        # The service checked a tuning spec on create, before anything ran.
+        problems = check_hyperparameters(job.training_input.hyperparameters if job.training_input else None,
+                                         load_catalog())
+        if problems:
+            raise ValidationFailed(problems)
         created = services.engine.submit(project, job)
     except AiptrainError as error:
         raise from_aiptrain_error(error, root="job") from None

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiptrain.emulator.customjobs import CustomJobStore
 from aiptrain.emulator.discovery import discovery_document
 from aiptrain.emulator.errors import ApiError, invalid_argument
 from aiptrain.emulator.schema import SchemaValidator, Violation
+from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore
 
 if TYPE_CHECKING:
     from aiptrain.runner.engine import LocalEngine
@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 class Services:
     engine: LocalEngine
     storage_root: Path
-    custom_jobs: CustomJobStore
+    custom_jobs: VertexJobStore
+    tuning_jobs: VertexJobStore
+
+    def vertex_job_by_numeric_id(self, numeric_id: str) -> VertexJobRecord | None:
+        """The custom or tuning job with this numeric ID (random 19-digit numbers: never shared in practice)."""
+        return self.custom_jobs.by_numeric_id(numeric_id) or self.tuning_jobs.by_numeric_id(numeric_id)
 
     def validated(self, api: str, version: str, body: Any, schema_id: str, root: str) -> dict[str, Any]:
         """The body checked against the API's schema, camelCase keys; 400 on any violation."""

@@ -11,14 +11,15 @@ TensorBoard, ...) are accepted and have no effect on a local run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from aiptrain.emulator.customjobs import CustomJobRecord
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error, invalid_argument
 from aiptrain.emulator.packages import check_output_dir, stage_packages
 from aiptrain.emulator.query import FilterError, parse_filter
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services, decode_token, encode_token, page_size
+from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore
 from aiptrain.errors import AiptrainError, NotFound
 from aiptrain.spec import Job, JobState
 from aiptrain.vertex_translate import ML_TO_VERTEX_STATE, custom_job_to_job
@@ -35,9 +36,9 @@ def _not_found(name: str) -> ApiError:
     return ApiError("NOT_FOUND", f'The CustomJob "{name}" does not exist.')
 
 
-def _check_pools(spec: dict[str, Any]) -> None:
+def check_pools(spec: dict[str, Any], root: str = "custom_job.job_spec.worker_pool_specs") -> None:
+    """Refuse worker pools a local job cannot run; `root` is the pools' field path in errors."""
     pools = spec.get("workerPoolSpecs") or []
-    root = "custom_job.job_spec.worker_pool_specs"
     if not pools or not pools[0]:
         raise invalid_argument([Violation(root, "The first worker pool (the chief) must be specified.")])
     if len(pools) > 4:
@@ -81,7 +82,7 @@ def create_custom_job(services: Services, project: str, location: str, body: Any
     if not custom_job.get("displayName"):
         raise invalid_argument([Violation("custom_job.display_name", "The display name is required.")])
     spec = custom_job.get("jobSpec") or {}
-    _check_pools(spec)
+    check_pools(spec)
     check_output_dir((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix"), services.storage_root,
                      field="custom_job.job_spec.base_output_directory.output_uri_prefix")
     uris = (spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("packageUris")) or []
@@ -102,22 +103,28 @@ def create_custom_job(services: Services, project: str, location: str, body: Any
     return present(services, record)
 
 
-def _record(services: Services, project: str, location: str, numeric_id: str) -> CustomJobRecord:
+def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:
     record = services.custom_jobs.get(project, location, numeric_id)
     if record is None:
         raise _not_found(f"projects/{project}/locations/{location}/customJobs/{numeric_id}")
     return record
 
 
-def present(services: Services, record: CustomJobRecord, job: Job | None = None) -> dict[str, Any]:
+def present(services: Services, record: VertexJobRecord, job: Job | None = None) -> dict[str, Any]:
     """The CustomJob as Vertex returns it: the request plus name, state, times and error."""
+    return present_vertex_job(services, record, job, not_found=_not_found)
+
+
+def present_vertex_job(services: Services, record: VertexJobRecord, job: Job | None,
+                       not_found: Callable[[str], ApiError]) -> dict[str, Any]:
+    """A Vertex job (any collection) from its record and engine job: name, state, times, error."""
     if job is None:
         try:
             job = services.engine.get(record.project, record.engine_job_id)
         except NotFound:
-            raise _not_found(record.name) from None
+            raise not_found(record.name) from None
     state = JobState(job.state or JobState.STATE_UNSPECIFIED)
-    body: dict[str, Any] = {"name": record.name, **record.custom_job, "state": ML_TO_VERTEX_STATE[state]}
+    body: dict[str, Any] = {"name": record.name, **record.request, "state": ML_TO_VERTEX_STATE[state]}
     if job.create_time:
         body["createTime"] = job.create_time
     if job.start_time:
@@ -136,7 +143,7 @@ def get_custom_job(services: Services, project: str, location: str, numeric_id: 
     return present(services, _record(services, project, location, numeric_id))
 
 
-def _filter_view(record: CustomJobRecord, presented: dict[str, Any]) -> dict[str, Any]:
+def _filter_view(record: VertexJobRecord, presented: dict[str, Any]) -> dict[str, Any]:
     """The fields AIP-160 filters name (snake_case), for one job."""
     return {
         "display_name": presented.get("displayName", ""),
@@ -149,6 +156,14 @@ def _filter_view(record: CustomJobRecord, presented: dict[str, Any]) -> dict[str
 
 
 def list_custom_jobs(services: Services, project: str, location: str, query: dict[str, str]) -> dict[str, Any]:
+    return list_vertex_jobs(services, services.custom_jobs, lambda record: present(services, record),
+                            project, location, query)
+
+
+def list_vertex_jobs(services: Services, store: VertexJobStore,
+                     present_record: Callable[[VertexJobRecord], dict[str, Any]],
+                     project: str, location: str, query: dict[str, str]) -> dict[str, Any]:
+    """One page of a collection, newest first, filtered (AIP-160) and paged like Vertex."""
     size = page_size(query, default=LIST_DEFAULT_PAGE_SIZE, maximum=LIST_MAX_PAGE_SIZE)
     try:
         job_filter = parse_filter(query.get("filter"), time_fields=frozenset({"create_time", "update_time"}))
@@ -161,9 +176,9 @@ def list_custom_jobs(services: Services, project: str, location: str, query: dic
             raise invalid_argument([Violation("page_token", "The page token belongs to another filter.")])
         offset = int(token.get("offset", 0))
     matching: list[dict[str, Any]] = []
-    for record in services.custom_jobs.list(project, location):
+    for record in store.list(project, location):
         try:
-            presented = present(services, record)
+            presented = present_record(record)
         except ApiError:
             continue  # its engine job is gone
         try:
@@ -175,7 +190,7 @@ def list_custom_jobs(services: Services, project: str, location: str, query: dic
     page = matching[offset:offset + size]
     response: dict[str, Any] = {}
     if page:
-        response["customJobs"] = page
+        response[store.collection] = page
     if offset + size < len(matching):
         response["nextPageToken"] = encode_token({"offset": offset + size, "filter": query.get("filter", "")})
     return response
@@ -185,11 +200,15 @@ def cancel_custom_job(services: Services, project: str, location: str, numeric_i
                       body: Any) -> dict[str, Any]:
     services.validated("aiplatform", "v1", body if body is not None else {},
                        "GoogleCloudAiplatformV1CancelCustomJobRequest", "")
-    record = _record(services, project, location, numeric_id)
+    return cancel_vertex_job(services, _record(services, project, location, numeric_id), _not_found)
+
+
+def cancel_vertex_job(services: Services, record: VertexJobRecord,
+                      not_found: Callable[[str], ApiError]) -> dict[str, Any]:
     try:
-        services.engine.cancel(project, record.engine_job_id)
+        services.engine.cancel(record.project, record.engine_job_id)
     except NotFound:
-        raise _not_found(record.name) from None
+        raise not_found(record.name) from None
     except AiptrainError as error:
         raise from_aiptrain_error(error, root="name") from None
     return {}

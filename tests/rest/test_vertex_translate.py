@@ -208,13 +208,13 @@ def test_unmappable_fields_are_refused_with_paths() -> None:
         "runtimeVersion": "1.15", "pythonVersion": "2.7", "region": "us-central1",
         "packageUris": [PACKAGE], "pythonModule": "t.task",
         "scheduling": {"priority": 5, "maxWaitTime": "3600s"},
-        "hyperparameters": {"goal": "MAXIMIZE", "maxTrials": 2, "params": []},
+        "hyperparameters": {"goal": "MAXIMIZE", "maxTrials": 2, "params": [], "resumePreviousJobId": "old"},
         "scaleTier": "CUSTOM", "masterType": "n1-standard-4",
         "workerType": "cloud_tpu", "workerCount": "1",
         "workerConfig": {"acceleratorConfig": {"type": "TPU_V3_POD", "count": "32"}, "tpuTfVersion": "2.8"},
     }}
     assert problem_paths(data) == [
-        "trainingInput.hyperparameters",
+        "trainingInput.hyperparameters.resumePreviousJobId",
         "trainingInput.scheduling.priority",
         "trainingInput.scheduling.maxWaitTime",
         "trainingInput.pythonVersion",
@@ -223,7 +223,7 @@ def test_unmappable_fields_are_refused_with_paths() -> None:
     ]
     with pytest.raises(ValidationFailed) as raised:
         job_to_custom_job(parse_job(data), load_catalog())
-    assert "tuning on vertex not supported yet" in str(raised.value)
+    assert "cannot continue an earlier job" in str(raised.value)
     assert all(p.hint for p in raised.value.problems)
 
 

@@ -1,0 +1,166 @@
+"""Vertex AI `projects.locations.hyperparameterTuningJobs`: create, get, list, cancel, over the engine.
+
+A HyperparameterTuningJob is reverse-translated into an ml v1 tuning job (`vertex_study`: its
+`trialJobSpec` read as the customJobs route reads a CustomJob, its `studySpec` as
+`hyperparameters`) and run by the engine's tuning body; it is reported with Vertex's JOB_STATE_*
+names and its trials as Vertex Trials. Bodies are checked against the discovery schema like every
+other route, then as Vertex does: display name, study spec, trial job spec, maxTrialCount and
+parallelTrialCount are required, and the study must be valid (400 INVALID_ARGUMENT). Refused with
+400 FAILED_PRECONDITION, because the local engine cannot honour them: what the customJobs route
+refuses in the trial job, more than one metric, safety metrics, conditional parameters, study
+stopping conditions, BEST_MEASUREMENT (the final metric is the last report, as on ml v1), and
+stopping rules other than the median rule on steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiptrain.catalog import load_catalog
+from aiptrain.emulator.errors import ApiError, from_aiptrain_error, invalid_argument
+from aiptrain.emulator.packages import check_output_dir, stage_packages
+from aiptrain.emulator.schema import Violation
+from aiptrain.emulator.services import Services
+from aiptrain.emulator.vertex_api import cancel_vertex_job, check_pools, list_vertex_jobs, present_vertex_job
+from aiptrain.emulator.vertex_jobs import VertexJobRecord
+from aiptrain.errors import AiptrainError, NotFound, Problem
+from aiptrain.spec import Job
+from aiptrain.tuning.trials import trial_number
+from aiptrain.validate import check_hyperparameters
+from aiptrain.vertex_study import hyperparameter_tuning_job_to_job, hyperparameters_from_study, output_to_trial
+
+ROOT = "hyperparameter_tuning_job"
+INPUT_FIELDS = ("displayName", "studySpec", "maxTrialCount", "parallelTrialCount", "maxFailedTrialCount",
+                "trialJobSpec", "labels", "encryptionSpec")
+_REQUIRED = (("displayName", "display_name"), ("studySpec", "study_spec"), ("trialJobSpec", "trial_job_spec"),
+             ("maxTrialCount", "max_trial_count"), ("parallelTrialCount", "parallel_trial_count"))
+# ml v1 HyperparameterSpec field -> the HyperparameterTuningJob field it came from.
+_FIELD_OF = {"maxTrials": "max_trial_count", "maxParallelTrials": "parallel_trial_count",
+             "maxFailedTrials": "max_failed_trial_count"}
+
+
+def _not_found(name: str) -> ApiError:
+    return ApiError("NOT_FOUND", f'The HyperparameterTuningJob "{name}" does not exist.')
+
+
+def _unsupported(field: str, message: str) -> ApiError:
+    return ApiError("FAILED_PRECONDITION", message, (Violation(field, message),))
+
+
+def _check_required(request: dict[str, Any]) -> None:
+    missing = [Violation(f"{ROOT}.{name}", f"The {name.replace('_', ' ')} is required.")
+               for key, name in _REQUIRED if not request.get(key)]
+    if missing:
+        raise invalid_argument(missing)
+
+
+def _check_study(study: dict[str, Any]) -> None:
+    root = f"{ROOT}.study_spec"
+    metrics = study.get("metrics") or []
+    if not metrics:
+        raise invalid_argument([Violation(f"{root}.metrics", "At least one metric is required.")])
+    if len(metrics) > 1:
+        raise _unsupported(f"{root}.metrics", "The aiptrain emulator tunes one metric (ml v1's "
+                           "hyperparameterMetricTag).")
+    if metrics[0].get("safetyConfig"):
+        raise _unsupported(f"{root}.metrics[0].safety_config", "Safety metrics are not supported by the aiptrain "
+                           "emulator.")
+    for index, parameter in enumerate(study.get("parameters") or []):
+        if parameter.get("conditionalParameterSpecs"):
+            raise _unsupported(f"{root}.parameters[{index}].conditional_parameter_specs",
+                               "Conditional parameters are not supported by the aiptrain emulator.")
+    if study.get("studyStoppingConfig"):
+        raise _unsupported(f"{root}.study_stopping_config", "Study stopping conditions are not supported by the "
+                           "aiptrain emulator; maxTrialCount ends the study.")
+    for key, name in (("decayCurveStoppingSpec", "decay_curve_stopping_spec"),
+                      ("convexAutomatedStoppingSpec", "convex_automated_stopping_spec")):
+        if key in study:
+            raise _unsupported(f"{root}.{name}", "The aiptrain emulator stops trials early with the median rule "
+                               "only (medianAutomatedStoppingSpec).")
+    if (study.get("medianAutomatedStoppingSpec") or {}).get("useElapsedDuration"):
+        raise _unsupported(f"{root}.median_automated_stopping_spec.use_elapsed_duration",
+                           "The aiptrain emulator compares trials at the same step, not the same elapsed time.")
+    if study.get("measurementSelectionType") == "BEST_MEASUREMENT":
+        raise _unsupported(f"{root}.measurement_selection_type", "The aiptrain emulator takes a trial's last "
+                           "measurement as its final one (LAST_MEASUREMENT), as ml v1 did.")
+
+
+def _violation(problem: Problem) -> Violation:
+    """A HyperparameterSpec problem, pointed at the HyperparameterTuningJob field it came from."""
+    parts = problem.path.removeprefix("trainingInput.hyperparameters").lstrip(".")
+    head = parts.split(".", 1)[0].split("[", 1)[0]
+    if head in _FIELD_OF:
+        field = f"{ROOT}.{_FIELD_OF[head]}"
+    elif parts.startswith("params["):
+        field = f"{ROOT}.study_spec.parameters[{parts[len('params['):].split(']', 1)[0]}]"
+    else:
+        field = f"{ROOT}.study_spec"
+    return Violation(field, problem.message + (f" ({problem.hint})" if problem.hint else ""))
+
+
+def create_tuning_job(services: Services, project: str, location: str, body: Any) -> dict[str, Any]:
+    data = services.validated("aiplatform", "v1", body, "GoogleCloudAiplatformV1HyperparameterTuningJob", ROOT)
+    request = {key: data[key] for key in INPUT_FIELDS if key in data}
+    _check_required(request)
+    _check_study(request["studySpec"])
+    spec = request["trialJobSpec"]
+    pools_root = f"{ROOT}.trial_job_spec.worker_pool_specs"
+    check_pools(spec, root=pools_root)
+    check_output_dir((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix"), services.storage_root,
+                     field=f"{ROOT}.trial_job_spec.base_output_directory.output_uri_prefix")
+    problems = check_hyperparameters(hyperparameters_from_study(request), load_catalog())
+    if problems:
+        raise invalid_argument([_violation(problem) for problem in problems])
+    uris = spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("packageUris") or []
+    stage_packages(uris, services.storage_root, field_prefix=f"{pools_root}[0].python_package_spec.package_uris")
+
+    record = services.tuning_jobs.reserve(project, location, request)
+    try:
+        job = hyperparameter_tuning_job_to_job({**request, "name": record.name})
+        job.job_id = record.engine_job_id
+        services.engine.submit(project, job)
+    except AiptrainError as error:
+        services.tuning_jobs.forget(record.numeric_id)
+        raise from_aiptrain_error(error, root=ROOT) from None
+    except BaseException:
+        services.tuning_jobs.forget(record.numeric_id)
+        raise
+    return present(services, record)
+
+
+def present(services: Services, record: VertexJobRecord) -> dict[str, Any]:
+    """The HyperparameterTuningJob as Vertex returns it, with its trials in trial order."""
+    try:
+        job: Job = services.engine.get(record.project, record.engine_job_id)
+    except NotFound:
+        raise _not_found(record.name) from None
+    body = present_vertex_job(services, record, job, _not_found)
+    outputs = (job.training_output.trials if job.training_output else None) or []
+    if outputs:
+        spec = hyperparameters_from_study(record.request)
+        ordered = sorted(outputs, key=trial_number)
+        body["trials"] = [output_to_trial(output, spec) for output in ordered]
+    return body
+
+
+def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:
+    record = services.tuning_jobs.get(project, location, numeric_id)
+    if record is None:
+        raise _not_found(f"projects/{project}/locations/{location}/hyperparameterTuningJobs/{numeric_id}")
+    return record
+
+
+def get_tuning_job(services: Services, project: str, location: str, numeric_id: str) -> dict[str, Any]:
+    return present(services, _record(services, project, location, numeric_id))
+
+
+def list_tuning_jobs(services: Services, project: str, location: str, query: dict[str, str]) -> dict[str, Any]:
+    return list_vertex_jobs(services, services.tuning_jobs, lambda record: present(services, record),
+                            project, location, query)
+
+
+def cancel_tuning_job(services: Services, project: str, location: str, numeric_id: str,
+                      body: Any) -> dict[str, Any]:
+    services.validated("aiplatform", "v1", body if body is not None else {},
+                       "GoogleCloudAiplatformV1CancelHyperparameterTuningJobRequest", "")
+    return cancel_vertex_job(services, _record(services, project, location, numeric_id), _not_found)
