@@ -41,7 +41,7 @@ _FAILURE_DETAIL_MARK = " Its last error lines:"
 
 
 class _CannotTune(Exception):
-    """The job cannot start tuning (bad spec, unusable resumePreviousJobId); the job fails."""
+    """The job cannot start tuning (an unusable resumePreviousJobId); the job fails."""
 
 
 @dataclass
@@ -87,11 +87,9 @@ def _failure_summary(message: str | None) -> str:
 
 
 class TuningRun:
-    def __init__(self, context: JobContext) -> None:
+    def __init__(self, context: JobContext, spec: HyperparameterSpec) -> None:
         self.context = context
-        spec = context.training_input.hyperparameters
-        assert spec is not None
-        self.spec: HyperparameterSpec = spec
+        self.spec = spec
         self.plan = TuningPlan.from_spec(spec)
         self.resumed: list[HyperparameterOutput] = []
         self.trials: dict[str, _Trial] = {}
@@ -128,7 +126,6 @@ class TuningRun:
 
     def run(self) -> ReplicaSetOutcome:
         try:
-            self.check_spec()
             self.resumed = self.resumed_trials()
         except _CannotTune as error:
             self.say(str(error), "ERROR")
@@ -156,12 +153,6 @@ class TuningRun:
                 if trial.thread is not None:
                     trial.thread.join()
         return self.outcome()
-
-    def check_spec(self) -> None:
-        problems = check_hyperparameters(self.spec, load_catalog())
-        if problems:
-            raise _CannotTune("The hyperparameter spec is not valid: "
-                              + "; ".join(problem.render() for problem in problems))
 
     def study(self, search: Search, parallel: int) -> None:
         while True:
@@ -254,6 +245,9 @@ class TuningRun:
             trial.thread.join()
         trial.metrics.read()
         trial.end_time = job_time()
+        if outcome.state == JobState.SUCCEEDED:
+            # Finished on its own, even if a stop was on its way: not stopped early.
+            trial.stopped_early = False
         if trial.stopped_early or outcome.state == JobState.SUCCEEDED:
             trial.state = JobState.SUCCEEDED
         elif outcome.state == JobState.CANCELLED:
@@ -372,4 +366,11 @@ class TuningRun:
 
 
 def run_tuning(context: JobContext) -> ReplicaSetOutcome:
-    return TuningRun(context).run()
+    """The job body of a tuning job; a spec that does not validate fails the job before any trial."""
+    spec = context.training_input.hyperparameters
+    problems = check_hyperparameters(spec, load_catalog())
+    if spec is None or problems:
+        message = "The hyperparameter spec is not valid: " + "; ".join(problem.render() for problem in problems)
+        context.say(message, "ERROR")
+        return ReplicaSetOutcome(JobState.FAILED, message)
+    return TuningRun(context, spec).run()
