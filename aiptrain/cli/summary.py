@@ -25,9 +25,10 @@ def summarize_job(job: Job) -> str:
         rows = []
         for trial in output.trials:
             metric = trial.final_metric
+            state = trial.state.value if trial.state else ""
             rows.append([
                 trial.trial_id or "",
-                trial.state.value if trial.state else "",
+                f"{state} (stopped early)" if trial.is_trial_stopped_early else state,
                 "" if metric is None or metric.objective_value is None else f"{metric.objective_value:.6g}",
                 "" if metric is None or metric.training_step is None else str(metric.training_step),
                 ", ".join(f"{k}={v}" for k, v in sorted((trial.hyperparameters or {}).items())),

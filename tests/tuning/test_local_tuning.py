@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from aiptrain.cli.main import root
+from aiptrain.cli.summary import summarize_job
 from aiptrain.runner.engine import LocalEngine
 from aiptrain.spec import JobState
 from aiptrain.tuning.trials import objective_of
@@ -185,6 +186,8 @@ def test_a_trial_falling_behind_the_median_is_stopped_early(
     # The trial's replica set got SIGTERM (the trainer records it) long before its 120 s were up.
     record = records(home, "early")["4"]
     assert record["sigterm"] - record["start"] < 30
+    summary = summarize_job(job).splitlines()
+    assert summary[-1].split()[:4] == ["4", "SUCCEEDED", "(stopped", "early)"]
     log = job_log(engine, "early")
     assert "Stopping trial 4 early: its best training/hptuning/metric by step 1 is -100, worse than 2" in log
 
