@@ -23,21 +23,14 @@ parent. What aiptrain does differently, on purpose:
 
 from __future__ import annotations
 
-import gzip
+# Only what a cache hit needs is imported here: a hit is the common case and is mostly
+# interpreter start-up plus these imports. The build path imports the rest where it runs.
 import hashlib
-import importlib.metadata
-import io
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from email.parser import HeaderParser
 from pathlib import Path
 
 from aiptrain.errors import OperationalError, Problem, UsageError, ValidationFailed
@@ -174,6 +167,9 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
     if cached is not None:
         return cached
 
+    import shutil
+    import tempfile
+
     _make_dirs(cache_dir)
     with tempfile.TemporaryDirectory(prefix="aiptrain-build-") as scratch:
         copy_root = Path(scratch) / "src"
@@ -268,13 +264,66 @@ def _cache_key(name: str, digest: str) -> str:
 
 
 def _setuptools_version() -> str:
+    """The version of the setuptools a build would import, for the cache key.
+
+    `importlib.metadata` answers this, but importing it costs more than the rest of a cache hit
+    together; the metadata of the installed distribution, found the way `importlib.metadata`
+    finds it (the first `setuptools-*.dist-info` or `.egg-info` along sys.path), says the same
+    thing for a few `listdir` calls. Any layout the scan does not understand (zipped eggs,
+    custom finders) falls back to `importlib.metadata`.
+    """
+    version = _setuptools_version_on_path(sys.path)
+    if version is not None:
+        return version
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("setuptools")
     except importlib.metadata.PackageNotFoundError:
         return "none"
 
 
+def _setuptools_version_on_path(entries: Iterable[str]) -> str | None:
+    for entry in entries:
+        try:
+            names = sorted(os.listdir(entry or "."))
+        except OSError:
+            continue  # a zip file, a missing directory, ...
+        for name in names:
+            stem, dot, kind = name.rpartition(".")
+            if not dot or kind not in ("dist-info", "egg-info"):
+                continue
+            if stem.partition("-")[0].lower() != "setuptools":
+                continue
+            metadata = "METADATA" if kind == "dist-info" else "PKG-INFO"
+            version = _metadata_version(Path(entry or ".", name, metadata), "setuptools")
+            if version is not None:
+                return version
+    return None
+
+
+def _metadata_version(path: Path, project: str) -> str | None:
+    """`Version` from a core-metadata file whose `Name` is `project`, reading only the headers."""
+    name = version = None
+    try:
+        with path.open(encoding="utf-8", errors="replace") as stream:
+            for line in stream:
+                if not line.strip():
+                    break  # the headers end at the first blank line
+                key, _, value = line.partition(":")
+                if key == "Name":
+                    name = value.strip()
+                elif key == "Version":
+                    version = value.strip()
+    except OSError:
+        return None
+    normalized = (name or "").lower().replace("_", "-").replace(".", "-")
+    return version if normalized == project and version else None
+
+
 def _copy_sources(sources: Iterable[SourceFile], target: Path) -> None:
+    import shutil
+
     target.mkdir(parents=True)
     for source in sources:
         destination = target / source.relative
@@ -318,6 +367,8 @@ print("aiptrain-sdist:", backend.build_sdist(out))
 
 def _build_backend(root: Path) -> tuple[str, list[str]]:
     """The PEP 517 backend (and backend-path) the project declares, setuptools' legacy one if none."""
+    import tomllib
+
     pyproject = root / "pyproject.toml"
     if not pyproject.is_file():
         return _LEGACY_BACKEND, []
@@ -332,6 +383,8 @@ def _build_backend(root: Path) -> tuple[str, list[str]]:
 
 
 def _run_build(copy_root: Path, out_dir: Path, *, root: Path, generated: bool) -> Path:
+    import subprocess
+
     backend, backend_path = _build_backend(copy_root)
     environment = {
         **os.environ,
@@ -398,6 +451,10 @@ def _failure_hint(root: Path, generated: bool) -> str:
 
 def _normalize_into(sdist: Path, directory: Path, *, generated: bool) -> BuiltPackage:
     """Rewrite `sdist` into `directory` byte-reproducibly; describe the result."""
+    import gzip
+    import io
+    import tarfile
+
     target = directory / sdist.name
     files: list[str] = []
     pkg_info: str | None = None
@@ -441,6 +498,8 @@ def _normalize_into(sdist: Path, directory: Path, *, generated: bool) -> BuiltPa
 
 
 def _name_and_version(pkg_info: str | None, filename: str) -> tuple[str, str]:
+    from email.parser import HeaderParser
+
     if pkg_info is not None:
         headers = HeaderParser().parsestr(pkg_info)
         if headers.get("Name") and headers.get("Version"):
@@ -466,6 +525,8 @@ def _publish(staging: Path, entry: Path, built: BuiltPackage) -> BuiltPackage:
         "generated_setup": built.generated_setup,
         "files": built.files,
     }
+    import shutil
+
     (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
     try:
         staging.rename(entry)

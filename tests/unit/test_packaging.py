@@ -246,6 +246,60 @@ def test_default_cache_dir_is_under_aiptrain_home(tmp_path: Path, monkeypatch: p
     assert built.path.is_relative_to(tmp_path / "home" / "cache" / "sdist")
 
 
+def fake_dist_info(directory: Path, dirname: str, name: str, version: str) -> Path:
+    """A minimal installed-distribution directory, as pip leaves it in site-packages."""
+    info = directory / dirname
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nLong text.\n")
+    return info
+
+
+def test_setuptools_version_matches_importlib_metadata() -> None:
+    import importlib.metadata
+
+    assert packaging._setuptools_version() == importlib.metadata.version("setuptools")
+
+
+def test_another_setuptools_first_on_the_path_changes_the_cache_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = packaging._cache_key("trainer", "0" * 64)
+    shadow = tmp_path / "shadow"
+    # Look-alike names that are other projects must not be taken for setuptools.
+    fake_dist_info(shadow, "setuptools_scm-8.0.dist-info", "setuptools_scm", "8.0")
+    fake_dist_info(shadow, "setuptools-rust-1.5.dist-info", "setuptools-rust", "1.5")
+    monkeypatch.setattr(packaging.sys, "path", [str(shadow), *sys.path])
+    assert packaging._cache_key("trainer", "0" * 64) == before
+    fake_dist_info(shadow, "setuptools-99.1.0.dist-info", "setuptools", "99.1.0")
+    assert packaging._setuptools_version() == "99.1.0"
+    assert packaging._cache_key("trainer", "0" * 64) != before
+
+
+def test_setuptools_version_falls_back_when_the_path_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(packaging.sys, "path", [str(tmp_path / "missing"), str(tmp_path)])
+    assert packaging._setuptools_version_on_path(packaging.sys.path) is None
+    assert packaging._setuptools_version() == "none"  # importlib.metadata agrees: nothing on this path
+
+
+def test_a_cache_hit_imports_no_build_machinery(tmp_path: Path) -> None:
+    """A hit is interpreter start-up plus imports; the build-only modules stay unloaded."""
+    package_dir = project(tmp_path, "with_setup_py")
+    build_package(package_dir, cache_dir=tmp_path / "cache")
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from aiptrain.packaging import build_package\n"
+        f"built = build_package(Path({str(package_dir)!r}), cache_dir=Path({str(tmp_path / 'cache')!r}))\n"
+        "assert built.reused_from_cache\n"
+        "heavy = ['importlib.metadata', 'tarfile', 'gzip', 'subprocess', 'email.parser', 'tomllib', 'shutil']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip() == "[]"
+
+
 # -- the user's tree ---------------------------------------------------------------------------
 
 
