@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.fixtures.engine import wait_until
+
+__all__ = ["wait_until"]
+
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
@@ -148,14 +152,3 @@ def running_emulator(home: Path, **kwargs: Any) -> Iterator[Emulator]:
         yield emulator
     finally:
         emulator.stop()
-
-
-def wait_until(predicate: Any, *, timeout: float = 90.0, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)

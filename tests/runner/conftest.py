@@ -8,12 +8,8 @@ At teardown every process a test's jobs started is killed, whatever state the te
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
-import signal
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +17,11 @@ import pytest
 
 from aiptrain.packaging import build_package
 from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.processes import is_running, kill_tokened_processes, process_start_ticks, tokened_processes
+from aiptrain.runner.processes import is_running, process_start_ticks, tokened_processes
 from aiptrain.spec import Job, JobState
+from tests.fixtures.engine import engine, home, kill_everything, quick_settings, wait_until
+
+__all__ = ["engine", "home", "kill_everything", "quick_settings", "wait_until"]
 
 TRAINERS = Path(__file__).parent / "trainers"
 PROJECT = "test-project"
@@ -35,45 +34,11 @@ def trainer_sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def home(isolated_environment: Path) -> Path:
-    return isolated_environment
-
-
-@pytest.fixture
 def package_uri(home: Path, trainer_sdist: Path) -> str:
     target = home / "storage" / "staging" / "packages" / trainer_sdist.name
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(trainer_sdist, target)
     return f"gs://staging/packages/{trainer_sdist.name}"
-
-
-@pytest.fixture(autouse=True)
-def quick_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Test trainers die on SIGTERM at once; a short grace keeps failures fast.
-    monkeypatch.setenv("AIPTRAIN_LOCAL_KILL_GRACE", "3")
-    monkeypatch.delenv("AIPTRAIN_LOCAL_MAX_RUNNING", raising=False)
-    monkeypatch.delenv("AIPTRAIN_LOCAL_REPLICA_CAP", raising=False)
-    monkeypatch.delenv("AIPTRAIN_LOCAL_MAX_RESTARTS", raising=False)
-
-
-@pytest.fixture
-def engine(home: Path) -> Iterator[LocalEngine]:
-    engine = LocalEngine(home)
-    yield engine
-    kill_everything(engine)
-
-
-def kill_everything(engine: LocalEngine) -> None:
-    """Kill every supervisor and replica of every job in this engine's store."""
-    rows = engine.store.connection().execute(
-        "SELECT supervisor_pid, supervisor_start_ticks, run_token FROM jobs"
-    ).fetchall()
-    for pid, ticks, _token in rows:
-        if pid and is_running(pid, ticks):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    for _pid, _ticks, token in rows:
-        kill_tokened_processes(token)
 
 
 def training_input(
@@ -111,17 +76,6 @@ def training_input(
 
 def make_job(job_id: str, inputs: dict[str, Any]) -> Job:
     return Job.model_validate({"jobId": job_id, "trainingInput": inputs})
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def wait_for_state(engine: LocalEngine, job_id: str, states: set[JobState], timeout: float = 120.0) -> Job:

@@ -12,6 +12,7 @@ import pytest
 from aiptrain.runner.engine import JobAlreadyFinished, LocalEngine
 from aiptrain.runner.processes import is_running
 from aiptrain.spec import JobState
+from tests.fixtures.engine import max_overlap
 
 from .conftest import (
     PROJECT,
@@ -198,24 +199,14 @@ def test_at_most_the_limit_of_jobs_run_at_once(
         assert done.state == JobState.SUCCEEDED, (job_id, done.error_message)
     # What the trainers saw: never more than two running at once.
     spans = [json.loads((local_dir(home, f"gs://out/{job_id}") / "times.json").read_text()) for job_id in ids]
-    assert _max_overlap([(s["start"], s["end"]) for s in spans]) <= 2
+    assert max_overlap([(s["start"], s["end"]) for s in spans]) <= 2
     # What the store saw: never more than two jobs between PREPARING and their end.
     slots = []
     for job_id in ids:
         history = engine.state_history(PROJECT, job_id)
         begin = next(c.at for c in history if c.state == JobState.PREPARING)
         slots.append((begin, history[-1].at))
-    assert _max_overlap(slots) <= 2
-
-
-def _max_overlap(spans: list[tuple[object, object]]) -> int:
-    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans],
-                    key=lambda event: (event[0], event[1]))
-    running = peak = 0
-    for _, change in events:
-        running += change
-        peak = max(peak, running)
-    return peak
+    assert max_overlap(slots) <= 2
 
 
 def test_evaluator_may_finish_its_last_evaluation(engine: LocalEngine, home: Path, package_uri: str) -> None:

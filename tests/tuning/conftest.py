@@ -8,24 +8,20 @@ store. At teardown every supervisor and replica of the test's jobs is killed, wh
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from aiptrain.packaging import build_package
-from aiptrain.runner.engine import LocalEngine
-from tests.tuning.harness import TRAINERS, kill_everything
+from tests.fixtures.engine import engine, home, quick_settings
+from tests.tuning.harness import TRAINERS
+
+__all__ = ["engine", "home", "quick_settings"]
 
 
 @pytest.fixture(scope="session")
 def trainer_sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_package(TRAINERS / "hptrainer", cache_dir=tmp_path_factory.mktemp("sdist-cache")).path
-
-
-@pytest.fixture
-def home(isolated_environment: Path) -> Path:
-    return isolated_environment
 
 
 @pytest.fixture
@@ -35,18 +31,3 @@ def package_uri(home: Path, trainer_sdist: Path) -> str:
     shutil.copy(trainer_sdist, target)
     return f"gs://staging/{trainer_sdist.name}"
 
-
-@pytest.fixture(autouse=True)
-def quick_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Test trainers stop at once on SIGTERM; a short grace keeps stops fast.
-    monkeypatch.setenv("AIPTRAIN_LOCAL_KILL_GRACE", "3")
-    monkeypatch.delenv("AIPTRAIN_LOCAL_MAX_RUNNING", raising=False)
-    monkeypatch.delenv("AIPTRAIN_LOCAL_REPLICA_CAP", raising=False)
-    monkeypatch.delenv("CLOUD_ML_HP_METRIC_FILE", raising=False)
-
-
-@pytest.fixture
-def engine(home: Path) -> Iterator[LocalEngine]:
-    engine = LocalEngine(home)
-    yield engine
-    kill_everything(engine)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.processes import is_running, kill_tokened_processes
 from aiptrain.spec import HyperparameterOutput, Job, JobState
+from tests.fixtures.engine import kill_everything, max_overlap, wait_until
+
+__all__ = ["kill_everything", "max_overlap", "wait_until"]
 
 TRAINERS = Path(__file__).parent / "trainers"
 PROJECT = "tuning-project"
@@ -35,17 +32,6 @@ def tuning_job(job_id: str, package_uri: str, hyperparameters: dict[str, Any], *
     if args:
         data["args"] = args
     return Job.model_validate({"jobId": job_id, "trainingInput": data})
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def job_log(engine: LocalEngine, job_id: str) -> str:
@@ -79,24 +65,3 @@ def records(home: Path, job_id: str) -> dict[str, dict[str, Any]]:
     return found
 
 
-def max_overlap(intervals: list[tuple[float, float]]) -> int:
-    """The most intervals that hold one instant."""
-    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
-                    key=lambda event: (event[0], event[1]))
-    current = peak = 0
-    for _, change in events:
-        current += change
-        peak = max(peak, current)
-    return peak
-
-
-def kill_everything(engine: LocalEngine) -> None:
-    """Kill every supervisor and replica of every job in this engine's store."""
-    rows = engine.store.connection().execute(
-        "SELECT supervisor_pid, supervisor_start_ticks, run_token FROM jobs").fetchall()
-    for pid, ticks, _token in rows:
-        if pid and is_running(pid, ticks):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    for _pid, _ticks, token in rows:
-        kill_tokened_processes(token)
