@@ -10,14 +10,16 @@ present and holds the same bytes is reused; one that is present with other bytes
 foreign object) is replaced.
 
 `plan_uploads` has no side effects beyond `stat` calls, so dry-run can show the plan;
-`execute_uploads` carries it out.
+`execute_uploads` carries it out. Each file is read once to hash it, at planning: execution
+reuses those digests when the file's state (inode, size, times) shows it was not written to since,
+and reads it again only when it cannot tell. A file that did change is refused either way.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -48,6 +50,8 @@ class UploadPlan:
     # "unknown": not checked (dry-run without looking at the bucket).
     status: PlanStatus
     reason: str = ""
+    # Every checksum of the file as planned, with its state then; None for plans made elsewhere.
+    digests: LocalDigests | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ def plan_uploads(
                 status, reason = "reuse", "already in the bucket, checksum matches"
             else:
                 status, reason = "upload", "in the bucket with other content; will be replaced"
-        plans.append(UploadPlan(local, uri, digests.sha256, digests.size, status, reason))
+        plans.append(UploadPlan(local, uri, digests.sha256, digests.size, status, reason, digests))
     return plans
 
 
@@ -117,15 +121,12 @@ def execute_uploads(
 
 
 def _execute_one(plan: UploadPlan, store: ObjectStore, progress_factory: ProgressFactory | None) -> UploadResult:
-    # Hash again: the object name promises the planned bytes, and the file may have changed since.
-    digests = digest_file(plan.local)
-    if digests.sha256 != plan.sha256:
-        raise _changed(plan)
+    digests = _digests_as_planned(plan)
     if plan.status == "reuse" or (plan.status == "unknown" and _present(store, plan.uri, digests)):
         return UploadResult(plan.local, plan.uri, plan.sha256, plan.size, "reused", 0, 0.0)
     progress = progress_factory(plan) if progress_factory is not None else None
     started = time.monotonic()
-    info = store.upload(plan.local, plan.uri, progress=progress)
+    info = store.upload(plan.local, plan.uri, progress=progress, digests=digests)
     seconds = time.monotonic() - started
     if not info.matches(digests):
         # Changed during the upload itself. The next plan sees "other content" and replaces it.
@@ -133,6 +134,23 @@ def _execute_one(plan: UploadPlan, store: ObjectStore, progress_factory: Progres
     if info.already_present:
         return UploadResult(plan.local, plan.uri, plan.sha256, plan.size, "reused", 0, seconds)
     return UploadResult(plan.local, plan.uri, plan.sha256, plan.size, "uploaded", plan.size, seconds)
+
+
+def _digests_as_planned(plan: UploadPlan) -> LocalDigests:
+    """The file's digests, provided it still holds the planned bytes: the object name promises
+    them. Reuses the plan's when the file's state vouches for them, else hashes it again."""
+    if plan.digests is not None and plan.digests.sha256 == plan.sha256 and plan.digests.still_describe(plan.local):
+        return plan.digests
+    try:
+        digests = digest_file(plan.local)
+    except OSError as exc:
+        raise OperationalError(
+            f"cannot read {plan.local} while staging it: {exc.strerror or exc}",
+            hint="run the command again once nothing is moving or deleting the file",
+        ) from exc
+    if digests.sha256 != plan.sha256:
+        raise _changed(plan)
+    return digests
 
 
 def _present(store: ObjectStore, uri: str, digests: LocalDigests) -> bool:

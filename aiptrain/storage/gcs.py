@@ -13,10 +13,18 @@ Upload design, since staging objects are content-addressed and shared across job
 - A 412 answer means the object appeared meanwhile: another uploader of the same content, or
   our own earlier attempt whose response was lost. Its checksums decide: identical bytes count
   as already present; anything else is replaced, guarded by its generation.
-- Files above `resumable_threshold` go through a resumable session in `chunk_size` pieces; a
-  failed chunk is retried and the session resumes instead of starting over.
+- Files above `resumable_threshold` (8 MiB, the library's own limit for a single multipart
+  request) go through a resumable session in `chunk_size` pieces; a failed chunk is retried and
+  the session resumes instead of starting over. The default chunk is the library's own default,
+  100 MiB: every chunk is a round trip, and small chunks made uploads several times slower than
+  the plain library call. A chunk is held in memory while it is sent, and progress is reported
+  per chunk.
 - The object's crc32c/md5 as GCS reports them are compared with the local file after every
   upload, and the file's sha256 is recorded as custom metadata (`sha256`) for later reuse checks.
+  The same comparison settles an upload whose last answer was lost: if the object is in place
+  with the file's checksums, the upload succeeded.
+- Callers that hashed the file already (staging does, to name the object) pass its digests in,
+  so the file is read once for hashing and once for sending.
 
 With STORAGE_EMULATOR_HOST set (fake-gcs-server in tests), the client talks to the emulator with
 anonymous credentials, so no Application Default Credentials lookup happens.
@@ -47,6 +55,10 @@ if TYPE_CHECKING:
 MiB = 1024 * 1024
 # Resumable chunks must be a multiple of 256 KiB.
 _CHUNK_GRANULE = 256 * 1024
+# google-cloud-storage's default for resumable uploads (blob._DEFAULT_CHUNKSIZE).
+DEFAULT_CHUNK_SIZE = 100 * MiB
+# Above this a file goes through a resumable session (the library's _MAX_MULTIPART_SIZE).
+DEFAULT_RESUMABLE_THRESHOLD = 8 * MiB
 # Upload attempts per object: a 412 (the object changed under us) or a corrupted transfer
 # starts a new round; each round has its own request-level retries.
 _UPLOAD_ROUNDS = 5
@@ -65,8 +77,8 @@ class GcsObjectStore:
         project: str | None = None,
         client: Any = None,
         *,
-        resumable_threshold: int = 8 * MiB,
-        chunk_size: int = 8 * MiB,
+        resumable_threshold: int = DEFAULT_RESUMABLE_THRESHOLD,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
         retry_initial_delay: float = 1.0,
         retry_max_delay: float = 32.0,
         retry_timeout: float = 300.0,
@@ -96,11 +108,21 @@ class GcsObjectStore:
             _translate(exc, bucket_name, f"reading {uri}")
         return None if blob is None else _info(uri, blob)
 
-    def upload(self, local: Path, uri: str, *, progress: ProgressCallback | None = None) -> ObjectInfo:
+    def upload(
+        self,
+        local: Path,
+        uri: str,
+        *,
+        progress: ProgressCallback | None = None,
+        digests: LocalDigests | None = None,
+    ) -> ObjectInfo:
+        """Upload `local` to `uri`; the object's checksums, as GCS reports them, must match the
+        file's (`digests` when the caller knows them, else the file is hashed first)."""
         bucket_name, name = _object_name(uri)
         if not local.is_file():
             raise UsageError(f"cannot upload {local}: not a file")
-        digests = digest_file(local)
+        if digests is None:
+            digests = digest_file(local)
         generation = 0  # create only
         corrupted = 0
         for _ in range(_UPLOAD_ROUNDS):
@@ -114,6 +136,12 @@ class GcsObjectStore:
                     generation = self._generation_to_replace(uri)
                     continue
                 if not _is_precondition_failure(exc):
+                    landed = self._stat_quietly(uri)
+                    if landed is not None and landed.matches(digests):
+                        # The request that completed the upload got through, but its answer was
+                        # lost (a dropped connection; a server that forgot the finished session):
+                        # the object is there, and its checksums say it is this file.
+                        return landed
                     _translate(exc, bucket_name, f"uploading {local} to {uri}")
                 existing = self.stat(uri)
                 if existing is not None and existing.matches(digests):
@@ -180,6 +208,12 @@ class GcsObjectStore:
 
     def _bucket(self, name: str) -> Any:
         return self.client.bucket(name)
+
+    def _stat_quietly(self, uri: str) -> ObjectInfo | None:
+        try:
+            return self.stat(uri)
+        except AiptrainError:
+            return None  # the error being handled is the one worth reporting
 
     def _generation_to_replace(self, uri: str) -> int:
         existing = self.stat(uri)

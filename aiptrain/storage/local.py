@@ -17,12 +17,14 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 from aiptrain.errors import NotFound, OperationalError, UsageError
 from aiptrain.paths import aiptrain_home
 from aiptrain.storage.base import (
+    DigestBuilder,
     LocalDigests,
     ObjectInfo,
     ProgressCallback,
@@ -91,28 +93,42 @@ class LocalObjectStore:
             return None
         return self._info(uri, path, self._digests(uri, path))
 
-    def upload(self, local: Path, uri: str, *, progress: ProgressCallback | None = None) -> ObjectInfo:
+    def upload(
+        self,
+        local: Path,
+        uri: str,
+        *,
+        progress: ProgressCallback | None = None,
+        digests: LocalDigests | None = None,
+    ) -> ObjectInfo:
+        """Copy `local` to the object's path. The returned checksums (and the sidecar) are those
+        of the bytes actually copied, hashed while copying, so a caller comparing them with
+        `digests` sees a file that changed on the way."""
         target = self._object_path(uri)
         if not local.is_file():
             raise UsageError(f"cannot upload {local}: not a file")
-        digests = digest_file(local)
         if target.is_file():
             existing = self._info(uri, target, self._digests(uri, target))
-            if existing.matches(digests):
+            wanted = digests if digests is not None else digest_file(local)
+            if existing.matches(wanted):
                 if progress is not None:
-                    progress(digests.size, digests.size)
+                    progress(wanted.size, wanted.size)
                 return dataclasses.replace(existing, already_present=True)
+        total = digests.size if digests is not None else local.stat().st_size
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_copy(local, target, digests.size, progress)
-            self._write_sidecar(uri, target, digests)
+            # Hashed while copying: the sidecar then describes exactly the bytes that were written.
+            builder = DigestBuilder()
+            _atomic_copy(local, target, total, progress, observe=builder.update)
+            copied = builder.result()
+            self._write_sidecar(uri, target, copied)
         except OSError as exc:
             raise OperationalError(
                 f"could not write {uri} to local storage at {target}: {exc.strerror or exc}",
                 hint=f"check that {self.root} is writable and that no file sits where a directory "
                 "of the object name should be",
             ) from exc
-        return self._info(uri, target, digests)
+        return self._info(uri, target, copied)
 
     def download(self, uri: str, local: Path) -> None:
         source = self.path_for(uri)
@@ -203,8 +219,16 @@ class LocalObjectStore:
         )
 
 
-def _atomic_copy(source: Path, target: Path, total: int, progress: ProgressCallback | None) -> None:
-    """Copy through a temporary file in the target's directory, then rename it into place.
+def _atomic_copy(
+    source: Path,
+    target: Path,
+    total: int,
+    progress: ProgressCallback | None,
+    *,
+    observe: Callable[[bytes], None] | None = None,
+) -> None:
+    """Copy through a temporary file in the target's directory, then rename it into place;
+    `observe` sees every block copied.
 
     Readers never see a half-written file, and concurrent writers of the same name each rename a
     complete file (the last one wins).
@@ -215,6 +239,8 @@ def _atomic_copy(source: Path, target: Path, total: int, progress: ProgressCallb
         with os.fdopen(fd, "wb") as out, source.open("rb") as src:
             while block := src.read(_COPY_BLOCK):
                 out.write(block)
+                if observe is not None:
+                    observe(block)
                 sent += len(block)
                 if progress is not None:
                     progress(sent, total)

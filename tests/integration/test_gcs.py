@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import shutil
 import threading
@@ -9,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain import staging
 from aiptrain.errors import NotFound, OperationalError, PermissionDenied
 from aiptrain.packaging import build_package
 from aiptrain.staging import execute_uploads, plan_uploads
-from aiptrain.storage.base import ObjectStore, digest_file
+from aiptrain.storage import base as storage_base
+from aiptrain.storage import gcs
+from aiptrain.storage.base import LocalDigests, ObjectStore, digest_file
 from aiptrain.storage.gcs import GcsObjectStore
 from tests.fixtures.gcs import FakeGcsServer, FaultyProxy
 
@@ -131,9 +136,10 @@ def test_stat_reports_what_upload_recorded(fake_gcs: FakeGcsServer, tmp_path: Pa
     info = store.stat(uri)
     digests = digest_file(local)
     assert info is not None
-    assert (info.size, info.sha256, info.crc32c, info.md5) == (
-        digests.size, digests.sha256, digests.crc32c, digests.md5,
-    )
+    assert (info.size, info.sha256, info.crc32c) == (digests.size, digests.sha256, digests.crc32c)
+    # GCS reports an md5 too; with crc32c at hand the local side does not compute one.
+    assert info.md5 == base64.b64encode(hashlib.md5(local.read_bytes()).digest()).decode()
+    assert digests.md5 is None
     assert info.generation is not None
     assert fake_gcs.object_resource(uri)["contentType"] == "application/gzip"  # type: ignore[index]
 
@@ -261,7 +267,48 @@ def test_large_file_with_default_chunking_uses_a_resumable_session(
     uploads = [e.path for e in through_proxy.events if "/upload/" in e.path]
     assert any("uploadType=resumable" in p for p in uploads)
     assert not any("uploadType=multipart" in p for p in uploads)
+    # Below the default chunk size the whole file goes in one request of the session.
+    assert len([e for e in through_proxy.events if e.method == "PUT"]) == 1
     assert_intact(fake_gcs, f"{bucket}/big.bin", local)
+
+
+@pytest.mark.parametrize("fault", ["503", "drop", "drop_after_forward", "corrupt"])
+def test_single_chunk_resumable_upload_survives_a_faulty_network(
+    through_proxy: FaultyProxy, fake_gcs: FakeGcsServer, tmp_path: Path, fault: str
+) -> None:
+    bucket = fake_gcs.make_bucket()
+    local = random_file(tmp_path / "big.tar.gz", 9 * MiB + 1234)
+    uri = f"{bucket}/pkg/big.tar.gz"
+    through_proxy.inject(fault, times=1, method="PUT")  # the request carrying the whole file
+    # After drop_after_forward the session is complete; fake-gcs-server then answers a retried
+    # PUT by closing the connection (GCS would answer 200), so the retries run out and the
+    # store finds the object in place.
+    info = fast_store(retry_timeout=3.0).upload(local, uri)
+    assert [e.action for e in through_proxy.injected()] == [fault]
+    assert info.matches(digest_file(local))
+    assert_intact(fake_gcs, uri, local)
+
+
+def test_staging_hashes_an_unchanged_file_once(
+    fake_gcs: FakeGcsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planning hashes the file; execution and the store reuse those digests."""
+    monkeypatch.setattr(storage_base, "_RACY_WINDOW_NS", -1)  # count a file just written as settled
+    hashed: list[Path] = []
+
+    def counting(path: Path) -> LocalDigests:
+        hashed.append(path)
+        return digest_file(path)
+
+    monkeypatch.setattr(staging, "digest_file", counting)
+    monkeypatch.setattr(gcs, "digest_file", counting)
+    bucket = fake_gcs.make_bucket()
+    local = random_file(tmp_path / "big.tar.gz", 9 * MiB)
+    store = GcsObjectStore()
+    [result] = execute_uploads(plan_uploads([local], bucket, store, check_existing=True), store)
+    assert result.action == "uploaded"
+    assert hashed == [local]
+    assert_intact(fake_gcs, result.uri, local)
 
 
 def test_persistent_server_errors_end_in_an_operational_error(

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import threading
 from pathlib import Path
 
 import pytest
 
 from aiptrain.errors import NotFound, OperationalError, UsageError
-from aiptrain.storage.base import ObjectStore, digest_file
+from aiptrain.storage import base, local
+from aiptrain.storage.base import ObjectInfo, ObjectStore, digest_file
 from aiptrain.storage.local import LocalObjectStore, default_storage_root, local_path_for
 
 
@@ -191,6 +194,51 @@ def test_concurrent_uploads_of_one_object_leave_it_intact(store: LocalObjectStor
     assert (store.root / "bucket/shared/same.bin").read_bytes() == source.read_bytes()
     stat = store.stat(uri)
     assert stat is not None and stat.matches(digest_file(source))
+
+
+def test_known_digests_spare_hashing_the_source(
+    store: LocalObjectStore, payload: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    digests = digest_file(payload)
+    hashed: list[Path] = []
+    monkeypatch.setattr(local, "digest_file", lambda path: hashed.append(path) or digest_file(path))
+    uri = "gs://bucket/pkg.tar.gz"
+    info = store.upload(payload, uri, digests=digests)
+    again = store.upload(payload, uri, digests=digests)
+    assert hashed == []  # neither the copy nor the "already present" check hashed the file again
+    assert info.matches(digests) and not info.already_present
+    assert again.already_present
+
+
+def test_what_was_copied_is_reported_not_what_the_caller_expected(
+    store: LocalObjectStore, payload: Path, tmp_path: Path
+) -> None:
+    """Digests handed in that no longer fit the file do not end up describing the object."""
+    stale = digest_file(payload)
+    payload.write_bytes(b"edited after hashing")
+    uri = "gs://bucket/pkg.tar.gz"
+    info = store.upload(payload, uri, digests=stale)
+    assert not info.matches(stale)
+    stat = store.stat(uri)
+    assert stat is not None and stat.matches(digest_file(payload))
+
+
+def test_digests_use_crc32c_and_fall_back_to_md5_without_it(
+    payload: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    content = payload.read_bytes()
+    with_crc = digest_file(payload)
+    assert with_crc.crc32c is not None and with_crc.md5 is None
+    assert with_crc.sha256 == hashlib.sha256(content).hexdigest()
+    monkeypatch.setattr(base, "_new_crc32c", lambda: None)  # google-crc32c not installed
+    without_crc = digest_file(payload)
+    assert without_crc.crc32c is None
+    assert without_crc.md5 == base64.b64encode(hashlib.md5(content).digest()).decode()
+    # An object known only by what GCS computes (no sha256 metadata) is still compared.
+    foreign = ObjectInfo("gs://b/x", len(content), md5=without_crc.md5, crc32c=with_crc.crc32c)
+    assert foreign.matches(with_crc) and foreign.matches(without_crc)
+    other = ObjectInfo("gs://b/x", len(content), md5="AAAA", crc32c="AAAA")
+    assert not other.matches(with_crc) and not other.matches(without_crc)
 
 
 def test_upload_to_a_directory_name_is_refused(store: LocalObjectStore, payload: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain import staging
 from aiptrain.errors import OperationalError, ValidationFailed
 from aiptrain.staging import (
     UploadPlan,
@@ -20,6 +21,9 @@ from aiptrain.staging import (
     plan_uploads,
     staging_uri,
 )
+from aiptrain.storage import base
+from aiptrain.storage import local as local_store
+from aiptrain.storage.base import LocalDigests, ObjectInfo, ProgressCallback
 from aiptrain.storage.local import LocalObjectStore
 
 
@@ -142,6 +146,130 @@ def test_file_changed_between_plan_and_upload_is_refused(store: LocalObjectStore
     with pytest.raises(OperationalError, match="changed while it was being staged"):
         execute_uploads(plans, store)
     assert not store.path_for(plans[0].uri).exists()
+
+
+class RecordingStore(LocalObjectStore):
+    """The local store, remembering the digests each upload was handed."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.handed: list[LocalDigests | None] = []
+
+    def upload(
+        self,
+        local: Path,
+        uri: str,
+        *,
+        progress: ProgressCallback | None = None,
+        digests: LocalDigests | None = None,
+    ) -> ObjectInfo:
+        self.handed.append(digests)
+        return super().upload(local, uri, progress=progress, digests=digests)
+
+
+@pytest.fixture
+def hashed(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every file `digest_file` reads, from staging and from the local store."""
+    paths: list[Path] = []
+    real = base.digest_file
+
+    def counting(path: Path) -> LocalDigests:
+        paths.append(path)
+        return real(path)
+
+    monkeypatch.setattr(staging, "digest_file", counting)
+    monkeypatch.setattr(local_store, "digest_file", counting)
+    return paths
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files count as settled however recently they were written (tests cannot wait seconds)."""
+    monkeypatch.setattr(base, "_RACY_WINDOW_NS", -1)
+
+
+@pytest.mark.usefixtures("settled")
+def test_an_unchanged_file_is_hashed_once_and_its_digests_reach_the_store(
+    tmp_path: Path, packages: list[Path], hashed: list[Path]
+) -> None:
+    store = RecordingStore(tmp_path / "storage")
+    plans = plan_uploads(packages, "gs://stage", store, check_existing=True)
+    results = execute_uploads(plans, store)
+    assert [r.action for r in results] == ["uploaded", "uploaded"]
+    assert hashed == packages  # at planning only
+    assert len(store.handed) == 2
+    for handed, plan in zip(store.handed, plans, strict=True):
+        assert handed is plan.digests
+    for plan, source in zip(plans, packages, strict=True):
+        assert store.path_for(plan.uri).read_bytes() == source.read_bytes()
+
+
+@pytest.mark.usefixtures("settled")
+def test_a_file_rewritten_with_other_bytes_of_the_same_size_is_refused(
+    store: LocalObjectStore, packages: list[Path], hashed: list[Path]
+) -> None:
+    [plan] = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)
+    assert plan.digests is not None and plan.digests.state is not None
+    content = packages[0].read_bytes()
+    packages[0].write_bytes(content[::-1])  # same size; only the change time tells
+    with pytest.raises(OperationalError, match="changed while it was being staged"):
+        execute_uploads([plan], store)
+    assert hashed == [packages[0], packages[0]]  # its state no longer vouched: hashed again
+    assert not store.path_for(plan.uri).exists()
+
+
+@pytest.mark.usefixtures("settled")
+def test_a_file_rewritten_with_the_same_bytes_is_hashed_again_and_staged(
+    store: LocalObjectStore, packages: list[Path], hashed: list[Path]
+) -> None:
+    [plan] = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)
+    packages[0].write_bytes(packages[0].read_bytes())
+    [result] = execute_uploads([plan], store)
+    assert result.action == "uploaded"
+    assert hashed == [packages[0], packages[0]]
+
+
+def test_a_file_written_just_before_planning_is_hashed_again(
+    store: LocalObjectStore, packages: list[Path], hashed: list[Path]
+) -> None:
+    """Within the racy window a write may leave every stat field as it was: trust no state."""
+    [plan] = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)
+    assert plan.digests is not None and plan.digests.state is None
+    [result] = execute_uploads([plan], store)
+    assert result.action == "uploaded"
+    assert hashed == [packages[0], packages[0]]
+
+
+@pytest.mark.usefixtures("settled")
+def test_a_file_deleted_after_planning_is_an_operational_error(
+    store: LocalObjectStore, packages: list[Path]
+) -> None:
+    [plan] = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)
+    packages[0].unlink()
+    with pytest.raises(OperationalError, match="cannot read"):
+        execute_uploads([plan], store)
+
+
+@pytest.mark.usefixtures("settled")
+def test_a_file_changed_during_the_copy_is_refused(
+    store: LocalObjectStore, packages: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state vouched for the file just before the copy; the copy itself sees other bytes."""
+    [plan] = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)
+    real_copy = local_store._atomic_copy
+
+    def copy_after_an_edit(source: Path, *args: object, **kwargs: object) -> None:
+        source.write_bytes(b"edited while copying")
+        real_copy(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local_store, "_atomic_copy", copy_after_an_edit)
+    with pytest.raises(OperationalError, match="changed while it was being staged"):
+        execute_uploads([plan], store)
+    # What was written is described truthfully, so a later plan of these bytes replaces it.
+    written = store.stat(plan.uri)
+    assert written is not None and plan.digests is not None
+    assert written.sha256 == hashlib.sha256(b"edited while copying").hexdigest()
+    assert not written.matches(plan.digests)
 
 
 def test_describe_result_lines() -> None:
