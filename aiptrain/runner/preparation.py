@@ -1,9 +1,13 @@
 """PREPARING: installing a job's staged trainer package(s) into its own site directory.
 
-`pip install --no-deps --no-index --no-build-isolation --target SITE PACKAGE...`: nothing is
+`pip install --no-deps --no-index --no-build-isolation --target DIR PACKAGE`: nothing is
 downloaded, the job's code never touches the environment aiptrain runs in, and two jobs with
 different versions of one package do not see each other's. Dependencies come from the
 interpreter's environment, as they came from the runtime version's image on the service.
+
+Each package is installed once per interpreter into the install cache (`install_cache`), and
+every job's site directory is filled from there, so only the first job with a given package
+pays for pip.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiptrain.errors import UsageError
+from aiptrain.runner import install_cache
 from aiptrain.runner.gs_paths import GS_PREFIX
 from aiptrain.runner.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
 from aiptrain.runner.processes import TOKEN_VARIABLE, describe_returncode, start_process, stop_processes
@@ -87,12 +92,14 @@ def install_packages(
     sink: LogSink,
     stop: threading.Event,
     kill_grace: float,
+    cache_dir: Path | None = None,
 ) -> str | None:
     """Install the packages into `site_dir`; None on success, else the job's errorMessage.
 
     Raises nothing for a user mistake (a missing package is the job's failure, not ours), but
     returns a message saying what is missing and where it was looked for. A cancelled install
-    returns None too; the caller sees `stop` set.
+    returns None too; the caller sees `stop` set. `cache_dir` defaults to the install cache of
+    the home that `storage_root` ($AIPTRAIN_HOME/storage) belongs to.
     """
     paths: list[Path] = []
     for uri in package_uris:
@@ -111,20 +118,70 @@ def install_packages(
     if not paths:
         sink.emit(SERVICE_TASK, "INFO", "No packages to install; the module must be importable as is.")
         return None
-    sink.emit(SERVICE_TASK, "INFO", "Installing package(s): " + ", ".join(package_uris))
+    cache = cache_dir if cache_dir is not None else install_cache.install_cache_dir(storage_root.parent)
+    try:
+        keys = [install_cache.cache_key(path, python) for path in paths]
+    except OSError as error:
+        return f"Reading the package(s) to install failed: {error}"
+    entries = [install_cache.lookup(cache, key) for key in keys]
+    for uri, entry in zip(package_uris, entries, strict=True):
+        if entry is not None:
+            sink.emit(SERVICE_TASK, "INFO", f"Reusing installed package {uri} (cached)")
+    missing = [index for index, entry in enumerate(entries) if entry is None]
+    if missing:
+        sink.emit(SERVICE_TASK, "INFO", "Installing package(s): " + ", ".join(package_uris[i] for i in missing))
     env = dict(base_env)
     env[TOKEN_VARIABLE] = run_token
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    argv = [
-        python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
-        "--no-input", "--quiet", "--target", str(site_dir), *(str(path) for path in paths),
-    ]
-    result = run_logged_command(
-        argv, env=env, cwd=site_dir.parent, sink=sink, stop=stop, kill_grace=kill_grace
-    )
-    if result.returncode is None or result.returncode == 0:
-        return None
-    message = f"Installing the package(s) with pip failed: pip {describe_returncode(result.returncode)}."
-    if result.tail:
-        message += " Its last error lines:\n" + "\n".join(result.tail)
-    return message
+    for index in missing:
+        outcome = _install_into_cache(
+            paths[index], keys[index], cache, python=python, env=env, sink=sink, stop=stop, kill_grace=kill_grace
+        )
+        if not isinstance(outcome, install_cache.CachedInstall):
+            return outcome  # the job's error message, or None when cancelled
+        entries[index] = outcome
+    try:
+        install_cache.copy_into_site([entry for entry in entries if entry is not None], site_dir)
+    except OSError as error:
+        return f"Copying the installed package(s) into {site_dir} failed: {error}"
+    return None
+
+
+def _install_into_cache(
+    package: Path,
+    key: str,
+    cache: Path,
+    *,
+    python: str,
+    env: dict[str, str],
+    sink: LogSink,
+    stop: threading.Event,
+    kill_grace: float,
+) -> install_cache.CachedInstall | str | None:
+    """pip-install one package as the cache entry `key`: the entry, else the job's error
+    message, or None when the job was cancelled meanwhile."""
+    try:
+        staging = install_cache.new_staging(cache, key)
+    except OSError as error:
+        return f"Cannot write the install cache {cache}: {error}"
+    try:
+        argv = [
+            python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
+            "--no-input", "--quiet", "--target", str(install_cache.staging_site(staging)), str(package),
+        ]
+        result = run_logged_command(argv, env=env, cwd=staging, sink=sink, stop=stop, kill_grace=kill_grace)
+        if result.returncode is None:
+            return None
+        if result.returncode != 0:
+            message = f"Installing the package(s) with pip failed: pip {describe_returncode(result.returncode)}."
+            if result.tail:
+                message += " Its last error lines:\n" + "\n".join(result.tail)
+            return message
+        try:
+            return install_cache.publish(
+                staging, cache, key, {"package": package.name, "python": install_cache.interpreter_identity(python)}
+            )
+        except OSError as error:
+            return f"Cannot write the install cache {cache}: {error}"
+    finally:
+        install_cache.discard(staging)  # gone already when it was published

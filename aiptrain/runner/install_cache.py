@@ -1,0 +1,181 @@
+"""Installed packages shared by jobs: `$AIPTRAIN_HOME/cache/site/<key>/`.
+
+Installing a trainer sdist with pip takes about a second (pip's start-up and a wheel build),
+most of a short job's PREPARING. The result depends only on the package file and the
+interpreter, so each distinct package is installed once per interpreter and reused:
+
+    cache/site/<key>/site/            what `pip install --target` produced
+    cache/site/<key>/installed.json   what was installed, by which interpreter
+
+The key is a hash of the package file's bytes and name, the interpreter (its path as given,
+which tells virtual environments apart, and the identity of the binary behind it: a rebuilt or
+upgraded Python is another key), and `_CACHE_REVISION`. Packages installed into the
+interpreter's environment (pip, setuptools, the trainer's dependencies) are not part of it:
+they change neither what pip unpacks nor what it compiles. Deleting the directory is always
+safe; the next job installs again.
+
+An entry appears whole or not at all: pip installs into a temporary directory beside it, which
+is renamed into place once complete. When two jobs install one package at once, the first
+rename wins and the other job uses the winner's entry.
+
+Jobs never run from the cache itself: each job's `site` directory gets a copy of its entries,
+so a trainer that writes into its own package directory changes only its job's copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# Bump when the install command or the entry layout changes, so old entries are not reused.
+_CACHE_REVISION = "1"
+_MANIFEST = "installed.json"
+_SITE = "site"
+_STAGING_PREFIX = ".tmp-"
+# Temporary directories of installs that were killed are removed after this long.
+_STALE_STAGING_SECONDS = 24 * 3600
+_HASH_BLOCK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CachedInstall:
+    """One complete entry of the cache."""
+
+    key: str
+    root: Path
+
+    @property
+    def site(self) -> Path:
+        return self.root / _SITE
+
+
+def install_cache_dir(home: Path) -> Path:
+    """`$AIPTRAIN_HOME/cache/site`."""
+    return home / "cache" / "site"
+
+
+def cache_key(package: Path, python: str) -> str:
+    """The entry for installing `package` with the interpreter `python`; reads the whole file."""
+    digest = hashlib.sha256()
+    with package.open("rb") as stream:
+        while block := stream.read(_HASH_BLOCK):
+            digest.update(block)
+    identity = {
+        "revision": _CACHE_REVISION,
+        "package": package.name,
+        "sha256": digest.hexdigest(),
+        "python": interpreter_identity(python),
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def interpreter_identity(python: str) -> str:
+    """The interpreter as given (absolute, symlinks kept: a venv's python is a symlink to its
+    base one) plus the binary behind it, whose inode and mtime change when it is replaced."""
+    located = os.path.abspath(shutil.which(python) or python)
+    real = os.path.realpath(located)
+    try:
+        stat = os.stat(real)
+        stamp = f"{stat.st_dev}:{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
+    except OSError:
+        stamp = "missing"  # pip will fail to start; the key does not matter then
+    return f"{located}|{real}|{stamp}"
+
+
+def lookup(cache_dir: Path, key: str) -> CachedInstall | None:
+    """The complete entry for `key`, or None."""
+    entry = CachedInstall(key, cache_dir / key)
+    return entry if _is_complete(entry.root) else None
+
+
+def new_staging(cache_dir: Path, key: str) -> Path:
+    """An empty directory beside the entries (same file system, so publishing is a rename);
+    pip installs into `<it>/site`."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(cache_dir)
+    return Path(tempfile.mkdtemp(dir=cache_dir, prefix=f"{_STAGING_PREFIX}{key[:12]}-"))
+
+
+def staging_site(staging: Path) -> Path:
+    return staging / _SITE
+
+
+def publish(staging: Path, cache_dir: Path, key: str, description: dict[str, str]) -> CachedInstall:
+    """Make a finished install in `staging` the entry for `key`. If another job published one
+    first, that one is kept and `staging` is left for the caller to discard."""
+    (staging / _MANIFEST).write_text(json.dumps({"key": key, **description}, indent=1, sort_keys=True))
+    entry = CachedInstall(key, cache_dir / key)
+    for attempt in range(2):
+        try:
+            staging.rename(entry.root)
+            return entry
+        except OSError:
+            if _is_complete(entry.root):
+                return entry  # another job got there first
+            if attempt:
+                raise
+            # A damaged entry (ours always appear whole, so someone else's) is in the way.
+            shutil.rmtree(entry.root, ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
+def discard(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def copy_into_site(entries: list[CachedInstall], site_dir: Path) -> None:
+    """Fill a job's site directory from its entries, in package order.
+
+    Directories merge and a later package's file replaces an earlier one's, as when pip installs
+    several packages into one --target. Times are kept, so the bytecode pip compiled stays valid.
+    """
+    site_dir.mkdir(parents=True, exist_ok=True)
+    for entry in entries:
+        _merge_tree(entry.site, site_dir)
+
+
+def _merge_tree(source: Path, target: Path) -> None:
+    for item in sorted(os.scandir(source), key=lambda e: e.name):
+        destination = target / item.name
+        if item.is_symlink():
+            _remove(destination)
+            os.symlink(os.readlink(item.path), destination)
+        elif item.is_dir():
+            if destination.is_symlink() or (destination.exists() and not destination.is_dir()):
+                _remove(destination)
+            destination.mkdir(exist_ok=True)
+            _merge_tree(Path(item.path), destination)
+        else:
+            _remove(destination)
+            shutil.copy2(item.path, destination)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def _is_complete(root: Path) -> bool:
+    try:
+        manifest = json.loads((root / _MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("key") == root.name and (root / _SITE).is_dir()
+
+
+def _remove_stale_staging(cache_dir: Path) -> None:
+    cutoff = time.time() - _STALE_STAGING_SECONDS
+    for item in cache_dir.glob(f"{_STAGING_PREFIX}*"):
+        try:
+            if item.stat().st_mtime < cutoff:
+                shutil.rmtree(item, ignore_errors=True)
+        except OSError:
+            pass  # removed by another job meanwhile
