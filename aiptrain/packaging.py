@@ -23,18 +23,23 @@ parent. What aiptrain does differently, on purpose:
 
 from __future__ import annotations
 
-# Only what a cache hit needs is imported here: a hit is the common case and is mostly
-# interpreter start-up plus these imports. The build path imports the rest where it runs.
+# Only what a cache hit needs is imported here. A hit is the common case, and it is mostly
+# interpreter start-up plus imports: the build path imports its modules where it runs, errors
+# are imported where they are raised, and the records below are plain classes, because
+# `dataclasses` alone takes longer to import than a whole cache hit takes to run.
 import hashlib
 import json
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from aiptrain.errors import OperationalError, Problem, UsageError, ValidationFailed
 from aiptrain.paths import aiptrain_home
+
+# `typing.TYPE_CHECKING` without importing typing (mypy knows the name): for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from aiptrain.errors import Problem
 
 # Bump when the build or normalisation changes, so old cache entries are not reused.
 _BUILDER_REVISION = "1"
@@ -59,25 +64,53 @@ _SKIPPED_FILES = frozenset({".DS_Store"})
 _BACKEND_MISSING_EXIT = 97
 
 
-@dataclass(frozen=True)
 class BuiltPackage:
-    """A built sdist: where it is, its identity, and how it came to be."""
+    """A built sdist: where it is, its identity, and how it came to be. Compared by value."""
 
-    path: Path
-    sha256: str
-    size: int
-    name: str
-    version: str
-    reused_from_cache: bool
-    generated_setup: bool
-    files: list[str] = field(default_factory=list)  # archive members, sorted
+    __slots__ = ("files", "generated_setup", "name", "path", "reused_from_cache", "sha256", "size", "version")
+
+    def __init__(
+        self,
+        path: Path,
+        sha256: str,
+        size: int,
+        name: str,
+        version: str,
+        reused_from_cache: bool,
+        generated_setup: bool,
+        files: list[str] | None = None,
+    ) -> None:
+        self.path = path
+        self.sha256 = sha256
+        self.size = size
+        self.name = name
+        self.version = version
+        self.reused_from_cache = reused_from_cache
+        self.generated_setup = generated_setup
+        self.files: list[str] = files if files is not None else []  # archive members, sorted
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BuiltPackage) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value and mutable (files): unhashable
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"BuiltPackage({values})"
 
 
-@dataclass(frozen=True)
 class SourceFile:
-    relative: str  # POSIX path under the package root
-    absolute: Path
-    executable: bool
+    """One file of the package root."""
+
+    __slots__ = ("absolute", "executable", "relative")
+
+    def __init__(self, relative: str, absolute: Path, executable: bool) -> None:
+        self.relative = relative  # POSIX path under the package root
+        self.absolute = absolute
+        self.executable = executable
 
 
 def default_cache_dir() -> Path:
@@ -87,30 +120,36 @@ def default_cache_dir() -> Path:
 # -- checks ------------------------------------------------------------------------------------
 
 
+def _problem(path: str, message: str, hint: str | None = None) -> Problem:
+    from aiptrain.errors import Problem
+
+    return Problem(path, message, hint)
+
+
 def check_package_path(path: Path | str) -> list[Problem]:
     """Everything wrong with a --package-path, without building anything."""
     flag = "--package-path"
     package_dir = Path(os.path.abspath(Path(path).expanduser()))
     if not package_dir.exists():
-        return [Problem(flag, f"{package_dir} does not exist",
-                        "point --package-path at your trainer package directory, e.g. trainer/")]
+        return [_problem(flag, f"{package_dir} does not exist",
+                         "point --package-path at your trainer package directory, e.g. trainer/")]
     if not package_dir.is_dir():
-        return [Problem(flag, f"{package_dir} is not a directory",
-                        "--package-path names the package directory (the one with __init__.py), "
-                        "not a module or an archive; pass archives with --packages")]
+        return [_problem(flag, f"{package_dir} is not a directory",
+                         "--package-path names the package directory (the one with __init__.py), "
+                         "not a module or an archive; pass archives with --packages")]
     problems: list[Problem] = []
     if package_dir.parent == package_dir:
-        return [Problem(flag, "the package directory cannot be the filesystem root",
-                        "move the trainer package into a project directory")]
+        return [_problem(flag, "the package directory cannot be the filesystem root",
+                         "move the trainer package into a project directory")]
     if not (package_dir / "__init__.py").is_file():
-        problems.append(Problem(
+        problems.append(_problem(
             flag,
             f"{package_dir} is not a Python package: it has no __init__.py",
             _missing_init_hint(package_dir),
         ))
     root = package_dir.parent
     if not any((root / name).is_file() for name in _SETUP_FILES) and not package_dir.name.isidentifier():
-        problems.append(Problem(
+        problems.append(_problem(
             flag,
             f"{package_dir.name!r} is not a valid Python package name, so `python -m "
             f"{package_dir.name}.task` could not import it",
@@ -138,8 +177,8 @@ def check_duplicate_basenames(files: Iterable[Path | str]) -> list[Problem]:
     for file in files:
         by_name.setdefault(Path(file).name, []).append(str(file))
     return [
-        Problem("--packages", f"cannot upload multiple packages with the same file name: {name}",
-                f"rename one of {', '.join(paths)}")
+        _problem("--packages", f"cannot upload multiple packages with the same file name: {name}",
+                 f"rename one of {', '.join(paths)}")
         for name, paths in sorted(by_name.items())
         if len(paths) > 1
     ]
@@ -152,6 +191,8 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
     """Build (or fetch from the cache) the sdist of `package_path`'s parent directory."""
     problems = check_package_path(package_path)
     if problems:
+        from aiptrain.errors import ValidationFailed
+
         raise ValidationFailed(problems)
     package_dir = Path(os.path.abspath(Path(package_path).expanduser()))
     root = package_dir.parent
@@ -223,6 +264,8 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile
             executable = bool(path.stat().st_mode & 0o111)
             files.append(SourceFile(relative, path, executable))
         if len(files) > MAX_SOURCE_FILES:
+            from aiptrain.errors import UsageError
+
             raise UsageError(
                 f"the package root {root} holds more than {MAX_SOURCE_FILES} files",
                 hint="the package root is the parent of --package-path; move the trainer "
@@ -238,6 +281,8 @@ def source_digest(sources: Iterable[SourceFile]) -> str:
         try:
             content = _file_sha256(source.absolute)
         except OSError as exc:
+            from aiptrain.errors import UsageError
+
             raise UsageError(f"cannot read {source.absolute}: {exc.strerror or exc}") from exc
         mode = "x" if source.executable else "-"
         digest.update(f"{source.relative}\0{mode}\0{content}\n".encode())
@@ -369,6 +414,8 @@ def _build_backend(root: Path) -> tuple[str, list[str]]:
     """The PEP 517 backend (and backend-path) the project declares, setuptools' legacy one if none."""
     import tomllib
 
+    from aiptrain.errors import UsageError
+
     pyproject = root / "pyproject.toml"
     if not pyproject.is_file():
         return _LEGACY_BACKEND, []
@@ -384,6 +431,8 @@ def _build_backend(root: Path) -> tuple[str, list[str]]:
 
 def _run_build(copy_root: Path, out_dir: Path, *, root: Path, generated: bool) -> Path:
     import subprocess
+
+    from aiptrain.errors import UsageError
 
     backend, backend_path = _build_backend(copy_root)
     environment = {
@@ -527,6 +576,8 @@ def _publish(staging: Path, entry: Path, built: BuiltPackage) -> BuiltPackage:
     }
     import shutil
 
+    from aiptrain.errors import OperationalError
+
     (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
     try:
         staging.rename(entry)
@@ -575,6 +626,8 @@ def _load_cache_entry(entry: Path) -> BuiltPackage | None:
 
 
 def _make_dirs(directory: Path) -> None:
+    from aiptrain.errors import OperationalError
+
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

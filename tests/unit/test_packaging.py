@@ -283,6 +283,16 @@ def test_setuptools_version_falls_back_when_the_path_says_nothing(
     assert packaging._setuptools_version() == "none"  # importlib.metadata agrees: nothing on this path
 
 
+def test_built_packages_compare_by_value(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "with_setup_py")
+    built = build_package(package_dir, cache_dir=tmp_path / "cache")
+    hit = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert hit == build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert hit != built  # one came from the cache
+    assert (hit.path, hit.sha256, hit.files) == (built.path, built.sha256, built.files)
+    assert repr(hit).startswith("BuiltPackage(") and "reused_from_cache=True" in repr(hit)
+
+
 def test_a_cache_hit_imports_no_build_machinery(tmp_path: Path) -> None:
     """A hit is interpreter start-up plus imports; the build-only modules stay unloaded."""
     package_dir = project(tmp_path, "with_setup_py")
@@ -293,7 +303,8 @@ def test_a_cache_hit_imports_no_build_machinery(tmp_path: Path) -> None:
         "from aiptrain.packaging import build_package\n"
         f"built = build_package(Path({str(package_dir)!r}), cache_dir=Path({str(tmp_path / 'cache')!r}))\n"
         "assert built.reused_from_cache\n"
-        "heavy = ['importlib.metadata', 'tarfile', 'gzip', 'subprocess', 'email.parser', 'tomllib', 'shutil']\n"
+        "heavy = ['importlib.metadata', 'tarfile', 'gzip', 'subprocess', 'email.parser', 'tomllib', 'shutil',\n"
+        "         'dataclasses', 'typing', 'aiptrain.errors']\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
