@@ -218,6 +218,9 @@ def _method() -> list[str]:
         "land on either side of it from one full run to the next, so read the min and max too.",
         "- Every subprocess gets a fresh temporary `AIPTRAIN_HOME` (rows that need state share one home "
         "within the row, as stated) and an environment without `AIPTRAIN_*`/gcloud settings.",
+        "- aiptrain's modules are compiled to bytecode before the first row, as `pip install` does for an "
+        "installed copy (the run's environment may forbid writing bytecode, which would make every "
+        "aiptrain process measured compile its modules from source).",
         "- Trainer projects (trainer_template/, bench/trainers/) are copied to a scratch directory first, "
         "so every side builds exactly the same tree and nothing is written into the repository. "
         "`$SCRATCH` in the commands is that directory.",

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 from bench.context import BenchContext
-from bench.environment import REPO, Cleanup, scratch_space
+from bench.environment import REPO, Cleanup, precompile_aiptrain, scratch_space
 from bench.harness import RowResult
 from bench.report import git_facts, machine_facts, read_json, render_markdown, write_json
 from bench.rows import RowGroup, all_groups
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     signal.signal(signal.SIGTERM, _terminate)
     groups = [g for g in all_groups() if not options.only or g.name in options.only]
+    precompile_aiptrain()
     started = time.perf_counter()
     meta = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
