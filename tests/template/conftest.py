@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -51,20 +50,12 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> DigitsData:
 
 @pytest.fixture(scope="session")
 def installed_trainer(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The template built as a setuptools sdist and installed with ``pip install --no-deps --target``."""
+    """The template packaged the way `jobs submit training` packages it, installed with pip --target."""
+    from aiptrain.packaging import build_package
+
     root = tmp_path_factory.mktemp("trainer-package")
-    source = root / "source"
-    # Build from a copy so the checkout never gets an egg-info directory.
-    shutil.copytree(TEMPLATE_DIR, source, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "data"))
     env = trainer_environment()
-    subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(root / "dist"), str(source)],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (sdist,) = (root / "dist").glob("trainer-*.tar.gz")
+    sdist = build_package(TEMPLATE_DIR / "trainer", cache_dir=root / "cache").path
     target = root / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
