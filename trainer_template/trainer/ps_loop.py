@@ -17,10 +17,10 @@ import tensorflow as tf
 
 from trainer.checkpoints import CheckpointWriter
 from trainer.estimator import Estimator, EvalSpec, TrainSpec
-from trainer.evaluation import batch_sums, per_example_loss
 from trainer.inputs import PipelineContext, derive_seed
 from trainer.primary import PrimaryDuties
 from trainer.reporting import MetricWindow, Summaries, format_metrics
+from trainer.steps import train_on_batch
 from trainer.stopping import EXIT_TERMINATED, TerminationRequest
 from trainer.strategy import create_strategy
 from trainer.training_state import TrainingState, create_training_state, restore_latest
@@ -79,19 +79,8 @@ def _log_input_plan(estimator: Estimator, train_spec: TrainSpec, start_step: int
 
 
 def _make_worker_step(strategy: tf.distribute.Strategy, state: TrainingState) -> Any:
-    model, optimizer = state.model, state.optimizer
-
     def replica_step(features: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
-        with tf.GradientTape() as tape:
-            logits = model(features, training=True)
-            losses = per_example_loss(labels, logits)
-            loss = tf.nn.compute_average_loss(losses)
-            if model.losses:
-                loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
-        gradients = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
-        state.global_step.assign_add(1)
-        return batch_sums(labels, logits, losses)
+        return train_on_batch(state, features, labels)
 
     @tf.function
     def worker_step(iterator: Any) -> tf.Tensor:

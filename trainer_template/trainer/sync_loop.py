@@ -16,10 +16,10 @@ import tensorflow as tf
 
 from trainer.checkpoints import CheckpointWriter
 from trainer.estimator import Estimator, EvalSpec, TrainSpec
-from trainer.evaluation import batch_sums, per_example_loss
 from trainer.inputs import PipelineContext, derive_seed, first_batch_fingerprint
 from trainer.primary import PrimaryDuties
 from trainer.reporting import MetricWindow, Summaries, format_metrics
+from trainer.steps import train_on_batch
 from trainer.stopping import EXIT_TERMINATED, TerminationRequest
 from trainer.strategy import create_strategy
 from trainer.training_state import TrainingState, create_training_state, restore_latest
@@ -31,20 +31,8 @@ _LOSS_SUM, _CORRECT, _EXAMPLES, _STOP, _SAVE = range(5)
 
 
 def _make_train_step(strategy: tf.distribute.Strategy, state: TrainingState) -> Any:
-    model, optimizer = state.model, state.optimizer
-
     def replica_step(features: tf.Tensor, labels: tf.Tensor, decisions: tf.Tensor) -> tf.Tensor:
-        with tf.GradientTape() as tape:
-            logits = model(features, training=True)
-            losses = per_example_loss(labels, logits)
-            # Averages over the global batch, so summing gradients across replicas is correct.
-            loss = tf.nn.compute_average_loss(losses)
-            if model.losses:
-                loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
-        gradients = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
-        state.global_step.assign_add(1)
-        return tf.concat([batch_sums(labels, logits, losses), decisions], axis=0)
+        return tf.concat([train_on_batch(state, features, labels), decisions], axis=0)
 
     @tf.function
     def train_step(batch: Any, decisions: tf.Tensor) -> tf.Tensor:
