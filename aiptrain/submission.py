@@ -326,10 +326,6 @@ def upload(plan: SubmissionPlan, store: ObjectStore, *, progress_factory: Any = 
     return execute_uploads(plan.uploads, store, progress_factory=progress_factory)
 
 
-def create(plan: SubmissionPlan, backend: Backend) -> Job:
-    return backend.create_job(plan.job)
-
-
 def plan_summary(plan: SubmissionPlan, *, vertex: dict[str, Any] | None,
                  tf_configs: dict[str, Any] | None) -> dict[str, Any]:
     """The dry-run document: a stable schema a CI job can diff."""
