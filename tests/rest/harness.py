@@ -37,12 +37,26 @@ TRAINER_TASK = textwrap.dedent('''
     parser.add_argument("--lines", type=int, default=3)
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--exit-code", type=int, default=0)
+    parser.add_argument("--await-peers", action="store_true",
+                        help="the chief starts only once every worker and ps has printed its line")
     args, _ = parser.parse_known_args()
-    task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
+    tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    task = tf_config.get("task", {})
     me = "%s-%s" % (task.get("type"), task.get("index"))
     if task.get("type") in ("worker", "ps"):
         print("%s waiting" % me, flush=True)
+        if args.job_dir:
+            os.makedirs(args.job_dir, exist_ok=True)
+            open(os.path.join(args.job_dir, me + ".ready"), "w").close()
         time.sleep(600)
+    if args.await_peers:
+        # Without this the chief can finish, and the job end, before a worker's interpreter starts.
+        peers = ["%s-%d" % (kind, i) for kind in ("worker", "ps")
+                 for i in range(len(tf_config.get("cluster", {}).get(kind, [])))]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(
+                os.path.exists(os.path.join(args.job_dir, p + ".ready")) for p in peers):
+            time.sleep(0.05)
     for i in range(args.lines):
         print("line %d from %s" % (i, me), flush=True)
     print("job-dir=%s" % args.job_dir, flush=True)

@@ -151,8 +151,8 @@ def test_mlv1_request_body_is_the_job_without_output_fields(gcs_emulator: Emulat
 
 def test_vertex_job_runs_as_a_custom_job(gcs_emulator: Emulator, gcs_package: str) -> None:
     backend = VertexBackend(settings(gcs_emulator))
-    job = training_job("vertex_ok", gcs_package, "--lines", "2", scaleTier="CUSTOM", masterType="n1-standard-4",
-                       workerType="n1-standard-4", workerCount="1")
+    job = training_job("vertex_ok", gcs_package, "--lines", "2", "--await-peers", scaleTier="CUSTOM",
+                       masterType="n1-standard-4", workerType="n1-standard-4", workerCount="1")
     created = backend.create_job(job)
     assert created.job_id == "vertex_ok"
     assert created.training_input is not None and created.training_input.region == "us-central1"
