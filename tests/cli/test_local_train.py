@@ -7,14 +7,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+# With --job-dir, every other replica leaves a marker there once it has printed, and the chief waits
+# for all of them: otherwise the chief can exit, and the run end, before a worker has started.
 TRAINER = """
-import json, os, sys
+import glob, json, os, sys, time
 config = json.loads(os.environ["TF_CONFIG"])
 task = config["task"]
 print("task", task.get("type"), task.get("index"), "args", json.dumps(sys.argv[1:]), flush=True)
+job_dir = sys.argv[sys.argv.index("--job-dir") + 1] if "--job-dir" in sys.argv else None
 if task.get("type") in ("chief", "master"):
+    peers = sum(len(config["cluster"].get(kind, [])) for kind in ("worker", "ps"))
+    deadline = time.monotonic() + 60
+    while job_dir and len(glob.glob(os.path.join(job_dir, "*.ready"))) < peers and time.monotonic() < deadline:
+        time.sleep(0.05)
     sys.exit(int(os.environ.get("PRIMARY_EXIT", "0")))
-import time
+if job_dir:
+    os.makedirs(job_dir, exist_ok=True)
+    open(os.path.join(job_dir, "%s-%s.ready" % (task["type"], task["index"])), "w").close()
 time.sleep(60)
 """
 
