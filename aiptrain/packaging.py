@@ -5,7 +5,8 @@ parent. What aiptrain does differently, on purpose:
 
 - The build runs on a temporary copy of the root, so the user's tree never gets an egg-info,
   a dist/ or a generated setup.py. The copy (and the cache key) skip caches, VCS metadata,
-  virtualenvs and old build output (see `collect_sources`).
+  virtualenvs, old build output and what `.gcloudignore` names (see `collect_sources`); gcloud
+  ignores that file for training packages.
 - The build is one PEP 517 `build_sdist` call in a subprocess of the current interpreter: the
   project's declared backend, or setuptools' legacy backend for setup.py/setup.cfg projects. No
   virtualenv, no download: the backend must already be importable.
@@ -200,6 +201,7 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
     cache_dir = Path(os.path.abspath(cache_dir if cache_dir is not None else default_cache_dir()))
 
     sources = collect_sources(root, skip=[cache_dir])
+    _check_package_survives_ignore_file(sources, name)
     digest = source_digest(sources)
     generated = not any((root / setup_file).is_file() for setup_file in _SETUP_FILES)
     entry = cache_dir / _cache_key(name, digest)
@@ -232,9 +234,13 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile
     """The files under `root` that make up the project, sorted by relative path.
 
     Skipped: VCS metadata, caches, virtualenvs (any directory holding a pyvenv.cfg), egg-info
-    directories, compiled bytecode, and setuptools' top-level build/ and dist/. Symlinked files
-    and directories are followed (each real directory once).
+    directories, compiled bytecode, setuptools' top-level build/ and dist/, and whatever the
+    root's `.gcloudignore` names (see `aiptrain.ignore_file`). Symlinked files and directories
+    are followed (each real directory once).
     """
+    from aiptrain.ignore_file import load_ignore_file
+
+    ignored = load_ignore_file(root)
     skipped = {Path(os.path.abspath(p)) for p in skip}
     files: list[SourceFile] = []
     seen_dirs: set[str] = set()
@@ -246,6 +252,7 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile
             continue
         seen_dirs.add(real)
         top = here == root
+        prefix = "" if top else here.relative_to(root).as_posix() + "/"
         dirnames[:] = sorted(
             d for d in dirnames
             if d not in _SKIPPED_DIRS
@@ -253,14 +260,15 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile
             and not (top and d in _SKIPPED_TOP_DIRS)
             and not (here / d / "pyvenv.cfg").exists()
             and (here / d) not in skipped
+            and not (ignored and ignored(prefix + d, True))
         )
         for filename in filenames:
             if filename in _SKIPPED_FILES or filename.endswith(_SKIPPED_FILE_SUFFIXES):
                 continue
             path = here / filename
-            if not path.is_file():
-                continue  # dangling symlink, socket, ...
-            relative = path.relative_to(root).as_posix()
+            relative = prefix + filename
+            if not path.is_file() or (ignored and ignored(relative, False)):
+                continue  # dangling symlink, socket, ..., or named in .gcloudignore
             executable = bool(path.stat().st_mode & 0o111)
             files.append(SourceFile(relative, path, executable))
         if len(files) > MAX_SOURCE_FILES:
@@ -272,6 +280,20 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile
                 "package into a directory of its own",
             )
     return sorted(files, key=lambda f: f.relative)
+
+
+def _check_package_survives_ignore_file(sources: list[SourceFile], name: str) -> None:
+    """check_package_path saw an __init__.py on disk; only .gcloudignore can have dropped it."""
+    init = f"{name}/__init__.py"
+    if not any(source.relative == init for source in sources):
+        from aiptrain.errors import ValidationFailed
+        from aiptrain.ignore_file import IGNORE_FILE_NAME
+
+        raise ValidationFailed([_problem(
+            IGNORE_FILE_NAME,
+            f"it excludes {init}, so the package would not contain the trainer",
+            f"remove the pattern that matches {name}/ or {init}, or add `!{init}` after it",
+        )])
 
 
 def source_digest(sources: Iterable[SourceFile]) -> str:

@@ -103,6 +103,26 @@ def test_dry_run_text_is_readable(trainer: Path) -> None:
     assert "Vertex AI translation" in result.stdout
 
 
+def test_gcloudignore_shapes_the_package_and_a_bad_one_exits_2(trainer: Path, isolated_environment: Path) -> None:
+    (trainer / "scratch.ipynb").write_text("{}")
+    (trainer / "task_test.py").write_text("")
+    (trainer.parent / ".gcloudignore").write_text("# not for the cluster\n*.ipynb\n*_test.py\n")
+    result = CliRunner().invoke(root, submit_args("dry_ignore", trainer, "--dry-run", "--format", "json"),
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    files = [name.split("/", 1)[1] for name in json.loads(result.stdout)["package"]["files"]]
+    assert "trainer/task.py" in files
+    assert "trainer/scratch.ipynb" not in files and "trainer/task_test.py" not in files
+
+    (trainer.parent / ".gcloudignore").write_text("*.py\n")
+    refused = run(submit_args("ignore_all", trainer))
+    assert refused.returncode == 2
+    assert ".gcloudignore: it excludes trainer/__init__.py" in refused.stderr
+    assert "ignore_all" not in run(["jobs", "list"]).stdout
+    storage = isolated_environment / "storage"
+    assert not storage.exists() or not any(p.is_file() for p in storage.rglob("*"))
+
+
 def test_submit_async_returns_queued_job_then_wait_follows_it(trainer: Path) -> None:
     submitted = run(submit_args("async_1", trainer))
     assert submitted.returncode == 0, submitted.stderr

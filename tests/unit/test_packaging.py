@@ -185,6 +185,72 @@ def test_a_build_subpackage_named_build_is_not_skipped(tmp_path: Path) -> None:
     assert "trainer/build/__init__.py" in relative
 
 
+def test_gcloudignore_keeps_files_out_of_the_package_and_the_key(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    root = package_dir.parent
+    (root / "data").mkdir()
+    (root / "data/train.csv").write_text("x,y\n")
+    (package_dir / "notes.ipynb").write_text("{}")
+    (package_dir / "assets/big.bin").write_bytes(b"\0" * 1000)
+    (package_dir / "assets/keep.bin").write_bytes(b"\1")
+    (root / ".gitignore").write_text("# from git\n*.ipynb\n")
+    (root / ".gcloudignore").write_text(
+        "/data/\n*.bin\n!trainer/assets/keep.bin\n#!include:.gitignore\n")
+    built = build_package(package_dir, cache_dir=tmp_path / "cache")
+    names = {Path(m.name).relative_to(Path(m.name).parts[0]).as_posix() for m in members(built)}
+    assert "trainer/assets/keep.bin" in names and "trainer/task.py" in names
+    assert not {"trainer/assets/big.bin", "trainer/notes.ipynb"} & names  # grafted but for the ignore file
+    sources = {f.relative for f in collect_sources(root)}
+    assert "data/train.csv" not in sources and "README.md" in sources
+    assert ".gcloudignore" in sources  # a source like any other, unless it names itself
+
+    # Ignored files do not change the cache key; the ignore file itself does.
+    (root / "data/train.csv").write_text("x,y\n1,2\n")
+    assert build_package(package_dir, cache_dir=tmp_path / "cache").reused_from_cache is True
+    (root / ".gcloudignore").write_text("/data/\n*.bin\n#!include:.gitignore\n")
+    rebuilt = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert rebuilt.reused_from_cache is False
+    assert "trainer/assets/keep.bin" not in {f.relative for f in collect_sources(root)}
+
+
+def test_an_ignored_directory_is_not_walked_and_anchoring_counts(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    root = package_dir.parent
+    for directory in ("logs", "trainer/logs"):
+        (root / directory).mkdir()
+        (root / directory / "run.txt").write_text("line")
+    (root / ".gcloudignore").write_text("/logs/\n!logs/run.txt\n")
+    relative = [f.relative for f in collect_sources(root)]
+    assert "trainer/logs/run.txt" in relative  # `/logs/` is anchored at the package root
+    assert "logs/run.txt" not in relative  # as in git, a file in an ignored directory stays out
+
+
+def test_gcloudignore_that_drops_the_package_is_refused(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    (package_dir.parent / ".gcloudignore").write_text("trainer/\n")
+    with pytest.raises(ValidationFailed) as raised:
+        build_package(package_dir, cache_dir=tmp_path / "cache")
+    [problem] = raised.value.problems
+    assert problem.path == ".gcloudignore" and "trainer/__init__.py" in problem.message
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    ({".gcloudignore": "#!include:.gitignore\n"}, "does not exist"),
+    ({".gcloudignore": "#!include:.gitignore\n", ".gitignore": "#!include:.other\n", ".other": "x\n"},
+     "includes do not nest"),
+])
+def test_bad_includes_name_the_ignore_file(tmp_path: Path, files: dict[str, str], expected: str) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    for name, text in files.items():
+        (package_dir.parent / name).write_text(text)
+    with pytest.raises(ValidationFailed) as raised:
+        build_package(package_dir, cache_dir=tmp_path / "cache")
+    [problem] = raised.value.problems
+    assert problem.path == ".gcloudignore"
+    assert expected in f"{problem.message} {problem.hint}"
+
+
 def test_changed_source_misses_the_cache(tmp_path: Path) -> None:
     package_dir = project(tmp_path, "with_setup_py")
     first = build_package(package_dir, cache_dir=tmp_path / "cache")
