@@ -8,7 +8,10 @@ Completion follows the service: the primary's exit decides. When it ends, worker
 servers are stopped (SIGTERM to their process groups, SIGKILL after a grace period); after a
 success, evaluators first get a bounded grace to finish their last evaluation. A worker,
 parameter server or evaluator that fails while the primary runs is restarted with the same
-TF_CONFIG and port, up to `max_restarts` times; after that the set fails, naming it.
+TF_CONFIG and port, up to `max_restarts` times; after that the set fails, naming it. Restarts back
+off (`restart_delay`, doubling each time, at most `_MAX_RESTART_DELAY_SECONDS`), so a replica that
+crashes at start-up does not burn every restart within a second, and one that lost a peer gives it
+time to come back.
 
 All processes are started from the calling thread, which does not return before every one of
 them is gone: the kernel's parent-death signal is tied to that thread.
@@ -45,6 +48,7 @@ from aiptrain.runner.tf_config import (
 from aiptrain.spec import Job, JobState
 
 _POLL_SECONDS = 0.05
+_MAX_RESTART_DELAY_SECONDS = 30.0
 # How long to wait for a pipe reader after its process ended (a grandchild may hold the pipe).
 _PUMP_JOIN_SECONDS = 2.0
 # Secondary replicas start first (as gcloud's local runner does), the primary last.
@@ -103,10 +107,16 @@ class ReplicaSetSpec:
 @dataclass(frozen=True)
 class ReplicaPolicy:
     max_restarts: int = 3
+    # Seconds before the first restart of a replica; each further restart waits twice as long.
+    restart_delay: float = 1.0
     kill_grace: float = 5.0
     evaluator_grace: float = 60.0
     # False (local train): a secondary that keeps failing is reported, and the primary decides.
     fail_when_restarts_run_out: bool = True
+
+    def delay_before_restart(self, restart: int) -> float:
+        """How long restart number `restart` (1, 2, ...) of one replica waits."""
+        return min(self.restart_delay * 2.0 ** (restart - 1), _MAX_RESTART_DELAY_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,8 @@ class _Replica:
     pumps: list[threading.Thread] = field(default_factory=list)
     restarts: int = 0
     done: bool = False
+    # monotonic() time at which an exited replica is started again; None when none is due.
+    restart_at: float | None = None
 
 
 def failure_headline(task_name: str, returncode: int, restarts: int = 0) -> str:
@@ -257,26 +269,32 @@ class _ReplicaSetRun:
 
     def check_secondaries(self) -> ReplicaSetOutcome | None:
         for replica in self.replicas:
-            if replica.task.is_primary or replica.done or replica.process is None:
-                continue
-            if not replica.process.has_exited():
+            if replica.task.is_primary or replica.process is None:
                 continue
             name = replica.task.task_name
+            if replica.restart_at is not None:
+                if time.monotonic() >= replica.restart_at:
+                    replica.restart_at = None
+                    try:
+                        self.start(replica)
+                    except OSError as error:
+                        return self.fail(name, f"The replica {name} could not be restarted: {error}")
+                continue
+            if replica.done or not replica.process.has_exited():
+                continue
             returncode = self.collect(replica)
             if returncode == 0:
                 self.say(f"{name} exited successfully.")
                 continue
             if replica.restarts < self.policy.max_restarts:
                 replica.restarts += 1
+                delay = self.policy.delay_before_restart(replica.restarts)
                 self.say(
-                    f"{name} {describe_returncode(returncode)}; restarting it "
+                    f"{name} {describe_returncode(returncode)}; restarting it in {delay:g} s "
                     f"(restart {replica.restarts} of {self.policy.max_restarts}).",
                     "WARNING",
                 )
-                try:
-                    self.start(replica)
-                except OSError as error:
-                    return self.fail(name, f"The replica {name} could not be restarted: {error}")
+                replica.restart_at = time.monotonic() + delay
                 continue
             if self.policy.fail_when_restarts_run_out:
                 # The log already holds the replica's output; the headline is enough there.

@@ -56,6 +56,8 @@ class LocalSettings:
     max_running: int
     # AIPTRAIN_LOCAL_MAX_RESTARTS: restarts allowed per worker/ps/evaluator replica before the job fails.
     max_restarts: int = 3
+    # AIPTRAIN_LOCAL_RESTART_DELAY: seconds before a replica's first restart, doubling for each next one.
+    restart_delay: float = 1.0
     # AIPTRAIN_LOCAL_KILL_GRACE: seconds between SIGTERM and SIGKILL when stopping replicas.
     kill_grace: float = 5.0
     # AIPTRAIN_LOCAL_EVALUATOR_GRACE: seconds evaluators may keep running after the primary succeeded.
@@ -72,6 +74,7 @@ class LocalSettings:
         return cls(
             max_running=_int_setting(source, "AIPTRAIN_LOCAL_MAX_RUNNING", _default_max_running(), 1),
             max_restarts=_int_setting(source, "AIPTRAIN_LOCAL_MAX_RESTARTS", 3, 0),
+            restart_delay=_seconds_setting(source, "AIPTRAIN_LOCAL_RESTART_DELAY", 1.0),
             kill_grace=_seconds_setting(source, "AIPTRAIN_LOCAL_KILL_GRACE", 5.0),
             evaluator_grace=_seconds_setting(source, "AIPTRAIN_LOCAL_EVALUATOR_GRACE", 60.0),
             replica_cap=_int_setting(source, "AIPTRAIN_LOCAL_REPLICA_CAP", 0, 1) if cap_raw else None,

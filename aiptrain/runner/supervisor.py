@@ -138,6 +138,7 @@ class JobContext:
         )
         policy = ReplicaPolicy(
             max_restarts=self.settings.max_restarts,
+            restart_delay=self.settings.restart_delay,
             kill_grace=self.settings.kill_grace,
             evaluator_grace=self.settings.evaluator_grace,
         )

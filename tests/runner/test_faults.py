@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from aiptrain.runner.engine import JobAlreadyFinished, LocalEngine
 from aiptrain.runner.processes import is_running
+from aiptrain.runner.replica_set import ReplicaPolicy
 from aiptrain.spec import JobState
 from tests.fixtures.engine import max_overlap
 
@@ -59,7 +61,7 @@ def test_killed_worker_is_restarted_and_the_job_succeeds(engine: LocalEngine, ho
     _release(directory)
     done = wait_for_end(engine, "restart_worker")
     assert done.state == JobState.SUCCEEDED, done.error_message
-    assert "worker-replica-0 was killed by signal 9 (SIGKILL); restarting it (restart 1 of 3)." in _messages(
+    assert "worker-replica-0 was killed by signal 9 (SIGKILL); restarting it in 1 s (restart 1 of 3)." in _messages(
         engine, "restart_worker", "service")
     replicas = {r.task_name: r for r in engine.processes(PROJECT, "restart_worker").replicas}
     assert replicas["worker-replica-0"].restarts == 1
@@ -84,6 +86,34 @@ def test_worker_out_of_restarts_fails_the_job_naming_it(
         "The replica worker-replica-0 was killed by signal 9 (SIGKILL) after 1 restart.")
     master = read_pid(directory / "pids" / "master-replica-0")
     assert processes_gone([master]), "the master must be stopped when the job fails"
+
+
+def test_restarts_back_off_doubling_each_time(
+    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIPTRAIN_LOCAL_RESTART_DELAY", "1.5")
+    directory = local_dir(home, _control_job(engine, package_uri, "backoff"))
+    starts = directory / "starts" / "worker-replica-0"
+    read_pid(directory / "pids" / "worker-replica-0")  # the first start is on record
+    gaps = []
+    for restart in (1, 2):
+        killed_at = time.monotonic()
+        os.kill(int(starts.read_text().split()[-1]), signal.SIGKILL)
+        wait_until(lambda n=restart + 1: len(starts.read_text().split()) == n, 60, f"restart {restart}")
+        gaps.append(time.monotonic() - killed_at)
+    # Lower bounds only: a loaded machine makes restarts later, never earlier.
+    assert gaps[0] >= 1.5 and gaps[1] >= 3.0, gaps
+    _release(directory)
+    assert wait_for_end(engine, "backoff").state == JobState.SUCCEEDED
+    service = _messages(engine, "backoff", "service")
+    assert "worker-replica-0 was killed by signal 9 (SIGKILL); restarting it in 1.5 s (restart 1 of 3)." in service
+    assert "worker-replica-0 was killed by signal 9 (SIGKILL); restarting it in 3 s (restart 2 of 3)." in service
+
+
+def test_restart_delays_are_capped() -> None:
+    policy = ReplicaPolicy(restart_delay=4.0)
+    assert [policy.delay_before_restart(n) for n in (1, 2, 3, 4, 5)] == [4.0, 8.0, 16.0, 30.0, 30.0]
+    assert ReplicaPolicy(restart_delay=0).delay_before_restart(3) == 0
 
 
 def test_killed_master_fails_the_job_naming_it_and_the_signal(
