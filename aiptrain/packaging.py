@@ -19,7 +19,8 @@ parent. What aiptrain does differently, on purpose:
   0644/0755, gzip header without file name and with mtime 0.
 - Built archives are cached under `$AIPTRAIN_HOME/cache/sdist/<key>/`, keyed by the source tree
   (relative paths, contents, executable bit), the package name and the setuptools/Python
-  versions: unchanged sources skip the build entirely.
+  versions: unchanged sources skip the build entirely. Entries unused for a month are removed
+  (`aiptrain.cache_eviction`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from aiptrain.cache_eviction import mark_used, remove_unused
 from aiptrain.paths import aiptrain_home
 
 # `typing.TYPE_CHECKING` without importing typing (mypy knows the name): for annotations only.
@@ -208,6 +210,7 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
 
     cached = _load_cache_entry(entry)
     if cached is not None:
+        mark_used(entry)
         return cached
 
     import shutil
@@ -225,9 +228,11 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
         staging = Path(tempfile.mkdtemp(dir=cache_dir, prefix=".tmp-"))
         try:
             built = _normalize_into(sdist, staging, generated=generated)
-            return _publish(staging, entry, built)
+            published = _publish(staging, entry, built)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    remove_unused(cache_dir, keep=entry)
+    return published
 
 
 def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile]:

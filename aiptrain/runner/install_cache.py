@@ -12,7 +12,8 @@ which tells virtual environments apart, and the identity of the binary behind it
 upgraded Python is another key), and `_CACHE_REVISION`. Packages installed into the
 interpreter's environment (pip, setuptools, the trainer's dependencies) are not part of it:
 they change neither what pip unpacks nor what it compiles. Deleting the directory is always
-safe; the next job installs again.
+safe; the next job installs again, and entries unused for a month are removed when a new one is
+added (`aiptrain.cache_eviction`).
 
 An entry appears whole or not at all: pip installs into a temporary directory beside it, which
 is renamed into place once complete. When two jobs install one package at once, the first
@@ -32,6 +33,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from aiptrain.cache_eviction import mark_used, remove_unused
 
 # Bump when the install command or the entry layout changes, so old entries are not reused.
 _CACHE_REVISION = "1"
@@ -89,9 +92,12 @@ def interpreter_identity(python: str) -> str:
 
 
 def lookup(cache_dir: Path, key: str) -> CachedInstall | None:
-    """The complete entry for `key`, or None."""
+    """The complete entry for `key` (now marked used), or None."""
     entry = CachedInstall(key, cache_dir / key)
-    return entry if _is_complete(entry.root) else None
+    if not _is_complete(entry.root):
+        return None
+    mark_used(entry.root)
+    return entry
 
 
 def new_staging(cache_dir: Path, key: str) -> Path:
@@ -114,7 +120,6 @@ def publish(staging: Path, cache_dir: Path, key: str, description: dict[str, str
     for attempt in range(2):
         try:
             staging.rename(entry.root)
-            return entry
         except OSError:
             if _is_complete(entry.root):
                 return entry  # another job got there first
@@ -122,6 +127,9 @@ def publish(staging: Path, cache_dir: Path, key: str, description: dict[str, str
                 raise
             # A damaged entry (ours always appear whole, so someone else's) is in the way.
             shutil.rmtree(entry.root, ignore_errors=True)
+            continue
+        remove_unused(cache_dir, keep=entry.root)
+        return entry
     raise AssertionError("unreachable")
 
 

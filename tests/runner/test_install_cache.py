@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -77,7 +78,9 @@ def test_a_second_job_with_the_same_package_reuses_the_install(
     assert wait_for_end(engine, "first").state == JobState.SUCCEEDED
     assert any(m.startswith(f"Installing package(s): {package_uri}") for m in service_lines(engine, "first"))
     [entry] = entries(home)
-    before = [(p, p.stat().st_ino, p.stat().st_mtime_ns) for p in [entry, *sorted(entry.rglob("*"))]]
+    before = [(p, p.stat().st_ino, p.stat().st_mtime_ns) for p in sorted(entry.rglob("*"))]
+    month_ago = time.time() - 31 * 86400
+    os.utime(entry, (month_ago, month_ago))
 
     engine.submit(PROJECT, make_job("second", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/second")))
     done = wait_for_end(engine, "second")
@@ -86,7 +89,9 @@ def test_a_second_job_with_the_same_package_reuses_the_install(
     assert f"Reusing installed package {package_uri} (cached)" in lines
     assert not any(m.startswith("Installing package(s)") for m in lines)
     assert entries(home) == [entry]
-    assert [(p, p.stat().st_ino, p.stat().st_mtime_ns) for p in [entry, *sorted(entry.rglob("*"))]] == before
+    # Nothing in the entry was rewritten; only its own mtime moved: it records the last use.
+    assert [(p, p.stat().st_ino, p.stat().st_mtime_ns) for p in sorted(entry.rglob("*"))] == before
+    assert entry.stat().st_mtime > month_ago + 86400
     # The replicas imported the package from the job's own site directory.
     assert (home / "storage" / "out" / "second" / "times.json").is_file()
 
@@ -134,6 +139,28 @@ def test_a_changed_package_gets_a_new_entry(home: Path, package_uri: str, tmp_pa
     assert len(entries(home)) == 2 and first in entries(home)
     assert (home / "b" / "site" / "tfcfg" / "added.py").read_text() == "VALUE = 2\n"
     assert not (home / "a" / "site" / "tfcfg" / "added.py").exists()
+
+
+def test_installing_a_new_package_removes_entries_unused_for_a_month(
+    home: Path, package_uri: str, tmp_path: Path
+) -> None:
+    sink = RecordingSink()
+    assert install(home, [package_uri], home / "a" / "site", sink) is None
+    [first] = entries(home)
+    month_ago = time.time() - 31 * 86400
+    os.utime(first, (month_ago, month_ago))
+    assert install(home, [package_uri], home / "b" / "site", sink) is None  # a reuse marks it used
+    assert entries(home) == [first] and first.stat().st_mtime > month_ago
+
+    os.utime(first, (month_ago, month_ago))
+    project = tmp_path / "project"
+    shutil.copytree(TRAINERS, project)
+    (project / "tfcfg" / "added.py").write_text("VALUE = 3\n")
+    changed = build_package(project / "tfcfg", cache_dir=tmp_path / "sdist-cache").path
+    assert install(home, [stage(home, changed, "changed-" + changed.name)], home / "c" / "site", sink) is None
+    [second] = entries(home)
+    assert second != first
+    assert (home / "a" / "site" / "tfcfg").is_dir()  # jobs keep their own copies
 
 
 def test_a_jobs_site_is_its_own_copy(home: Path, package_uri: str) -> None:
