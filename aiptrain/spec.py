@@ -8,6 +8,7 @@ and are written as strings, as the REST API does. Unknown fields are errors.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import enum
 from collections.abc import Mapping
@@ -340,19 +341,52 @@ def parse_job(data: Any, *, source: str = "") -> Job:
 
     `source` prefixes paths in messages (for example the --config file name).
     """
+    job, problems = parse_job_lenient(data, source=source)
+    if problems or job is None:
+        raise ValidationFailed(problems)
+    return job
+
+
+def parse_job_lenient(data: Any, *, source: str = "") -> tuple[Job | None, list[Problem]]:
+    """Like `parse_job`, but unknown fields are reported and dropped instead of stopping the parse.
+
+    A typo such as `scaleTeir` would otherwise hide every cross-field problem of the job until it
+    is fixed; dropping the unknown keys lets the caller validate the rest in the same run. The Job
+    is None only when something other than unknown fields (a wrong type, a bad enum) is wrong,
+    because then there is no sound structure left to check.
+    """
     if not isinstance(data, Mapping):
         where = source or "job"
-        raise ValidationFailed(
-            [Problem(where, f"expected a mapping of Job fields, got {type(data).__name__}",
-                     "the file must hold a Job such as `trainingInput: {scaleTier: BASIC}`")]
-        )
+        return None, [Problem(where, f"expected a mapping of Job fields, got {type(data).__name__}",
+                              "the file must hold a Job such as `trainingInput: {scaleTier: BASIC}`")]
+    body = copy.deepcopy(dict(data))
     try:
-        return Job.model_validate(dict(data))
+        return Job.model_validate(body), []
     except ValidationError as error:
-        problems = problems_from_validation(error, Job)
-        if source:
-            problems = [Problem(f"{source}: {p.path}", p.message, p.hint) for p in problems]
-        raise ValidationFailed(problems) from None
+        problems = _with_source(problems_from_validation(error, Job), source)
+        unknown = [tuple(item["loc"]) for item in error.errors() if item["type"] == "extra_forbidden"]
+        if len(unknown) < error.error_count():
+            return None, problems  # a type or value error: no Job to validate further
+    for loc in unknown:
+        _drop(body, loc)
+    try:
+        return Job.model_validate(body), problems
+    except ValidationError as error:  # not expected: dropping keys cannot create new errors
+        return None, problems + _with_source(problems_from_validation(error, Job), source)
+
+
+def _with_source(problems: list[Problem], source: str) -> list[Problem]:
+    if not source:
+        return problems
+    return [Problem(f"{source}: {p.path}", p.message, p.hint) for p in problems]
+
+
+def _drop(body: Any, loc: tuple[int | str, ...]) -> None:
+    """Delete the key at `loc` (dict keys and list indexes) from nested REST data."""
+    for part in loc[:-1]:
+        body = body[part]
+    if isinstance(body, dict):
+        body.pop(loc[-1], None)
 
 
 def job_from_api(data: Mapping[str, Any]) -> Job:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiptrain.catalog import Catalog
 from aiptrain.errors import Problem, ValidationFailed
-from aiptrain.spec import Job, parse_job
+from aiptrain.spec import Job, parse_job_lenient
 from aiptrain.validate import check_gs_uri, validate_job
 
 if TYPE_CHECKING:
@@ -241,12 +241,12 @@ def prepare(
         except ValidationFailed as failed:
             raise ValidationFailed([*problems, *failed.problems]) from None
     body = merge_job(options, config)
-    try:
-        job = parse_job(body, source=f"--config {options.config_path}" if config else "")
-    except ValidationFailed as failed:
-        raise ValidationFailed(
-            _dedupe([*problems, *failed.problems, *_flag_only_problems(options, catalog)])
-        ) from None
+    # Unknown fields are reported but do not stop validation, so a typo in the config does not
+    # hide the job's other problems; only a structure that cannot be parsed at all stops here.
+    job, parse_problems = parse_job_lenient(body, source=f"--config {options.config_path}" if config else "")
+    if job is None:
+        raise ValidationFailed(_dedupe([*problems, *parse_problems, *_flag_only_problems(options, catalog)]))
+    problems += parse_problems
     ti = job.training_input
     assert ti is not None
     config_uris = list(ti.package_uris or [])

@@ -213,6 +213,21 @@ def test_all_problems_are_reported_together(tmp_path: Path) -> None:
     assert "use my_job" in result.stderr
 
 
+def test_unknown_config_field_does_not_hide_other_problems(tmp_path: Path, isolated_environment: Path) -> None:
+    package = make_trainer(tmp_path)
+    path = config(tmp_path, {"labels": {"Owner": "x"},
+                             "trainingInput": {"scaleTeir": "BASIC", "region": "mars", "masterType": "bogus"}})
+    result = CliRunner().invoke(root, [
+        "jobs", "submit", "training", "my-job", "--package-path", str(package), "--module-name", "trainer.task",
+        "--config", path, "--job-dir", "gs://A/x", "--runtime-version", "9",
+    ], catch_exceptions=False)
+    assert result.exit_code == 2
+    for field in ("trainingInput.scaleTeir", "jobId", "labels.Owner", "trainingInput.region",
+                  "trainingInput.masterType", "trainingInput.jobDir", "trainingInput.runtimeVersion"):
+        assert field in result.stderr, field
+    assert stored_objects(isolated_environment) == []
+
+
 def test_async_and_stream_logs_conflict(tmp_path: Path) -> None:
     package = make_trainer(tmp_path)
     result = CliRunner().invoke(root, ["jobs", "submit", "training", "ok", *_good(package), "--async",

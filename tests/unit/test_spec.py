@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from aiptrain.errors import ValidationFailed
-from aiptrain.spec import Job, JobState, parse_job
+from aiptrain.spec import Job, JobState, parse_job, parse_job_lenient
 
 FULL_JOB = {
     "jobId": "census_1",
@@ -112,3 +112,21 @@ def test_non_mapping_is_refused() -> None:
 def test_terminal_states() -> None:
     assert {s for s in JobState if s.is_terminal} == {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
     assert Job(state=JobState.RUNNING).to_api() == {"state": "RUNNING"}
+
+
+def test_lenient_parse_reports_unknown_fields_and_keeps_the_rest() -> None:
+    data = {"jobId": "a", "trainingInput": {"scaleTeir": "BASIC", "region": "mars",
+                                            "hyperparameters": {"params": [{"parameterName": "lr", "typo": 1}]}}}
+    job, problems = parse_job_lenient(data, source="--config c.yaml")
+    assert {p.path for p in problems} == {"--config c.yaml: trainingInput.scaleTeir",
+                                          "--config c.yaml: trainingInput.hyperparameters.params[0].typo"}
+    assert job is not None and job.training_input is not None
+    assert job.training_input.region == "mars"  # the rest is parsed, for cross-field validation
+    assert job.training_input.hyperparameters is not None
+    assert data["trainingInput"]["scaleTeir"] == "BASIC"  # the caller's data is not modified
+
+
+def test_lenient_parse_gives_no_job_when_a_value_is_wrong() -> None:
+    job, problems = parse_job_lenient({"jobId": "a", "trainingInput": {"scaleTeir": "BASIC", "workerCount": "two"}})
+    assert job is None
+    assert {p.path for p in problems} == {"trainingInput.scaleTeir", "trainingInput.workerCount"}
