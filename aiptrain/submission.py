@@ -274,6 +274,9 @@ def prepare(
         from aiptrain.packaging import build_package
 
         package = build_package(options.package_path)
+        # The sdist's file name is known only now; two local files with one name would be staged
+        # under the same object name, so refuse before anything is uploaded (gcloud does too).
+        _check_built_name_is_unique(package.path, local_packages)
         files.append(package.path)
     uploads = []
     if files:
@@ -297,6 +300,17 @@ def prepare(
         staging_bucket=staging,
         store_kind=store.kind,
     )
+
+
+def _check_built_name_is_unique(built: Path, local_packages: list[Path]) -> None:
+    clashes = [path for path in local_packages if path.name == built.name]
+    if clashes:
+        raise ValidationFailed([Problem(
+            "--packages",
+            f"{clashes[0]} has the same file name as the package built from --package-path "
+            f"({built.name}); both cannot be uploaded",
+            f"drop {clashes[0]} from --packages (--package-path already builds it), or rename it",
+        )])
 
 
 def _flag_only_problems(options: SubmitOptions, catalog: Catalog) -> list[Problem]:

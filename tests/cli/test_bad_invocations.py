@@ -106,6 +106,8 @@ CASES: list[tuple[str, str, Any, str]] = [
     ("packages-missing-file", "ok", ["--packages", "dist/missing-1.0.tar.gz"], "--packages"),
     ("packages-duplicate-names", "ok", lambda tmp, pkg: [*_good(pkg), "--packages", _duplicates(tmp)],
      "x-1.0.tar.gz"),
+    ("packages-same-name-as-built", "ok", lambda tmp, pkg: _same_name_as_built(tmp),
+     "same file name as the package built"),
     ("config-unknown-field", "ok", lambda tmp, pkg: [*_good(pkg), "--config",
                                                      config(tmp, {"trainingInput": {"scaleTeir": "BASIC"}})],
      "scaleTier"),
@@ -162,6 +164,20 @@ def _duplicates(tmp: Path) -> str:
         path.parent.mkdir(parents=True)
         path.write_bytes(b"not really a tarball")
     return f"{first},{second}"
+
+
+def _same_name_as_built(tmp: Path) -> list[str]:
+    """A project whose sdist is trainer-1.0.tar.gz, and an unrelated archive of that name."""
+    project = tmp / "named"
+    (project / "trainer").mkdir(parents=True)
+    (project / "trainer" / "__init__.py").write_text("")
+    (project / "setup.py").write_text("from setuptools import setup\nsetup(name='trainer', version='1.0', "
+                                      "packages=['trainer'])\n")
+    other = tmp / "dist" / "trainer-1.0.tar.gz"
+    other.parent.mkdir()
+    other.write_bytes(b"an older build")
+    return ["--package-path", str(project / "trainer"), "--module-name", "trainer.task",
+            "--region", "us-central1", "--packages", str(other)]
 
 
 def stored_objects(home: Path) -> list[Path]:
