@@ -251,7 +251,7 @@ def prepare(
     assert ti is not None
     config_uris = list(ti.package_uris or [])
     has_image = bool(ti.master_config and ti.master_config.image_uri)
-    problems += validate_job(job, catalog, require_packages=False)
+    problems += _not_covered_by_flags(validate_job(job, catalog, require_packages=False), problems)
     package_problems = _package_problems(options, config_uris, has_image)
     problems += package_problems
     remote: list[str] = []
@@ -264,7 +264,10 @@ def prepare(
         problems += staging_problems
     elif options.staging_bucket is not None:
         problems += check_gs_uri("--staging-bucket", options.staging_bucket.rstrip("/"), bucket_only=True)
-    problems += backend.unsupported(job)
+    # A field the validator already complained about must change anyway; the backend saying so
+    # again (e.g. "the local backend needs a Python module") would only repeat it.
+    reported = {problem.path for problem in problems}
+    problems += [problem for problem in backend.unsupported(job) if problem.path not in reported]
     if problems:
         raise ValidationFailed(_dedupe(problems))
 
@@ -300,6 +303,23 @@ def prepare(
         staging_bucket=staging,
         store_kind=store.kind,
     )
+
+
+# The job field each replica flag sets. A flag problem (e.g. "--worker-machine-type: required
+# when --worker-count is given") already tells the user what to type; the job-level complaint about
+# the same field ("workerCount is 2 but no workerType is set") would say it a second time.
+_FLAG_FIELDS = {
+    "--worker-machine-type": "trainingInput.workerType",
+    "--worker-count": "trainingInput.workerCount",
+    "--parameter-server-machine-type": "trainingInput.parameterServerType",
+    "--parameter-server-count": "trainingInput.parameterServerCount",
+}
+
+
+def _not_covered_by_flags(job_problems: list[Problem], flag_problems: list[Problem]) -> list[Problem]:
+    """`job_problems` minus those on a field whose flag already has a problem."""
+    covered = {_FLAG_FIELDS[p.path] for p in flag_problems if p.path in _FLAG_FIELDS}
+    return [problem for problem in job_problems if problem.path not in covered]
 
 
 def _check_built_name_is_unique(built: Path, local_packages: list[Path]) -> None:

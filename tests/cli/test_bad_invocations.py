@@ -244,6 +244,21 @@ def test_unknown_config_field_does_not_hide_other_problems(tmp_path: Path, isola
     assert stored_objects(isolated_environment) == []
 
 
+@pytest.mark.parametrize(("extra", "field"), [
+    (["--region", "us-central1"], "trainingInput.pythonModule"),
+    (["--module-name", "trainer.task", "--region", "us-central1", "--scale-tier", "custom",
+      "--master-machine-type", "n1-standard-4", "--worker-count", "2"], "--worker-machine-type"),
+], ids=["no-module", "worker-count-without-type"])
+def test_a_problem_is_reported_once(tmp_path: Path, extra: list[str], field: str) -> None:
+    package = make_trainer(tmp_path)
+    result = CliRunner().invoke(root, ["jobs", "submit", "training", "ok", "--package-path", str(package),
+                                       *extra], catch_exceptions=False)
+    assert result.exit_code == 2
+    listed = [line for line in result.stderr.splitlines() if line.startswith("  - ")]
+    assert len(listed) == 1, result.stderr
+    assert listed[0].startswith(f"  - {field}: ")
+
+
 def test_async_and_stream_logs_conflict(tmp_path: Path) -> None:
     package = make_trainer(tmp_path)
     result = CliRunner().invoke(root, ["jobs", "submit", "training", "ok", *_good(package), "--async",
