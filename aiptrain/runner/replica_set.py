@@ -13,6 +13,12 @@ off (`restart_delay`, doubling each time, at most `_MAX_RESTART_DELAY_SECONDS`),
 crashes at start-up does not burn every restart within a second, and one that lost a peer gives it
 time to come back.
 
+Synchronous training (MultiWorkerMirroredStrategy's collectives, ParameterServerStrategy's
+coordinator losing a parameter server) cannot carry on when a peer dies: the primary fails too,
+within seconds. A primary that fails soon after a secondary did is therefore not the end of the
+job while restarts remain: every replica is stopped and started again, with the same TF_CONFIG,
+and the trainer resumes from its last checkpoint, as the cluster would on the service.
+
 All processes are started from the calling thread, which does not return before every one of
 them is gone: the kernel's parent-death signal is tied to that thread.
 """
@@ -49,6 +55,8 @@ from aiptrain.spec import Job, JobState
 
 _POLL_SECONDS = 0.05
 _MAX_RESTART_DELAY_SECONDS = 30.0
+# A primary failing this soon after a secondary failed is taken as a casualty of that failure.
+_PEER_FAILURE_WINDOW_SECONDS = 60.0
 # How long to wait for a pipe reader after its process ended (a grandchild may hold the pipe).
 _PUMP_JOIN_SECONDS = 2.0
 # Secondary replicas start first (as gcloud's local runner does), the primary last.
@@ -181,6 +189,9 @@ class _ReplicaSetRun:
         self.stop = stop
         self.observer = observer
         self.replicas: list[_Replica] = []
+        # The last secondary failure (task name, monotonic time), for telling casualties apart.
+        self.last_peer_failure: tuple[str, float] | None = None
+        self.cluster_restarts = 0
 
     def say(self, message: str, severity: str = "INFO") -> None:
         self.sink.emit(SERVICE_TASK, severity, message, trial_id=self.spec.trial_id)
@@ -261,7 +272,10 @@ class _ReplicaSetRun:
                 return self.cancelled()
             assert primary.process is not None
             if primary.process.has_exited():
-                return self.primary_ended(primary)
+                outcome = self.primary_ended(primary)
+                if outcome is None:
+                    continue  # every replica was restarted
+                return outcome
             outcome = self.check_secondaries()
             if outcome is not None:
                 return outcome
@@ -286,6 +300,7 @@ class _ReplicaSetRun:
             if returncode == 0:
                 self.say(f"{name} exited successfully.")
                 continue
+            self.last_peer_failure = (name, time.monotonic())
             if replica.restarts < self.policy.max_restarts:
                 replica.restarts += 1
                 delay = self.policy.delay_before_restart(replica.restarts)
@@ -303,10 +318,14 @@ class _ReplicaSetRun:
             self.say(f"{name} {describe_returncode(returncode)}; it is not restarted.", "WARNING")
         return None
 
-    def primary_ended(self, primary: _Replica) -> ReplicaSetOutcome:
+    def primary_ended(self, primary: _Replica) -> ReplicaSetOutcome | None:
+        """How the set ended, or None when the whole cluster was restarted instead."""
         name = primary.task.task_name
         returncode = self.collect(primary)
         if returncode != 0:
+            peer = self.recently_failed_peer()
+            if peer is not None and self.cluster_restarts < self.policy.max_restarts:
+                return self.restart_cluster(f"{name} {describe_returncode(returncode)} after {peer} failed")
             self.say(failure_headline(name, returncode), "ERROR")
             return self.fail(name, failure_message(name, returncode, primary.tail.lines()), returncode)
         self.say(f"{name} exited successfully.")
@@ -323,6 +342,42 @@ class _ReplicaSetRun:
                     self.say(f"{evaluator.task.task_name} {describe_returncode(returncode)}.")
         self.stop_all()
         return ReplicaSetOutcome(JobState.SUCCEEDED, primary_returncode=0)
+
+    def recently_failed_peer(self) -> str | None:
+        """The secondary whose failure probably took the primary down, if any."""
+        # A peer that died in the same poll interval as the primary has not been collected yet.
+        for replica in self.replicas:
+            if replica.task.is_primary or replica.done or replica.process is None:
+                continue
+            if replica.process.has_exited() and self.collect(replica) != 0:
+                self.last_peer_failure = (replica.task.task_name, time.monotonic())
+        if self.last_peer_failure is None:
+            return None
+        peer, when = self.last_peer_failure
+        return peer if time.monotonic() - when <= _PEER_FAILURE_WINDOW_SECONDS else None
+
+    def restart_cluster(self, reason: str) -> ReplicaSetOutcome | None:
+        """Stop every replica and start them all again after the back-off; None once restarted."""
+        self.cluster_restarts += 1
+        delay = self.policy.delay_before_restart(self.cluster_restarts)
+        self.say(
+            f"{reason}; restarting every replica in {delay:g} s so the cluster resumes from its "
+            f"last checkpoint (cluster restart {self.cluster_restarts} of {self.policy.max_restarts}).",
+            "WARNING",
+        )
+        self.stop_all()
+        self.last_peer_failure = None
+        if self.stop.wait(delay):
+            return self.cancelled()
+        for replica in self.replicas:
+            replica.restart_at = None
+            replica.restarts += 1
+            try:
+                self.start(replica)
+            except OSError as error:
+                return self.fail(replica.task.task_name, f"The replica {replica.task.task_name} "
+                                 f"could not be restarted: {error}")
+        return None
 
     def wait_for(self, replicas: list[_Replica], seconds: float) -> None:
         deadline = time.monotonic() + seconds

@@ -110,6 +110,41 @@ def test_restarts_back_off_doubling_each_time(
     assert "worker-replica-0 was killed by signal 9 (SIGKILL); restarting it in 3 s (restart 2 of 3)." in service
 
 
+def test_a_primary_that_fails_because_a_peer_died_restarts_the_whole_cluster(
+    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIPTRAIN_LOCAL_RESTART_DELAY", "0.2")
+    directory = local_dir(home, _control_job(engine, package_uri, "gang", args=["--fail-if-peer-dies"]))
+    master_starts = directory / "starts" / "master-replica-0"
+    first_master = read_pid(directory / "pids" / "master-replica-0")
+    os.kill(read_pid(directory / "pids" / "worker-replica-0"), signal.SIGKILL)
+    wait_until(lambda: len(master_starts.read_text().split()) == 2, 60, "the master to start again")
+    second_master = int(master_starts.read_text().split()[1])
+    wait_until(lambda: read_pid(directory / "pids" / "master-replica-0") == second_master, 30, "the new master")
+    _release(directory)
+    done = wait_for_end(engine, "gang")
+    assert done.state == JobState.SUCCEEDED, done.error_message
+    service = _messages(engine, "gang", "service")
+    assert any(m.startswith("master-replica-0 exited with a non-zero status of 1 after worker-replica-0 failed; "
+                            "restarting every replica in 0.2 s") and "(cluster restart 1 of 3)" in m for m in service)
+    assert "lost worker-replica-0" in _messages(engine, "gang", "master-replica-0")
+    replicas = {r.task_name: r for r in engine.processes(PROJECT, "gang").replicas}
+    assert replicas["master-replica-0"].pid == second_master != first_master
+    assert replicas["master-replica-0"].restarts == 1
+
+
+def test_a_primary_failing_with_no_peer_failure_still_fails_the_job(
+    engine: LocalEngine, home: Path, package_uri: str
+) -> None:
+    directory = local_dir(home, _control_job(engine, package_uri, "own_fault", args=["--exit-code", "4"]))
+    read_pid(directory / "pids" / "worker-replica-0")
+    _release(directory)
+    done = wait_for_end(engine, "own_fault")
+    assert done.state == JobState.FAILED
+    assert not any("restarting every replica" in m for m in _messages(engine, "own_fault", "service"))
+    assert len((directory / "starts" / "master-replica-0").read_text().split()) == 1
+
+
 def test_restart_delays_are_capped() -> None:
     policy = ReplicaPolicy(restart_delay=4.0)
     assert [policy.delay_before_restart(n) for n in (1, 2, 3, 4, 5)] == [4.0, 8.0, 16.0, 30.0, 30.0]
