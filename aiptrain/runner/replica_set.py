@@ -387,7 +387,11 @@ class _ReplicaSetRun:
             self.stop.wait(_POLL_SECONDS)
 
     def cancelled(self) -> ReplicaSetOutcome:
-        self.say("Stopping all replicas: the job was cancelled.")
+        # A trial is stopped by its tuning job (early stopping, too many failures, a cancel), which
+        # logs why; only a plain job's stop is always a cancel.
+        trial = self.spec.trial_id
+        self.say(f"Stopping all replicas of trial {trial}." if trial
+                 else "Stopping all replicas: the job was cancelled.")
         self.stop_all()
         return ReplicaSetOutcome(JobState.CANCELLED)
 

@@ -232,7 +232,7 @@ class JobStore:
         except sqlite3.IntegrityError:
             raise AlreadyExists(
                 f"a job with ID {job.job_id!r} already exists in project {project!r}",
-                hint="job IDs are unique per project; choose another --job-id",
+                hint="job IDs are unique per project; submit again with another job ID (the first argument)",
             ) from None
         return self.get_by_key(key)
 

@@ -39,6 +39,7 @@ def test_concurrent_submits_of_one_id_give_one_job(engine: LocalEngine, package_
             results.append("created")
         except AlreadyExists as error:
             assert error.exit_code == 1
+            assert error.hint is not None and "another job ID" in error.hint and "--job-id" not in error.hint
             results.append("exists")
 
     threads = [threading.Thread(target=submit) for _ in range(8)]

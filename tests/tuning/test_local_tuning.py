@@ -190,6 +190,7 @@ def test_a_trial_falling_behind_the_median_is_stopped_early(
     assert summary[-1].split()[:4] == ["4", "SUCCEEDED", "(stopped", "early)"]
     log = job_log(engine, "early")
     assert "Stopping trial 4 early: its best training/hptuning/metric by step 1 is -100, worse than 2" in log
+    assert "Stopping all replicas of trial 4." in log and "the job was cancelled" not in log
 
 
 def test_resume_reuses_the_finished_trials_of_an_earlier_job(
