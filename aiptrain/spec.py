@@ -319,9 +319,9 @@ def problems_from_validation(
             known = sorted(field_aliases(owner)) if owner else []
             name = str(loc[-1])
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-            hint = f"did you mean `{close[0]}`?" if close else None
-            if hint is None and known:
-                hint = "known fields: " + ", ".join(known)
+            hint = f"did you mean `{close[0]}`?" if close else "remove it"
+            if not close and known:
+                hint = "remove it; known fields here: " + ", ".join(known)
             problems.append(Problem(path, "unknown field", hint))
         elif kind == "enum":
             expected = item.get("ctx", {}).get("expected", "")
@@ -332,8 +332,32 @@ def problems_from_validation(
             problems.append(Problem(path, f"{value!r} is not a valid value", hint))
         else:
             message = item["msg"].removeprefix("Value error, ")
-            problems.append(Problem(path, message[0].lower() + message[1:]))
+            field = next((str(part) for part in reversed(loc) if isinstance(part, str)), "field")
+            problems.append(Problem(path, message[0].lower() + message[1:], _value_hint(kind, field, message)))
     return problems
+
+
+# What to write instead, by pydantic error type; {field} is the REST name of the field.
+_VALUE_HINTS = {
+    "int_parsing": "write a whole number, e.g. {field}: 2",
+    "int_from_float": "write a whole number, e.g. {field}: 2",
+    "int_type": "write a whole number, e.g. {field}: 2",
+    "float_parsing": "write a number, e.g. {field}: 0.1",
+    "float_type": "write a number, e.g. {field}: 0.1",
+    "bool_parsing": "write true or false",
+    "bool_type": "write true or false",
+    "string_type": "write it as text, in quotes if it looks like a number",
+    "list_type": "write a list, e.g. {field}: [a, b]",
+    "dict_type": "write a mapping, e.g. {field}: {{key: value}}",
+    "model_type": "write a mapping of its fields, e.g. {field}: {{...}}",
+}
+
+
+def _value_hint(kind: str, field: str, message: str) -> str:
+    if kind == "value_error" and "integer" in message:  # our int64 parser's ValueError
+        kind = "int_parsing"
+    template = _VALUE_HINTS.get(kind, "correct the value or remove {field}")
+    return template.format(field=field)
 
 
 def parse_job(data: Any, *, source: str = "") -> Job:

@@ -107,7 +107,8 @@ def load_config(path: Path) -> dict[str, Any]:
         mark = getattr(error, "problem_mark", None)
         line = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         reason = getattr(error, "problem", None) or str(error)
-        raise ValidationFailed([Problem(where, f"is not valid YAML/JSON{line}: {reason}")]) from None
+        raise ValidationFailed([Problem(where, f"is not valid YAML/JSON{line}: {reason}",
+                                        "fix the syntax there: check indentation, quotes and brackets")]) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -291,7 +292,8 @@ def prepare(
     limit = int(catalog.limits["max_package_uris"])
     if len(uris) > limit:
         message = f"{len(uris)} packages; at most {limit}"
-        raise ValidationFailed([Problem("trainingInput.packageUris", message)])
+        raise ValidationFailed([Problem("trainingInput.packageUris", message,
+                                        "combine dependencies into fewer packages")])
     return SubmissionPlan(
         job=job,
         backend_name=backend.name,

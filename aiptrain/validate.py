@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -119,7 +120,9 @@ def check_labels(labels: dict[str, str] | None, catalog: Catalog) -> list[Proble
     limit_key = int(catalog.limits["label_key_max_length"])
     limit_value = int(catalog.limits["label_value_max_length"])
     if len(labels) > int(catalog.limits["max_labels"]):
-        problems.append(Problem("labels", f"{len(labels)} labels; at most {catalog.limits['max_labels']}"))
+        limit = int(catalog.limits["max_labels"])
+        problems.append(Problem("labels", f"{len(labels)} labels; at most {limit}",
+                                f"remove {len(labels) - limit} of them"))
     for key, value in labels.items():
         path = f"labels.{key}"
         key_ok = (0 < len(key) <= limit_key and _label_char_ok(key[0], first=True)
@@ -164,7 +167,8 @@ def _check_accelerator(path: str, machine: MachineType | None, accel_type: str |
         return [Problem(f"{path}.type", "an accelerator needs a type",
                         "e.g. acceleratorConfig: {type: NVIDIA_TESLA_T4, count: 1}")]
     if count <= 0:
-        problems.append(Problem(f"{path}.count", "the accelerator count must be greater than 0"))
+        problems.append(Problem(f"{path}.count", "the accelerator count must be greater than 0",
+                                "set count: 1 (or more), or drop the acceleratorConfig"))
     if machine is not None:
         if machine.family == "legacy":
             problems.append(Problem(path, f"legacy machine type {machine.name!r} takes no acceleratorConfig",
@@ -180,7 +184,8 @@ def _check_accelerator(path: str, machine: MachineType | None, accel_type: str |
             elif count > 0:
                 if count not in rule.counts:
                     problems.append(Problem(f"{path}.count", f"{accel_type} comes in counts of "
-                                            f"{', '.join(map(str, rule.counts))}, not {count}"))
+                                            f"{', '.join(map(str, rule.counts))}, not {count}",
+                                            f"use count {_nearest_count(count, rule.counts)}"))
                 elif rule.exact_per_machine and machine.gpus not in (None, count):
                     problems.append(Problem(f"{path}.count", f"{machine.name} has exactly {machine.gpus} "
                                             f"{accel_type}", f"set count: {machine.gpus}"))
@@ -191,6 +196,12 @@ def _check_accelerator(path: str, machine: MachineType | None, accel_type: str |
                                             "pick a smaller machine type or more accelerators"))
     problems.extend(_check_region_accelerator(path, accel_type, region, catalog))
     return problems
+
+
+def _nearest_count(count: int, allowed: Iterable[int]) -> int:
+    """The smallest allowed count that still covers `count`, else the largest there is."""
+    choices = sorted(allowed)
+    return next((c for c in choices if c >= count), choices[-1])
 
 
 def _check_region_accelerator(path: str, accel_type: str, region: str | None,
@@ -223,7 +234,8 @@ def check_scale_tier(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
             problems.append(Problem(type_path, "scale tier CUSTOM needs a master machine type",
                                     "pass --master-machine-type n1-standard-4 (or set masterType)"))
         if count_field and count is not None and count < 0:
-            problems.append(Problem(f"trainingInput.{count_field}", "must not be negative"))
+            problems.append(Problem(f"trainingInput.{count_field}", "must not be negative",
+                                    f"set {count_field} to 0 or more, or leave it out"))
         if count_field and count and count > 0 and not machine_name:
             flag = {"worker": "--worker-machine-type", "parameter_server": "--parameter-server-machine-type",
                     "evaluator": f"{type_field} in --config"}[role]
@@ -233,9 +245,8 @@ def check_scale_tier(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
         if machine_name:
             machine = catalog.machine_types.get(machine_name)
             if machine is None:
-                close = _closest(machine_name, catalog.machine_types)
                 problems.append(Problem(type_path, f"unknown machine type {machine_name!r}",
-                                        f"did you mean {close}?" if close else "see scale_tiers.yaml"))
+                                        _machine_type_hint(machine_name, catalog)))
             elif machine.family in ("legacy", "compute_engine"):
                 families[type_field] = machine.family
         accel = config.accelerator_config if config else None
@@ -258,6 +269,16 @@ def check_scale_tier(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
                 problems.extend(_check_region_accelerator("trainingInput.scaleTier",
                                                           role_spec.accelerator.type, ti.region, catalog))
     return problems
+
+
+def _machine_type_hint(name: str, catalog: Catalog) -> str:
+    """Name real machine types: the nearest spellings, or a few common ones when none is near."""
+    close = difflib.get_close_matches(name, list(catalog.machine_types), n=3, cutoff=0.5)
+    if close:
+        others = f" (or {', '.join(close[1:])})" if close[1:] else ""
+        return f"did you mean {close[0]}?{others}"
+    examples = [m.name for m in catalog.machine_types.values() if m.family == "compute_engine"][:3]
+    return f"use a machine type such as {', '.join(examples)}; all are listed in scale_tiers.yaml"
 
 
 def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
@@ -286,8 +307,10 @@ def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
     elif ti.python_version and not image:
         supported = sorted(v for v, r in catalog.runtimes.items() if ti.python_version in r.python)
         if not supported:
+            known = sorted({v for r in catalog.runtimes.values() for v in r.python})
             problems.append(Problem("trainingInput.pythonVersion",
-                                    f"no runtime version supports Python {ti.python_version}"))
+                                    f"no runtime version supports Python {ti.python_version}",
+                                    f"use one of {', '.join(known)}, or leave --python-version out"))
         else:
             problems.append(Problem("trainingInput.pythonVersion",
                                     "pythonVersion needs a runtimeVersion",
@@ -361,7 +384,9 @@ def check_scheduling(scheduling: Scheduling | None, catalog: Catalog) -> list[Pr
     if scheduling.priority is not None:
         low, high = catalog.limits["scheduling_priority"]
         if not low <= scheduling.priority <= high:
-            problems.append(Problem(f"{base}.priority", f"must be between {low} and {high}"))
+            nearest = min(max(scheduling.priority, low), high)
+            problems.append(Problem(f"{base}.priority", f"must be between {low} and {high}",
+                                    f"use priority: {nearest}"))
     return problems
 
 
@@ -375,41 +400,61 @@ def _check_parameter(path: str, param: ParameterSpec, algorithm: Algorithm | Non
     log_scale = param.scale_type in LOG_SCALES
     if kind in (ParameterType.DOUBLE, ParameterType.INTEGER):
         if param.min_value is None or param.max_value is None:
-            problems.append(Problem(path, f"{kind.value} parameters need minValue and maxValue"))
+            problems.append(Problem(path, f"{kind.value} parameters need minValue and maxValue",
+                                    "add both, e.g. minValue: 1, maxValue: 10"))
         else:
             if param.min_value >= param.max_value:
-                problems.append(Problem(f"{path}.minValue", "minValue must be below maxValue"))
+                problems.append(Problem(f"{path}.minValue", "minValue must be below maxValue",
+                                        _range_hint(param.min_value, param.max_value)))
             if kind == ParameterType.INTEGER and not (
                 float(param.min_value).is_integer() and float(param.max_value).is_integer()
             ):
-                problems.append(Problem(path, "INTEGER bounds must be whole numbers"))
+                problems.append(Problem(path, "INTEGER bounds must be whole numbers",
+                                        f"use minValue: {math.ceil(param.min_value)}, maxValue: "
+                                        f"{math.floor(param.max_value)}, or type DOUBLE"))
             if log_scale and param.min_value <= 0:
                 problems.append(Problem(f"{path}.minValue", "a log scale needs a strictly positive range",
                                         "raise minValue above 0 or use UNIT_LINEAR_SCALE"))
     if kind == ParameterType.CATEGORICAL:
         if not param.categorical_values:
-            problems.append(Problem(f"{path}.categoricalValues", "CATEGORICAL parameters need values"))
+            problems.append(Problem(f"{path}.categoricalValues", "CATEGORICAL parameters need values",
+                                    "list them, e.g. categoricalValues: [adam, sgd]"))
         elif len(set(param.categorical_values)) != len(param.categorical_values):
-            problems.append(Problem(f"{path}.categoricalValues", "values must be unique"))
+            repeated = sorted({v for v in param.categorical_values if param.categorical_values.count(v) > 1})
+            problems.append(Problem(f"{path}.categoricalValues", "values must be unique",
+                                    f"list {', '.join(map(repr, repeated))} once"))
         if param.min_value is not None or param.max_value is not None:
-            problems.append(Problem(path, "CATEGORICAL parameters take no minValue/maxValue"))
+            problems.append(Problem(path, "CATEGORICAL parameters take no minValue/maxValue",
+                                    "remove minValue and maxValue, or use type DOUBLE or INTEGER for a range"))
         if param.scale_type not in (None, ScaleType.NONE):
-            problems.append(Problem(f"{path}.scaleType", "CATEGORICAL parameters take no scale type"))
+            problems.append(Problem(f"{path}.scaleType", "CATEGORICAL parameters take no scale type",
+                                    "remove scaleType"))
     if kind == ParameterType.DISCRETE:
         values = param.discrete_values or []
         if not values:
-            problems.append(Problem(f"{path}.discreteValues", "DISCRETE parameters need values"))
+            problems.append(Problem(f"{path}.discreteValues", "DISCRETE parameters need values",
+                                    "list them in increasing order, e.g. discreteValues: [16, 32, 64]"))
         elif any(b <= a for a, b in itertools.pairwise(values)):
-            problems.append(Problem(f"{path}.discreteValues", "values must be strictly increasing"))
+            fixed = ", ".join(f"{v:g}" for v in sorted(set(values)))
+            problems.append(Problem(f"{path}.discreteValues", "values must be strictly increasing",
+                                    f"sort them and drop repeats: discreteValues: [{fixed}]"))
         if len(values) > int(catalog.limits["discrete_values_max"]):
             problems.append(Problem(f"{path}.discreteValues",
-                                    f"at most {catalog.limits['discrete_values_max']} values"))
+                                    f"at most {catalog.limits['discrete_values_max']} values",
+                                    "keep fewer values, or search a range with type DOUBLE or INTEGER"))
         if log_scale and values and values[0] <= 0:
-            problems.append(Problem(f"{path}.discreteValues", "a log scale needs strictly positive values"))
+            problems.append(Problem(f"{path}.discreteValues", "a log scale needs strictly positive values",
+                                    "drop the values <= 0, or use UNIT_LINEAR_SCALE"))
     if algorithm == Algorithm.GRID_SEARCH and kind not in GRID_TYPES:
         problems.append(Problem(f"{path}.type", f"GRID_SEARCH cannot search a {kind.value} parameter",
                                 "use INTEGER, CATEGORICAL or DISCRETE, or another algorithm"))
     return problems
+
+
+def _range_hint(low: float, high: float) -> str:
+    if low > high:
+        return f"swap them: minValue: {high:g}, maxValue: {low:g}"
+    return f"widen the range: raise maxValue above {low:g}"
 
 
 def check_hyperparameters(spec: HyperparameterSpec | None, catalog: Catalog) -> list[Problem]:
@@ -419,30 +464,36 @@ def check_hyperparameters(spec: HyperparameterSpec | None, catalog: Catalog) -> 
     problems: list[Problem] = []
     params = spec.params or []
     if not params:
-        problems.append(Problem(f"{base}.params", "at least one parameter is required"))
+        problems.append(Problem(f"{base}.params", "at least one parameter is required",
+                                "add one, e.g. params: [{parameterName: learning_rate, type: DOUBLE, "
+                                "minValue: 0.0001, maxValue: 0.1}]"))
     seen: set[str] = set()
     for index, param in enumerate(params):
         path = f"{base}.params[{index}]"
         name = param.parameter_name
         if not name:
-            problems.append(Problem(f"{path}.parameterName", "a parameter name is required"))
+            problems.append(Problem(f"{path}.parameterName", "a parameter name is required",
+                                    "set parameterName to the flag your trainer reads, e.g. learning_rate"))
         elif name in seen:
-            problems.append(Problem(f"{path}.parameterName", f"duplicate parameter name {name!r}"))
+            problems.append(Problem(f"{path}.parameterName", f"duplicate parameter name {name!r}",
+                                    f"rename it or remove one of the parameters named {name!r}"))
         else:
             seen.add(name)
         problems.extend(_check_parameter(path, param, spec.algorithm, catalog))
     max_trials = spec.max_trials if spec.max_trials is not None else 1
     parallel = spec.max_parallel_trials if spec.max_parallel_trials is not None else 1
     if max_trials < 1:
-        problems.append(Problem(f"{base}.maxTrials", "must be at least 1"))
+        problems.append(Problem(f"{base}.maxTrials", "must be at least 1", "set maxTrials: 1 or more"))
     if parallel < 1:
-        problems.append(Problem(f"{base}.maxParallelTrials", "must be at least 1"))
+        problems.append(Problem(f"{base}.maxParallelTrials", "must be at least 1",
+                                "set maxParallelTrials: 1 or more"))
     elif parallel > max_trials:
         problems.append(Problem(f"{base}.maxParallelTrials",
                                 f"is {parallel}, more than maxTrials ({max_trials})",
                                 f"set maxParallelTrials to at most {max_trials}"))
     if spec.max_failed_trials is not None and spec.max_failed_trials < 0:
-        problems.append(Problem(f"{base}.maxFailedTrials", "must not be negative"))
+        problems.append(Problem(f"{base}.maxFailedTrials", "must not be negative",
+                                "set maxFailedTrials: 0 or more, or leave it out"))
     if spec.resume_previous_job_id is not None:
         problems.extend(Problem(f"{base}.resumePreviousJobId", p.message, p.hint)
                         for p in check_job_id(spec.resume_previous_job_id))
@@ -470,7 +521,8 @@ def validate_job(job: Job, catalog: Catalog, *, require_packages: bool = True) -
     problems += check_labels(job.labels, catalog)
     ti = job.training_input
     if ti is None:
-        return [*problems, Problem("trainingInput", "a trainingInput is required")]
+        return [*problems, Problem("trainingInput", "a trainingInput is required",
+                                   "add trainingInput: {region: us-central1, pythonModule: trainer.task}")]
     problems += check_region(ti.region, catalog)
     problems += check_gs_uri("trainingInput.jobDir", ti.job_dir)
     problems += check_scale_tier(ti, catalog)

@@ -53,10 +53,12 @@ def parse_accelerator(flag: str, value: str | None, out: ProblemList) -> tuple[s
     try:
         count = int(parts["count"])
     except ValueError:
-        out.add(flag, f"count {parts['count']!r} is not a whole number")
+        out.add(flag, f"count {parts['count']!r} is not a whole number",
+                f"write {flag} type={parts['type']},count=1")
         return None
     if count <= 0:
-        out.add(flag, "the count of the accelerator must be greater than 0")
+        out.add(flag, "the count of the accelerator must be greater than 0",
+                f"write {flag} type={parts['type']},count=1, or leave {flag} out")
         return None
     return accel.replace("-", "_").upper(), count
 
@@ -96,7 +98,7 @@ def parse_packages(value: str | None) -> list[str] | None:
 
 def parse_count(flag: str, value: int | None, out: ProblemList) -> int | None:
     if value is not None and value < 1:
-        out.add(flag, f"must be at least 1, got {value}")
+        out.add(flag, f"must be at least 1, got {value}", f"pass {flag} 1 or more, or leave {flag} out")
         return None
     return value
 
@@ -106,7 +108,8 @@ def kms_key_name(key: str | None, keyring: str | None, location: str | None, pro
     """A full key name, or a short one completed from --kms-keyring/--kms-location/--kms-project."""
     if key is None:
         if keyring or location:
-            out.add("--kms-key", "--kms-keyring/--kms-location need --kms-key")
+            out.add("--kms-key", "--kms-keyring/--kms-location need --kms-key",
+                    "add --kms-key KEY_NAME, or drop --kms-keyring and --kms-location")
         return None
     if key.startswith("projects/"):
         return key

@@ -142,6 +142,17 @@ CASES: list[tuple[str, str, Any, str]] = [
     ("too-many-packages", "ok", lambda tmp, pkg: [*_good(pkg), "--config", config(
         tmp, {"trainingInput": {"packageUris": [f"gs://my-bucket/p{i}.tar.gz" for i in range(100)]}})],
      "packageUris"),
+    ("worker-count-negative", "ok", ["--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
+                                     "--worker-machine-type", "n1-standard-4", "--worker-count", "-1"],
+     "--worker-count"),
+    ("unknown-machine-far", "ok", ["--scale-tier", "custom", "--master-machine-type", "bogus"],
+     "trainingInput.masterType"),
+    ("scheduling-priority", "ok", lambda tmp, pkg: [*_good(pkg), "--config", config(
+        tmp, {"trainingInput": {"scheduling": {"priority": 5000}}})], "scheduling.priority"),
+    ("hp-min-above-max", "ok", lambda tmp, pkg: [*_good(pkg), "--config", config(tmp, hp(params=[
+        {"parameterName": "lr", "type": "DOUBLE", "minValue": 0.1, "maxValue": 0.01}]))], "params[0].minValue"),
+    ("hp-integer-fractional", "ok", lambda tmp, pkg: [*_good(pkg), "--config", config(tmp, hp(params=[
+        {"parameterName": "n", "type": "INTEGER", "minValue": 1.5, "maxValue": 4}]))], "params[0]"),
     ("container-args-with-args", "ok", lambda tmp, pkg: [*_good(pkg), "--config", config(
         tmp, {"trainingInput": {"args": ["--a"], "masterConfig": {"containerArgs": ["--b"]}}})], "masterConfig"),
 ]
@@ -215,6 +226,21 @@ def test_bad_invocation_exits_2_naming_the_field(
     assert stored_objects(isolated_environment) == []
     assert created_jobs(isolated_environment) == 0
     assert sorted(p.name for p in package.parent.iterdir()) == before  # the user's tree is untouched
+
+
+@pytest.mark.parametrize(("job_id", "extra"), [c[1:3] for c in CASES], ids=[c[0] for c in CASES])
+def test_every_problem_comes_with_a_fix(tmp_path: Path, job_id: str, extra: Any) -> None:
+    """Each listed problem is followed by a non-empty `hint:` line saying what to do instead."""
+    package = make_trainer(tmp_path)
+    args = extra(tmp_path, package) if callable(extra) else [*_good(package), *extra]
+    result = CliRunner().invoke(root, ["jobs", "submit", "training", job_id, *args], catch_exceptions=False)
+    assert result.exit_code == 2
+    blocks = result.stderr.split("\n  - ")[1:]  # one per problem; a lone error has none
+    if not blocks:
+        assert "\nhint: " in result.stderr, result.stderr
+    for block in blocks:
+        hints = [line for line in block.splitlines() if line.startswith("    hint: ")]
+        assert hints and hints[0].removeprefix("    hint: ").strip(), f"no hint for: {block}"
 
 
 def test_all_problems_are_reported_together(tmp_path: Path) -> None:

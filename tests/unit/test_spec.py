@@ -130,3 +130,13 @@ def test_lenient_parse_gives_no_job_when_a_value_is_wrong() -> None:
     job, problems = parse_job_lenient({"jobId": "a", "trainingInput": {"scaleTeir": "BASIC", "workerCount": "two"}})
     assert job is None
     assert {p.path for p in problems} == {"trainingInput.scaleTeir", "trainingInput.workerCount"}
+
+
+def test_every_parse_problem_has_a_hint() -> None:
+    job, problems = parse_job_lenient({"jobId": 5, "labels": ["a"], "bogus": 1, "trainingInput": {
+        "workerCount": "two", "args": "x", "useChiefInTfConfig": "maybe", "masterConfig": 3,
+        "hyperparameters": {"maxTrials": "x", "params": [{"minValue": "a"}]}, "scheduling": {"priority": 1.5}}})
+    assert job is None and len(problems) == 10
+    assert [p for p in problems if not (p.hint or "").strip()] == []
+    hints = {p.path: p.hint for p in problems}
+    assert hints["trainingInput.workerCount"] == "write a whole number, e.g. workerCount: 2"

@@ -140,3 +140,62 @@ def test_every_problem_is_reported_at_once() -> None:
     assert hints["jobId"] == "use bad_id"
     master_hint = hints["trainingInput.masterType"]
     assert master_hint is not None and "--master-machine-type" in master_hint
+
+
+def _t4(count: str) -> dict[str, Any]:
+    return {"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": count}}
+
+
+@pytest.mark.parametrize(("data", "path", "fragment"), [
+    (job(scaleTier="CUSTOM", masterType="n1-standard-4", masterConfig=_t4("3")),
+     "trainingInput.masterConfig.acceleratorConfig.count", "use count 4"),
+    (job(scaleTier="CUSTOM", masterType="n1-standard-4", masterConfig=_t4("9")),
+     "trainingInput.masterConfig.acceleratorConfig.count", "use count 4"),
+    (job(scheduling={"priority": 5000}), "trainingInput.scheduling.priority", "priority: 1000"),
+    (job(scaleTier="CUSTOM", masterType="bogus"), "trainingInput.masterType", "n1-standard-4"),
+    (job(scaleTier="CUSTOM", masterType="n1-standrd-4"), "trainingInput.masterType", "did you mean n1-standard-4?"),
+    (hp(params=[{"parameterName": "d", "type": "DISCRETE", "discreteValues": [1, 3, 2, 3]}]),
+     "trainingInput.hyperparameters.params[0].discreteValues", "[1, 2, 3]"),
+    (hp(params=[{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.1, "maxValue": 0.01}]),
+     "trainingInput.hyperparameters.params[0].minValue", "minValue: 0.01, maxValue: 0.1"),
+    (hp(params=[{"parameterName": "n", "type": "INTEGER", "minValue": 1.5, "maxValue": 4.5}]),
+     "trainingInput.hyperparameters.params[0]", "minValue: 2, maxValue: 4"),
+])
+def test_hints_name_a_concrete_fix(data: dict[str, Any], path: str, fragment: str) -> None:
+    hints = {p.path: p.hint or "" for p in validate_job(parse_job(data), CATALOG)}
+    assert fragment in hints[path]
+
+
+BAD_JOBS = [
+    job(scaleTier="CUSTOM", masterType="n1-standard-4", masterConfig=_t4("3"), workerCount="-1"),
+    job(scaleTier="CUSTOM", masterType="n1-standard-4", masterConfig={"acceleratorConfig": {"count": "1"}}),
+    job(scaleTier="CUSTOM", masterType="n1-standard-4", masterConfig=_t4("0")),
+    job(scaleTier="CUSTOM", masterType="bogus", workerCount="2", parameterServerCount="1"),
+    job(scaleTier="CUSTOM", masterType="standard", masterConfig=_t4("1")),
+    job(scheduling={"priority": 5000, "maxWaitTime": "1s", "maxRunningTime": "2h"}),
+    job(pythonVersion="9.9"),
+    job(pythonVersion="3.7"),
+    job(runtimeVersion="2.11", pythonVersion="2.7"),
+    {"jobId": "x", "labels": {f"k{i}": "v" for i in range(65)} | {"Bad": "V"}, "trainingInput": job()["trainingInput"]},
+    {"jobId": "x"},
+    hp(params=[]),
+    hp(maxTrials=0, maxParallelTrials=0, maxFailedTrials=-1, resumePreviousJobId="1-bad"),
+    hp(maxParallelTrials=9),
+    hp(algorithm="GRID_SEARCH"),
+    hp(params=[{"type": "DOUBLE"}, {"parameterName": "a"}]),
+    hp(params=[{"parameterName": "a", "type": "INTEGER", "minValue": 2.5, "maxValue": 2.5},
+               {"parameterName": "a", "type": "DOUBLE", "minValue": 0, "maxValue": 1, "scaleType": "UNIT_LOG_SCALE"}]),
+    hp(params=[{"parameterName": "c", "type": "CATEGORICAL", "categoricalValues": ["x", "x"], "minValue": 1,
+                "scaleType": "UNIT_LINEAR_SCALE"},
+               {"parameterName": "e", "type": "CATEGORICAL"},
+               {"parameterName": "d", "type": "DISCRETE", "discreteValues": [0, 2, 1], "scaleType": "UNIT_LOG_SCALE"},
+               {"parameterName": "f", "type": "DISCRETE"},
+               {"parameterName": "g", "type": "DISCRETE", "discreteValues": list(range(1001))}]),
+]
+
+
+@pytest.mark.parametrize("data", BAD_JOBS)
+def test_every_validation_problem_has_a_hint(data: dict[str, Any]) -> None:
+    problems = validate_job(parse_job(data), CATALOG)
+    assert problems
+    assert [p for p in problems if not (p.hint or "").strip()] == []
