@@ -42,7 +42,7 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
     return run_local_training(
         package_path, module_name, job_dir=job_dir, user_args=list(user_args), distributed=distributed,
         worker_count=worker_count, parameter_server_count=parameter_server_count,
-        evaluator_count=evaluator_count, start_port=start_port, out=sys.stdout,
+        evaluator_count=evaluator_count, start_port=start_port, out=sys.stdout, err=sys.stderr,
     )
 
 

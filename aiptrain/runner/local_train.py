@@ -5,8 +5,9 @@ Same flags and semantics (no packaging; replicas run from the package's parent d
 2 workers by default; evaluators outside the cluster), with these differences, on purpose:
 - the primary is always `chief` (gcloud imported TensorFlow to choose; we never do);
 - ports are probed free unless `--start-port` is given (then consecutive from it, like gcloud);
-- every output line is prefixed with its task (`[worker-replica-1] ...`), as is each note from
-  aiptrain itself (`[aiptrain] ...`);
+- every output line is prefixed with its task (`[worker-replica-1] ...`) and stays on the stream
+  the replica wrote it to, as gcloud's inherited pipes did; aiptrain's own notes
+  (`[aiptrain] ...`) go to stderr, like every command's progress;
 - `gs://` in `--job-dir` and in the arguments points at the local store, as on the local backend;
 - when the primary ends, the other replicas are stopped (SIGTERM, then SIGKILL), and Ctrl-C
   stops them all before KeyboardInterrupt reaches the caller.
@@ -113,6 +114,7 @@ def run_local_training(
     evaluator_count: int,
     start_port: int | None,
     out: TextIO,
+    err: TextIO,
     python: str | None = None,
     storage_root: Path | None = None,
 ) -> int:
@@ -128,11 +130,12 @@ def run_local_training(
         raise UsageError(f"{package_root} is not a directory", hint="--package-path names the package directory")
     write_lock = threading.Lock()
 
-    def write(task_name: str, _severity: str, message: str) -> None:
-        prefix = _OWN_PREFIX if task_name == SERVICE_TASK else task_name
+    def write(task_name: str, _severity: str, message: str, from_stderr: bool = False) -> None:
+        own = task_name == SERVICE_TASK
+        stream = err if own or from_stderr else out
         with write_lock:
-            out.write(f"[{prefix}] {message}\n")
-            out.flush()
+            stream.write(f"[{_OWN_PREFIX if own else task_name}] {message}\n")
+            stream.flush()
 
     sink = CallbackSink(write)
     root = storage_root or default_storage_root()

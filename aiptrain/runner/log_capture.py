@@ -94,6 +94,8 @@ def _json_object(line: str) -> dict[str, object] | None:
 
 
 class LogSink(Protocol):
+    """Where replica lines go; `from_stderr` says which of the replica's pipes a line came from."""
+
     def emit(
         self,
         task_name: str,
@@ -102,6 +104,7 @@ class LogSink(Protocol):
         *,
         trial_id: str | None = None,
         captured: datetime | None = None,
+        from_stderr: bool = False,
     ) -> None: ...
 
 
@@ -147,7 +150,8 @@ def pump_stream(
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             severity, message = classifier.classify(line)
             tail.add(severity, message)
-            sink.emit(task_name, severity, message, trial_id=trial_id, captured=captured)
+            sink.emit(task_name, severity, message, trial_id=trial_id, captured=captured,
+                      from_stderr=from_stderr)
 
 
 class StoreLogWriter:
@@ -174,6 +178,7 @@ class StoreLogWriter:
         *,
         trial_id: str | None = None,
         captured: datetime | None = None,
+        from_stderr: bool = False,
     ) -> None:
         self._queue.put(PendingLine(captured or utc_now(), severity, task_name, message, trial_id))
 
@@ -237,7 +242,8 @@ class StoreLogWriter:
 class CallbackSink:
     """A LogSink that hands each entry to a function (used by `local train`)."""
 
-    callback: Callable[[str, str, str], None]
+    # (task name, severity, message, whether the replica wrote it to stderr)
+    callback: Callable[[str, str, str, bool], None]
 
     def emit(
         self,
@@ -247,5 +253,6 @@ class CallbackSink:
         *,
         trial_id: str | None = None,
         captured: datetime | None = None,
+        from_stderr: bool = False,
     ) -> None:
-        self.callback(task_name, severity, message)
+        self.callback(task_name, severity, message, from_stderr)

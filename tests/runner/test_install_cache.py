@@ -34,6 +34,7 @@ class RecordingSink:
         *,
         trial_id: str | None = None,
         captured: datetime | None = None,
+        from_stderr: bool = False,
     ) -> None:
         with self._lock:
             self.lines.append(message)

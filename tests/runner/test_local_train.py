@@ -36,20 +36,21 @@ def _reported(lines: list[str], key: str) -> object:
 
 
 def test_distributed_run_prefixes_lines_and_returns_the_primary_exit_code(tmp_path: Path) -> None:
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     job_dir = tmp_path / "job"
     code = run_local_training(
         PACKAGE, "tfcfg.announce", job_dir=str(job_dir), user_args=["--expect", "5", "--exit-code", "3"],
         distributed=True, worker_count=None, parameter_server_count=1, evaluator_count=1, start_port=None,
-        out=out,
+        out=out, err=err,
     )
     assert code == 3
-    tasks = _lines_by_task(out.getvalue())
+    tasks, errors = _lines_by_task(out.getvalue()), _lines_by_task(err.getvalue())
     replicas = {"master-replica-0", "worker-replica-0", "worker-replica-1", "ps-replica-0", "evaluator-replica-0"}
     assert replicas <= set(tasks)
     for name in replicas:
-        assert f"hello from {name}" in tasks[name]
-        assert f"a warning from {name}" in tasks[name]
+        # Each line stays on the stream its replica wrote it to.
+        assert f"hello from {name}" in tasks[name] and f"hello from {name}" not in errors.get(name, [])
+        assert f"a warning from {name}" in errors[name] and f"a warning from {name}" not in tasks[name]
         assert _reported(tasks[name], "args") == ["--expect", "5", "--exit-code", "3", "--job-dir", str(job_dir)]
         assert _reported(tasks[name], "cwd") == str(TRAINERS)  # the package's parent, like gcloud
     chief = _reported(tasks["master-replica-0"], "TF_CONFIG")
@@ -72,10 +73,10 @@ def test_distributed_run_prefixes_lines_and_returns_the_primary_exit_code(tmp_pa
 
 
 def test_single_process_run_gets_an_empty_cluster(tmp_path: Path) -> None:
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     code = run_local_training(
         PACKAGE, "tfcfg.announce", job_dir=str(tmp_path), user_args=[], distributed=False,
-        worker_count=None, parameter_server_count=None, evaluator_count=2, start_port=None, out=out,
+        worker_count=None, parameter_server_count=None, evaluator_count=2, start_port=None, out=out, err=err,
     )
     assert code == 0
     tasks = _lines_by_task(out.getvalue())
@@ -86,11 +87,11 @@ def test_single_process_run_gets_an_empty_cluster(tmp_path: Path) -> None:
 
 
 def test_start_port_gives_consecutive_ports_in_gcloud_order(tmp_path: Path) -> None:
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     start = free_ports(1)[0]
     code = run_local_training(
         PACKAGE, "tfcfg.announce", job_dir=str(tmp_path), user_args=["--expect", "3"], distributed=True,
-        worker_count=1, parameter_server_count=1, evaluator_count=0, start_port=start, out=out,
+        worker_count=1, parameter_server_count=1, evaluator_count=0, start_port=start, out=out, err=err,
     )
     assert code == 0
     config = _reported(_lines_by_task(out.getvalue())["master-replica-0"], "TF_CONFIG")
@@ -100,15 +101,16 @@ def test_start_port_gives_consecutive_ports_in_gcloud_order(tmp_path: Path) -> N
 
 
 def test_gs_job_dir_points_at_the_local_store(home: Path) -> None:
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     code = run_local_training(
         PACKAGE, "tfcfg.announce", job_dir="gs://bucket/run1", user_args=[], distributed=False,
-        worker_count=None, parameter_server_count=None, evaluator_count=0, start_port=None, out=out,
+        worker_count=None, parameter_server_count=None, evaluator_count=0, start_port=None, out=out, err=err,
     )
     assert code == 0
     local = home / "storage" / "bucket" / "run1"
     assert (local / "ready" / "master-replica-0").exists()
-    assert f"[aiptrain] Using local storage for --job-dir gs://bucket/run1: {local}" in out.getvalue()
+    assert f"[aiptrain] Using local storage for --job-dir gs://bucket/run1: {local}" in err.getvalue()
+    assert "[aiptrain]" not in out.getvalue()  # aiptrain's notes are progress, on stderr
 
 
 def test_defaults_and_warnings_follow_gcloud() -> None:
@@ -121,23 +123,23 @@ def test_defaults_and_warnings_follow_gcloud() -> None:
 
 
 def test_primary_killed_by_a_signal_gives_the_shell_code(tmp_path: Path) -> None:
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     code = run_local_training(
         PACKAGE, "tfcfg.announce", job_dir=str(tmp_path), user_args=["--signal", "9"], distributed=False,
-        worker_count=None, parameter_server_count=None, evaluator_count=0, start_port=None, out=out,
+        worker_count=None, parameter_server_count=None, evaluator_count=0, start_port=None, out=out, err=err,
     )
     assert code == 128 + 9
 
 
 @pytest.mark.parametrize("module", ["tfcfg.no_such_module"])
 def test_missing_module_returns_python_s_status(tmp_path: Path, module: str) -> None:
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     code = run_local_training(
         PACKAGE, module, job_dir=None, user_args=[], distributed=False, worker_count=None,
-        parameter_server_count=None, evaluator_count=0, start_port=None, out=out,
+        parameter_server_count=None, evaluator_count=0, start_port=None, out=out, err=err,
     )
     assert code == 1
-    assert "No module named tfcfg.no_such_module" in out.getvalue()
+    assert "No module named tfcfg.no_such_module" in err.getvalue()
 
 
 def test_ctrl_c_stops_every_replica(tmp_path: Path) -> None:
@@ -146,7 +148,7 @@ def test_ctrl_c_stops_every_replica(tmp_path: Path) -> None:
         "from aiptrain.runner.local_train import run_local_training\n"
         f"run_local_training(Path({str(PACKAGE)!r}), 'tfcfg.announce', job_dir={str(tmp_path)!r},\n"
         "    user_args=['--expect', '99'], distributed=True, worker_count=1, parameter_server_count=1,\n"
-        "    evaluator_count=0, start_port=None, out=sys.stdout)\n"
+        "    evaluator_count=0, start_port=None, out=sys.stdout, err=sys.stderr)\n"
     )
     env = dict(os.environ, PYTHONPATH=str(Path(aiptrain.__file__).parent.parent))
     runner = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
