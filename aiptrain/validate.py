@@ -33,6 +33,8 @@ from aiptrain.spec import (
 JOB_ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 BUCKET_CHARS = re.compile(r"^[a-z0-9_.-]+$")
 IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+# Cloud Storage reserves "google" and look-alikes such as "g00gle" or "gogle" anywhere in a name.
+GOOGLE_LIKE = re.compile(r"g[o0]+g[l1]e")
 DURATION = re.compile(r"^(\d+)(\.\d+)?s$")
 SERVICE_ACCOUNT = re.compile(r"^(.+@.+\..+|[0-9]+)$")
 KMS_KEY = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
@@ -83,7 +85,24 @@ def bucket_name_problem(bucket: str) -> str | None:
         return "bucket names must start and end with a letter or digit"
     if IP_LIKE.match(bucket):
         return "bucket names must not look like an IP address"
+    if bucket.startswith("goog"):
+        return "bucket names must not start with 'goog' (reserved by Google)"
+    if GOOGLE_LIKE.search(bucket):
+        return "bucket names must not contain 'google' or a look-alike such as 'g00gle'"
     return None
+
+
+def _bucket_hint(bucket: str) -> str:
+    """A concrete rename for the reserved-word rules; the naming guide for the others."""
+    guide = "see https://cloud.google.com/storage/docs/buckets#naming"
+    if not (bucket.startswith("goog") or GOOGLE_LIKE.search(bucket)):
+        return guide
+    renamed = GOOGLE_LIKE.sub("gcp", bucket)
+    if renamed.startswith("goog"):
+        renamed = f"my-{renamed}"
+    if bucket_name_problem(renamed) is not None:
+        return f"pick a name without 'goog' at the start or 'google' inside; {guide}"
+    return f"use a bucket without the reserved word, e.g. gs://{renamed}"
 
 
 def check_gs_uri(path: str, uri: str | None, *, bucket_only: bool = False,
@@ -97,8 +116,7 @@ def check_gs_uri(path: str, uri: str | None, *, bucket_only: bool = False,
     bucket, _, name = uri[5:].partition("/")
     reason = bucket_name_problem(bucket)
     if reason:
-        return [Problem(path, f"invalid bucket name {bucket!r}: {reason}",
-                        "see https://cloud.google.com/storage/docs/buckets#naming")]
+        return [Problem(path, f"invalid bucket name {bucket!r}: {reason}", _bucket_hint(bucket))]
     if bucket_only and name.strip("/"):
         return [Problem(path, f"{uri!r} must name only a bucket", f"use gs://{bucket}")]
     if need_object and not name.strip("/"):

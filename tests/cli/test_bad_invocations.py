@@ -49,6 +49,8 @@ CASES: list[tuple[str, str, Any, str]] = [
     ("staging-short", "ok", ["--staging-bucket", "gs://ab"], "--staging-bucket"),
     ("staging-uppercase", "ok", ["--staging-bucket", "gs://Bad_Bucket"], "--staging-bucket"),
     ("staging-with-path", "ok", ["--staging-bucket", "gs://my-bucket/sub/dir"], "--staging-bucket"),
+    ("staging-google", "ok", ["--staging-bucket", "gs://my-google-bucket"], "--staging-bucket"),
+    ("job-dir-goog-prefix", "ok", ["--job-dir", "gs://goog-bucket/x"], "trainingInput.jobDir"),
     ("job-dir-local", "ok", ["--job-dir", "/tmp/out"], "trainingInput.jobDir"),
     ("job-dir-bad-bucket", "ok", ["--job-dir", "gs://x/out"], "trainingInput.jobDir"),
     ("no-region", "ok", lambda tmp, pkg: ["--package-path", str(pkg), "--module-name", "trainer.task"],

@@ -49,7 +49,8 @@ def test_job_id_suggestions_are_valid(job_id: str, suggestion: str) -> None:
 
 @pytest.mark.parametrize(("bucket", "fragment"), [
     ("ab", "3 to 63"), ("Upper", "lowercase"), ("-dash", "start and end"), ("192.168.1.1", "IP"),
-    ("a" * 64, "3 to 63"),
+    ("a" * 64, "3 to 63"), ("goog-bucket", "'goog'"), ("goog", "'goog'"), ("my-google-bucket", "'google'"),
+    ("my-g00gle-data", "'google'"), ("gogle-x", "'google'"), ("x.google.com", "'google'"),
 ])
 def test_bucket_rules(bucket: str, fragment: str) -> None:
     problem = bucket_name_problem(bucket)
@@ -57,7 +58,7 @@ def test_bucket_rules(bucket: str, fragment: str) -> None:
 
 
 def test_bucket_rules_accept_valid_names() -> None:
-    for name in ("my-bucket", "a.b.c", "x_y-1", "a" * 63):
+    for name in ("my-bucket", "a.b.c", "x_y-1", "a" * 63, "my-goog-bucket", "gogo-lea"):
         assert bucket_name_problem(name) is None
 
 
@@ -199,3 +200,15 @@ def test_every_validation_problem_has_a_hint(data: dict[str, Any]) -> None:
     problems = validate_job(parse_job(data), CATALOG)
     assert problems
     assert [p for p in problems if not (p.hint or "").strip()] == []
+
+
+@pytest.mark.parametrize(("uri", "suggestion"), [
+    ("gs://goog-bucket/x", "gs://my-goog-bucket"),
+    ("gs://my-google-bucket/x", "gs://my-gcp-bucket"),
+    ("gs://g00gle-data/x", "gs://gcp-data"),
+])
+def test_reserved_bucket_names_get_a_rename(uri: str, suggestion: str) -> None:
+    (problem,) = validate_job(parse_job(job(jobDir=uri)), CATALOG)
+    assert problem.path == "trainingInput.jobDir"
+    assert problem.hint is not None and suggestion in problem.hint
+    assert bucket_name_problem(suggestion.removeprefix("gs://")) is None
