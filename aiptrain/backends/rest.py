@@ -23,7 +23,9 @@ import os
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -61,6 +63,29 @@ class ServiceUnavailable(TransientError):
     """The service is overloaded or down (HTTP 429/5xx, connection refused); trying later may work."""
 
     retryable = True
+
+
+class EndpointUnreachable(ServiceUnavailable):
+    """No HTTP answer at all (connection refused, DNS failure, dropped connection).
+
+    Followers tell it apart from a 429/5xx: before a job was ever found, an endpoint that does
+    not answer is most likely a wrong --api-endpoint, not a passing outage.
+    """
+
+
+# time.monotonic() by which retrying calls stop sleeping and raise their last error. A follower
+# with --timeout sets it, so that the retries inside one call cannot outlast the user's deadline.
+_RETRY_DEADLINE: ContextVar[float | None] = ContextVar("aiptrain_retry_deadline", default=None)
+
+
+@contextmanager
+def retry_deadline(deadline: float | None) -> Iterator[None]:
+    """Within the block, `call` gives up retrying rather than sleep past `deadline` (monotonic)."""
+    token = _RETRY_DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _RETRY_DEADLINE.reset(token)
 
 
 def redact(text: str) -> str:
@@ -190,8 +215,8 @@ def call(request: Any, *, what: str, retry: bool, policy: RetryPolicy = DEFAULT_
     """Execute a googleapiclient request; translate failures into aiptrain errors.
 
     With `retry` (reads and other idempotent calls), 429, 5xx and connection failures are retried
-    with back-off, honouring Retry-After. Creates are never retried: the first attempt may have
-    reached the server.
+    with back-off, honouring Retry-After, but never past a `retry_deadline`. Creates are never
+    retried: the first attempt may have reached the server.
     """
     from googleapiclient.errors import HttpError
 
@@ -204,7 +229,7 @@ def call(request: Any, *, what: str, retry: bool, policy: RetryPolicy = DEFAULT_
             translated = translate_http_error(error, what=what)
         except (OSError, _httplib2_error()) as error:
             reason = redact(str(error)) or type(error).__name__
-            translated = ServiceUnavailable(
+            translated = EndpointUnreachable(
                 f"{what}: cannot reach {redact(_request_host(request))}: {reason}",
                 hint="check the endpoint and your network connection",
             )
@@ -212,6 +237,9 @@ def call(request: Any, *, what: str, retry: bool, policy: RetryPolicy = DEFAULT_
         if not (retry and isinstance(translated, ServiceUnavailable)) or attempt + 1 >= policy.attempts:
             raise translated
         delay = policy.delay(attempt, retry_after, rng)
+        deadline = _RETRY_DEADLINE.get()
+        if deadline is not None and time.monotonic() + delay > deadline:
+            raise translated
         LOG.debug("%s; retrying in %.1f s", translated.message, delay)
         sleep(delay)
         attempt += 1

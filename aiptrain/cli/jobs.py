@@ -244,13 +244,18 @@ def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: 
 
     try:
         result = follow_job(backend, job_id, on_entry=show if stream else None, task_name=task_name,
-                            timeout=timeout, poller=poller_for(backend, polling_interval))
+                            timeout=timeout, poller=poller_for(backend, polling_interval),
+                            on_warning=lambda text: app.progress(f"warning: {text}"))
     except KeyboardInterrupt:
         app.progress("\nReceived keyboard interrupt. The job keeps running.\n" + _follow_up(app, job_id,
                                                                                               active=True))
         return EXIT_INTERRUPTED
     job = result.job
-    if result.timed_out:
+    if result.timed_out and result.unreachable:
+        # The service stopped answering: say so, rather than claim a state we could not check.
+        app.progress(f"Stopped following job [{job_id}] after {timeout:g} s: the endpoint could not be "
+                     f"reached ({result.unreachable}); the job was last seen {job.state}.")
+    elif result.timed_out:
         app.progress(f"Stopped following job [{job_id}] after {timeout:g} s; it is still {job.state}.\n"
                      + _follow_up(app, job_id, active=True))
     elif job.state == "FAILED" and job.error_message:
