@@ -1,8 +1,9 @@
 """The `local` backend: jobs run on this machine as real process clusters (aiptrain.runner).
 
 What it refuses up front (`unsupported`): custom containers and container commands (there is no
-container runtime here), Cloud TPUs, a job without a Python module, and clusters larger than the
-local limit unless AIPTRAIN_LOCAL_REPLICA_CAP asks to shrink them. Hyperparameter tuning jobs run
+container runtime here), Cloud TPUs, a job without a Python module, clusters larger than the
+local limit unless AIPTRAIN_LOCAL_REPLICA_CAP asks to shrink them, and trainer arguments with a
+gs:// location that cannot map into the local store (`gs://b/../x`). Hyperparameter tuning jobs run
 their trials here too (`aiptrain.runner.tuning_job`). GPU requests run on the CPU, with a WARNING line
 in the job's log.
 """
@@ -46,7 +47,14 @@ class LocalBackend:
             local_settings = LocalSettings.from_env()
         except AiptrainError as error:
             return [Problem("environment", error.message, error.hint)]
-        return local_problems(job, load_catalog(), local_settings)
+        problems = local_problems(job, load_catalog(), local_settings) + _arg_problems(job)
+        tuning = job.training_input.hyperparameters if job.training_input is not None else None
+        if tuning is not None and tuning.resume_previous_job_id:
+            # Only then is the store opened: a dry run creates nothing.
+            from aiptrain.runner.tuning_job import resume_problems
+
+            problems += resume_problems(self.engine.store, self.project, job)
+        return problems
 
     def request_body(self, job: Job) -> dict[str, Any]:
         return job.to_api()
@@ -77,3 +85,25 @@ class LocalBackend:
         limit: int = 1000,
     ) -> list[LogEntry]:
         return self.engine.logs(self.project, job_id, after=after, task_name=task_name, limit=limit)
+
+
+def _arg_problems(job: Job) -> list[Problem]:
+    """Trainer arguments the engine could not rewrite to local paths when the job starts.
+
+    Without this the job is created and then fails inside its supervisor; refused here it exits
+    2 naming the argument, before anything is built or uploaded.
+    """
+    from pathlib import Path
+
+    from aiptrain.errors import UsageError
+    from aiptrain.runner.gs_paths import rewrite_args
+
+    problems: list[Problem] = []
+    args = job.training_input.args if job.training_input is not None else None
+    for index, arg in enumerate(args or []):
+        try:
+            # The mapping is a pure check of the URI: the root only prefixes the result.
+            rewrite_args([arg], Path("storage"))
+        except UsageError as error:
+            problems.append(Problem(f"trainingInput.args[{index}]", error.message, error.hint))
+    return problems

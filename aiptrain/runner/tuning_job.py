@@ -23,10 +23,11 @@ import threading
 from dataclasses import dataclass, field
 
 from aiptrain.catalog import load_catalog
-from aiptrain.errors import NotFound
+from aiptrain.errors import NotFound, Problem
 from aiptrain.runner.clock import job_time
 from aiptrain.runner.cluster_plan import trials_at_once
 from aiptrain.runner.replica_set import ReplicaSetOutcome
+from aiptrain.runner.store import JobRecord, JobStore
 from aiptrain.runner.supervisor import JobContext
 from aiptrain.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, Job, JobState
 from aiptrain.tuning.early_stopping import MedianStoppingRule
@@ -330,24 +331,10 @@ class TuningRun:
         if not previous_id:
             return []
         record = self.context.record
-        where = f"resumePreviousJobId {previous_id!r}"
-        if previous_id == record.job_id:
-            raise _CannotTune(f"{where}: a job cannot resume itself")
-        try:
-            previous = self.context.store.get(record.project, previous_id)
-        except NotFound:
-            raise _CannotTune(f"{where}: there is no such job in project {record.project}") from None
+        previous = _previous_tuning_job(self.context.store, record.project, record.job_id, self.plan)
         if not previous.state.is_terminal:
-            raise _CannotTune(f"{where}: that job is still {previous.state.value}; wait for it to end "
-                              "(or cancel it) before resuming it")
-        old_input = previous.job.training_input
-        old_spec = old_input.hyperparameters if old_input is not None else None
-        if old_spec is None:
-            raise _CannotTune(f"{where}: that job is not a hyperparameter tuning job")
-        old_plan = TuningPlan.from_spec(old_spec)
-        if (old_plan.metric_tag, old_plan.maximize) != (self.plan.metric_tag, self.plan.maximize):
-            raise _CannotTune(f"{where}: that job tuned {old_plan.goal_name} {old_plan.metric_tag}, this one "
-                              f"{self.plan.goal_name} {self.plan.metric_tag}; their results do not compare")
+            raise _CannotTune(f"resumePreviousJobId {previous_id!r}: that job is still {previous.state.value}; "
+                              "wait for it to end (or cancel it) before resuming it")
         old_trials = (previous.job.training_output.trials if previous.job.training_output else None) or []
         numbers = [int(t.trial_id) for t in old_trials if t.trial_id is not None and t.trial_id.isdigit()]
         self.next_number = max(numbers, default=0) + 1
@@ -363,6 +350,46 @@ class TuningRun:
                 continue
             reused.append(trial.model_copy(deep=True))
         return reused[: self.plan.max_trials]
+
+
+def _previous_tuning_job(store: JobStore, project: str, job_id: str | None, plan: TuningPlan) -> JobRecord:
+    """The job `plan.resume_from` names, if its trials can seed this job's study."""
+    previous_id = plan.resume_from
+    where = f"resumePreviousJobId {previous_id!r}"
+    if previous_id == job_id:
+        raise _CannotTune(f"{where}: a job cannot resume itself")
+    try:
+        previous = store.get(project, previous_id or "")
+    except NotFound:
+        raise _CannotTune(f"{where}: there is no such job in project {project}") from None
+    old_input = previous.job.training_input
+    old_spec = old_input.hyperparameters if old_input is not None else None
+    if old_spec is None:
+        raise _CannotTune(f"{where}: that job is not a hyperparameter tuning job")
+    old_plan = TuningPlan.from_spec(old_spec)
+    if (old_plan.metric_tag, old_plan.maximize) != (plan.metric_tag, plan.maximize):
+        raise _CannotTune(f"{where}: that job tuned {old_plan.goal_name} {old_plan.metric_tag}, this one "
+                          f"{plan.goal_name} {plan.metric_tag}; their results do not compare")
+    return previous
+
+
+def resume_problems(store: JobStore, project: str, job: Job) -> list[Problem]:
+    """Why the job's resumePreviousJobId cannot be honoured, checked at submit (empty when it can).
+
+    Whether the earlier job has ended is left to the run: it may well end while this one queues.
+    """
+    spec = job.training_input.hyperparameters if job.training_input is not None else None
+    if spec is None or not spec.resume_previous_job_id:
+        return []
+    try:
+        _previous_tuning_job(store, project, job.job_id, TuningPlan.from_spec(spec))
+    except _CannotTune as error:
+        return [Problem("trainingInput.hyperparameters.resumePreviousJobId", str(error).split(": ", 1)[1],
+                        "name a finished tuning job of this project with the same metric and goal "
+                        "(`aiptrain jobs list` shows them), or leave resumePreviousJobId out")]
+    except ValueError:
+        return []  # a spec that does not validate is reported by the spec checks
+    return []
 
 
 def run_tuning(context: JobContext) -> ReplicaSetOutcome:

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.local import LocalBackend
 from aiptrain.cli.main import root
 from aiptrain.cli.summary import summarize_job
 from aiptrain.runner.engine import LocalEngine
-from aiptrain.spec import JobState
+from aiptrain.spec import Job, JobState
 from aiptrain.tuning.trials import objective_of
 from tests.tuning.harness import (
     PROJECT,
@@ -218,6 +220,29 @@ def test_resume_reuses_the_finished_trials_of_an_earlier_job(
     orphan = wait_for_end(engine, "orphan")
     assert orphan.state == JobState.FAILED
     assert "resumePreviousJobId 'nobody': there is no such job" in (orphan.error_message or "")
+
+    # Through the local backend (the CLI's way in) the same mistakes are refused at submit.
+    backend = LocalBackend(BackendSettings(project=PROJECT, home=home))
+    path = "trainingInput.hyperparameters.resumePreviousJobId"
+    refusals = {
+        "nobody": "there is no such job in project",
+        "second": None,  # a finished tuning job with the same metric and goal
+        "third": "a job cannot resume itself",
+        "plain": "not a hyperparameter tuning job",
+    }
+    engine.submit(PROJECT, Job.model_validate({"jobId": "plain", "trainingInput": {
+        "scaleTier": "BASIC", "region": "us-central1", "packageUris": [package_uri],
+        "pythonModule": "hptrainer.task"}}))
+    for previous, expected in refusals.items():
+        job = tuning_job("third", package_uri, {**GRID_2_BY_3, "resumePreviousJobId": previous})
+        mine = [p for p in backend.unsupported(job) if p.path == path]
+        if expected is None:
+            assert mine == []
+        else:
+            assert len(mine) == 1 and expected in mine[0].message and mine[0].hint, mine
+    flipped = {**GRID_2_BY_3, "goal": "MINIMIZE" if GRID_2_BY_3["goal"] == "MAXIMIZE" else "MAXIMIZE"}
+    [problem] = backend.unsupported(tuning_job("third", package_uri, {**flipped, "resumePreviousJobId": "second"}))
+    assert problem.path == path and "their results do not compare" in problem.message
 
 
 def test_cancel_stops_every_running_trial(engine: LocalEngine, package_uri: str, home: Path) -> None:
