@@ -14,6 +14,8 @@ parent. What aiptrain does differently, on purpose:
   keeps subpackages (`find_packages(include=[name, name + ".*"])`; gcloud's drops them), ships
   every file under the package directory (a MANIFEST.in `graft`), and has the version
   `0.0.0+src<10 hex digits of the source hash>`, so each distinct source gets a distinct version.
+  Only the package directory is copied, hashed and keyed then: nothing beside it would be
+  installed, so data or notes next to it change neither the version nor the archive.
 - The archive is rewritten to be byte-identical for identical sources: members sorted, mtime
   fixed at 2000-01-01 (a date every zip/wheel tool accepts), owner 0/0 without names, modes
   0644/0755, gzip header without file name and with mtime 0.
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from aiptrain.errors import Problem
 
 # Bump when the build or normalisation changes, so old cache entries are not reused.
-_BUILDER_REVISION = "1"
+_BUILDER_REVISION = "2"
 # 2000-01-01T00:00:00Z: late enough for zip (wheels built from the sdist) in every time zone.
 REPRODUCIBLE_MTIME = 946684800
 _BUILD_TIMEOUT_SECONDS = 600
@@ -204,8 +206,14 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
 
     sources = collect_sources(root, skip=[cache_dir])
     _check_package_survives_ignore_file(sources, name)
-    digest = source_digest(sources)
     generated = not any((root / setup_file).is_file() for setup_file in _SETUP_FILES)
+    if generated:
+        # The generated setup installs only the package directory, so build from just that: then
+        # the version (and the cache key) hash exactly what the archive holds, and a new file
+        # beside the package (data/, NOTES.txt) does not make a new version and a new upload.
+        inside = f"{name}/"
+        sources = [source for source in sources if source.relative.startswith(inside)]
+    digest = source_digest(sources)
     entry = cache_dir / _cache_key(name, digest)
 
     cached = _load_cache_entry(entry)

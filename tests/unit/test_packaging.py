@@ -484,3 +484,21 @@ def test_duplicate_basenames() -> None:
     assert problem.message == "cannot upload multiple packages with the same file name: pkg.tar.gz"
     assert problem.hint is not None and "a/pkg.tar.gz" in problem.hint and "b/pkg.tar.gz" in problem.hint
     assert check_duplicate_basenames([Path("a.tar.gz"), Path("b.tar.gz")]) == []
+
+
+def test_generated_version_ignores_files_beside_the_package(tmp_path: Path) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    root = package_dir.parent
+    first = build_package(package_dir, cache_dir=tmp_path / "cache")
+    (root / "data").mkdir()
+    (root / "data/x.csv").write_text("x,y\n")
+    (root / "NOTES.txt").write_text("try a bigger batch\n")
+    (root / "README.md").write_text("changed\n")
+    second = build_package(package_dir, cache_dir=tmp_path / "cache")
+    assert (second.version, second.sha256) == (first.version, first.sha256)
+    third = build_package(package_dir, cache_dir=tmp_path / "other-cache")  # a real build, same bytes
+    assert third.reused_from_cache is False
+    assert third.sha256 == first.sha256
+    inner = [name.split("/", 1)[1] for name in first.files]
+    assert not [name for name in inner if name in {"README.md", "NOTES.txt"} or name.startswith("data/")]
+    assert "trainer/model/layers.py" in inner
