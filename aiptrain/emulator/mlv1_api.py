@@ -13,7 +13,7 @@ from typing import Any
 
 from aiptrain.catalog import load_catalog
 from aiptrain.emulator.errors import ApiError, field_error, from_aiptrain_error
-from aiptrain.emulator.packages import check_output_dir, stage_packages
+from aiptrain.emulator.packages import check_args, check_output_dir, stage_packages
 from aiptrain.emulator.services import Services, page_size
 from aiptrain.errors import AiptrainError, NotFound, ValidationFailed
 from aiptrain.spec import parse_job
@@ -46,6 +46,7 @@ def create_job(services: Services, project: str, body: Any) -> dict[str, Any]:
         raise field_error("job.training_input", "A training job needs a trainingInput.")
     training_input = job_data["trainingInput"]
     check_output_dir(training_input.get("jobDir"), services.storage_root, field="job.training_input.job_dir")
+    check_args(training_input.get("args"), services.storage_root, field_prefix="job.training_input.args")
     uris = training_input.get("packageUris") or []
     stage_packages(uris, services.storage_root, field_prefix="job.training_input.package_uris")
     try:

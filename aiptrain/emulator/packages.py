@@ -3,7 +3,8 @@
 The engine reads `gs://BUCKET/PATH` from the local store (`<home>/storage/BUCKET/PATH`). When
 the client staged its packages in a Cloud Storage emulator (STORAGE_EMULATOR_HOST set, as with
 fake-gcs-server), they are downloaded into that local path first. Only `gs://` URIs with plain
-relative object names are accepted, so no request can name a file outside the store.
+relative object names are accepted, in packages, output directories and trainer arguments alike,
+so no request can name a file outside the store.
 """
 
 from __future__ import annotations
@@ -41,6 +42,21 @@ def check_output_dir(uri: str | None, storage_root: Path, *, field: str) -> None
     """A job dir (or Vertex output directory) must be a gs:// location inside the store too."""
     if uri:
         _checked_path(uri, storage_root, field)
+
+
+def check_args(args: Sequence[str] | None, storage_root: Path, *, field_prefix: str) -> None:
+    """Trainer arguments that name gs:// locations must map into the store as well.
+
+    The engine rewrites such arguments to local paths when the job starts (runner.gs_paths); a
+    `..` there would only fail inside the running job, so it is refused here, with its index.
+    """
+    from aiptrain.runner.gs_paths import rewrite_args
+
+    for index, arg in enumerate(args or []):
+        try:
+            rewrite_args([arg], storage_root)
+        except UsageError as error:
+            raise _bad(f"{field_prefix}[{index}]", error.message) from None
 
 
 def stage_packages(uris: Sequence[str], storage_root: Path, *, field_prefix: str) -> None:

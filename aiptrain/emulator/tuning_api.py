@@ -18,7 +18,7 @@ from typing import Any
 
 from aiptrain.catalog import load_catalog
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error, invalid_argument
-from aiptrain.emulator.packages import check_output_dir, stage_packages
+from aiptrain.emulator.packages import check_args, check_output_dir, stage_packages
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services
 from aiptrain.emulator.vertex_api import cancel_vertex_job, check_pools, list_vertex_jobs, present_vertex_job
@@ -111,6 +111,8 @@ def create_tuning_job(services: Services, project: str, location: str, body: Any
     problems = check_hyperparameters(hyperparameters_from_study(request), load_catalog())
     if problems:
         raise invalid_argument([_violation(problem) for problem in problems])
+    check_args(spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("args"), services.storage_root,
+               field_prefix=f"{pools_root}[0].python_package_spec.args")
     uris = spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("packageUris") or []
     stage_packages(uris, services.storage_root, field_prefix=f"{pools_root}[0].python_package_spec.package_uris")
 

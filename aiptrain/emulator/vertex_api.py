@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error, invalid_argument
-from aiptrain.emulator.packages import check_output_dir, stage_packages
+from aiptrain.emulator.packages import check_args, check_output_dir, stage_packages
 from aiptrain.emulator.query import FilterError, parse_filter
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services, decode_token, encode_token, page_size
@@ -85,6 +85,9 @@ def create_custom_job(services: Services, project: str, location: str, body: Any
     check_pools(spec)
     check_output_dir((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix"), services.storage_root,
                      field="custom_job.job_spec.base_output_directory.output_uri_prefix")
+    # check_pools made every pool run the chief's args, so the chief's are all there is to check.
+    check_args(spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("args"), services.storage_root,
+               field_prefix="custom_job.job_spec.worker_pool_specs[0].python_package_spec.args")
     uris = (spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("packageUris")) or []
     stage_packages(uris, services.storage_root,
                    field_prefix="custom_job.job_spec.worker_pool_specs[0].python_package_spec.package_uris")

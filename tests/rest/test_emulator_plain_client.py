@@ -206,6 +206,16 @@ def test_paths_outside_the_store_are_refused(ml: Any) -> None:
     with pytest.raises(HttpError) as raised:
         ml.create(parent=f"projects/{PROJECT}", body=body("escape", jobDir="/tmp/elsewhere")).execute()
     assert error_of(raised)["details"][0]["fieldViolations"][0]["field"] == "job.training_input.job_dir"
+    # Trainer arguments that name gs:// locations are mapped into the store when the job starts,
+    # so they are held to the same rule, up front, with the argument's index.
+    for args in (["--x", "gs://plain-bucket/../../../../tmp/escape2"], ["--x", "--out=gs://plain-bucket/a/../b"]):
+        with pytest.raises(HttpError) as raised:
+            ml.create(parent=f"projects/{PROJECT}", body=body("escape", *args)).execute()
+        assert raised.value.resp.status == 400, args
+        violation = error_of(raised)["details"][0]["fieldViolations"][0]
+        assert violation["field"] == "job.training_input.args[1]"
+        uri = args[1][args[1].index("gs://"):]
+        assert repr(uri) in violation["description"] and "plain relative path" in violation["description"]
     assert _exists(ml, "escape") is False
 
 
@@ -291,6 +301,16 @@ def test_custom_job_refusals(emulator: Emulator) -> None:
     with pytest.raises(HttpError) as raised:
         jobs.create(parent=parent, body=with_env).execute()
     assert error_of(raised)["status"] == "FAILED_PRECONDITION"
+
+    escaping = custom_job("escaping", "--lines", "1", "--out=gs://plain-bucket/../../tmp/escape")
+    with pytest.raises(HttpError) as raised:
+        jobs.create(parent=parent, body=escaping).execute()
+    assert raised.value.resp.status == 400
+    assert error_of(raised)["status"] == "INVALID_ARGUMENT"
+    assert error_of(raised)["details"][0]["fieldViolations"][0]["field"] == (
+        "custom_job.job_spec.worker_pool_specs[0].python_package_spec.args[2]")
+    listed = jobs.list(parent=parent, filter='display_name="escaping"').execute()
+    assert listed.get("customJobs", []) == []
 
     unknown = custom_job("unknown")
     unknown["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "NVIDIA_TESLA_K81"
