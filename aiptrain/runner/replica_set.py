@@ -288,11 +288,9 @@ class _ReplicaSetRun:
             name = replica.task.task_name
             if replica.restart_at is not None:
                 if time.monotonic() >= replica.restart_at:
-                    replica.restart_at = None
-                    try:
-                        self.start(replica)
-                    except OSError as error:
-                        return self.fail(name, f"The replica {name} could not be restarted: {error}")
+                    failed = self.restart(replica)
+                    if failed is not None:
+                        return failed
                 continue
             if replica.done or not replica.process.has_exited():
                 continue
@@ -370,13 +368,20 @@ class _ReplicaSetRun:
         if self.stop.wait(delay):
             return self.cancelled()
         for replica in self.replicas:
-            replica.restart_at = None
             replica.restarts += 1
-            try:
-                self.start(replica)
-            except OSError as error:
-                return self.fail(replica.task.task_name, f"The replica {replica.task.task_name} "
-                                 f"could not be restarted: {error}")
+            failed = self.restart(replica)
+            if failed is not None:
+                return failed
+        return None
+
+    def restart(self, replica: _Replica) -> ReplicaSetOutcome | None:
+        """Start an exited replica again; the set's failure if it cannot be started."""
+        replica.restart_at = None
+        try:
+            self.start(replica)
+        except OSError as error:
+            name = replica.task.task_name
+            return self.fail(name, f"The replica {name} could not be restarted: {error}")
         return None
 
     def wait_for(self, replicas: list[_Replica], seconds: float) -> None:
