@@ -72,7 +72,9 @@ def run(ctx: BenchContext) -> list[RowResult]:
 
     def measure(distributed: bool) -> float:
         job_dir = tempfile.mkdtemp(prefix="train-job-", dir=ctx.scratch)
-        output = run_checked(train_argv(ctx, data, steps, distributed, job_dir), env=env, timeout=600).stdout
+        completed = run_checked(train_argv(ctx, data, steps, distributed, job_dir), env=env, timeout=600)
+        # The template logs its progress with Python logging, which `local train` keeps on stderr.
+        output = completed.stdout + completed.stderr
         rate = steps_per_second(output)
         if not distributed:
             single_samples.append(rate)
