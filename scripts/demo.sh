@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: train trainer_template as a distributed job (chief + 1 worker + an evaluator) on the
+# `make demo`: train trainer_template as a distributed job (chief + 1 worker, synchronous) on the
 # local backend, streaming its logs, then say where the export and the TensorBoard logs are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
