@@ -204,15 +204,12 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
     name = package_dir.name
     cache_dir = Path(os.path.abspath(cache_dir if cache_dir is not None else default_cache_dir()))
 
-    sources = collect_sources(root, skip=[cache_dir])
-    _check_package_survives_ignore_file(sources, name)
     generated = not any((root / setup_file).is_file() for setup_file in _SETUP_FILES)
-    if generated:
-        # The generated setup installs only the package directory, so build from just that: then
-        # the version (and the cache key) hash exactly what the archive holds, and a new file
-        # beside the package (data/, NOTES.txt) does not make a new version and a new upload.
-        inside = f"{name}/"
-        sources = [source for source in sources if source.relative.startswith(inside)]
+    # The generated setup installs only the package directory, so build from just that: then the
+    # version (and the cache key) hash exactly what the archive holds, and a new file beside the
+    # package (data/, NOTES.txt) makes neither a new version nor a new upload, nor is it read.
+    sources = collect_sources(root, skip=[cache_dir], only=name if generated else None)
+    _check_package_survives_ignore_file(sources, name)
     digest = source_digest(sources)
     entry = cache_dir / _cache_key(name, digest)
 
@@ -243,8 +240,11 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
     return published
 
 
-def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile]:
+def collect_sources(root: Path, *, skip: Iterable[Path] = (), only: str | None = None) -> list[SourceFile]:
     """The files under `root` that make up the project, sorted by relative path.
+
+    With `only`, just that top-level directory of `root` is walked (`root`'s `.gcloudignore`
+    still applies).
 
     Skipped: VCS metadata, caches, virtualenvs (any directory holding a pyvenv.cfg), egg-info
     directories, compiled bytecode, setuptools' top-level build/ and dist/, and whatever the
@@ -268,7 +268,8 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile
         prefix = "" if top else here.relative_to(root).as_posix() + "/"
         dirnames[:] = sorted(
             d for d in dirnames
-            if d not in _SKIPPED_DIRS
+            if not (top and only is not None and d != only)
+            and d not in _SKIPPED_DIRS
             and not d.endswith(".egg-info")
             and not (top and d in _SKIPPED_TOP_DIRS)
             and not (here / d / "pyvenv.cfg").exists()
@@ -276,7 +277,8 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = ()) -> list[SourceFile
             and not (ignored and ignored(prefix + d, True))
         )
         for filename in filenames:
-            if filename in _SKIPPED_FILES or filename.endswith(_SKIPPED_FILE_SUFFIXES):
+            if (top and only is not None) or filename in _SKIPPED_FILES \
+                    or filename.endswith(_SKIPPED_FILE_SUFFIXES):
                 continue
             path = here / filename
             relative = prefix + filename

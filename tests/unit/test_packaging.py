@@ -502,3 +502,16 @@ def test_generated_version_ignores_files_beside_the_package(tmp_path: Path) -> N
     inner = [name.split("/", 1)[1] for name in first.files]
     assert not [name for name in inner if name in {"README.md", "NOTES.txt"} or name.startswith("data/")]
     assert "trainer/model/layers.py" in inner
+
+
+def test_generated_build_does_not_walk_beside_the_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package_dir = project(tmp_path, "no_setup")
+    data = package_dir.parent / "data"
+    data.mkdir()
+    for index in range(30):
+        (data / f"shard-{index}.csv").write_text("x\n")
+    # More files beside the package than the limit allows: only a walk of the whole root hits it.
+    monkeypatch.setattr(packaging, "MAX_SOURCE_FILES", 20)
+    assert build_package(package_dir, cache_dir=tmp_path / "cache").generated_setup is True
+    with pytest.raises(UsageError):
+        collect_sources(package_dir.parent)
