@@ -93,17 +93,8 @@ def _arg_problems(job: Job) -> list[Problem]:
     Without this the job is created and then fails inside its supervisor; refused here it exits
     2 naming the argument, before anything is built or uploaded.
     """
-    from pathlib import Path
+    from aiptrain.runner.gs_paths import unmappable_args
 
-    from aiptrain.errors import UsageError
-    from aiptrain.runner.gs_paths import rewrite_args
-
-    problems: list[Problem] = []
     args = job.training_input.args if job.training_input is not None else None
-    for index, arg in enumerate(args or []):
-        try:
-            # The mapping is a pure check of the URI: the root only prefixes the result.
-            rewrite_args([arg], Path("storage"))
-        except UsageError as error:
-            problems.append(Problem(f"trainingInput.args[{index}]", error.message, error.hint))
-    return problems
+    return [Problem(f"trainingInput.args[{index}]", error.message, error.hint)
+            for index, error in unmappable_args(args)]

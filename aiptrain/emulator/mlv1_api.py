@@ -46,7 +46,7 @@ def create_job(services: Services, project: str, body: Any) -> dict[str, Any]:
         raise field_error("job.training_input", "A training job needs a trainingInput.")
     training_input = job_data["trainingInput"]
     check_output_dir(training_input.get("jobDir"), services.storage_root, field="job.training_input.job_dir")
-    check_args(training_input.get("args"), services.storage_root, field_prefix="job.training_input.args")
+    check_args(training_input.get("args"), field_prefix="job.training_input.args")
     uris = training_input.get("packageUris") or []
     stage_packages(uris, services.storage_root, field_prefix="job.training_input.package_uris")
     try:

@@ -44,19 +44,18 @@ def check_output_dir(uri: str | None, storage_root: Path, *, field: str) -> None
         _checked_path(uri, storage_root, field)
 
 
-def check_args(args: Sequence[str] | None, storage_root: Path, *, field_prefix: str) -> None:
+def check_args(args: Sequence[str] | None, *, field_prefix: str) -> None:
     """Trainer arguments that name gs:// locations must map into the store as well.
 
     The engine rewrites such arguments to local paths when the job starts (runner.gs_paths); a
     `..` there would only fail inside the running job, so it is refused here, with its index.
     """
-    from aiptrain.runner.gs_paths import rewrite_args
+    from aiptrain.runner.gs_paths import unmappable_args
 
-    for index, arg in enumerate(args or []):
-        try:
-            rewrite_args([arg], storage_root)
-        except UsageError as error:
-            raise _bad(f"{field_prefix}[{index}]", error.message) from None
+    refused = unmappable_args(list(args or []))
+    if refused:
+        index, error = refused[0]
+        raise _bad(f"{field_prefix}[{index}]", error.message)
 
 
 def stage_packages(uris: Sequence[str], storage_root: Path, *, field_prefix: str) -> None:

@@ -111,7 +111,7 @@ def create_tuning_job(services: Services, project: str, location: str, body: Any
     problems = check_hyperparameters(hyperparameters_from_study(request), load_catalog())
     if problems:
         raise invalid_argument([_violation(problem) for problem in problems])
-    check_args(spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("args"), services.storage_root,
+    check_args(spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("args"),
                field_prefix=f"{pools_root}[0].python_package_spec.args")
     uris = spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("packageUris") or []
     stage_packages(uris, services.storage_root, field_prefix=f"{pools_root}[0].python_package_spec.package_uris")

@@ -86,7 +86,7 @@ def create_custom_job(services: Services, project: str, location: str, body: Any
     check_output_dir((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix"), services.storage_root,
                      field="custom_job.job_spec.base_output_directory.output_uri_prefix")
     # check_pools made every pool run the chief's args, so the chief's are all there is to check.
-    check_args(spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("args"), services.storage_root,
+    check_args(spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("args"),
                field_prefix="custom_job.job_spec.worker_pool_specs[0].python_package_spec.args")
     uris = (spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("packageUris")) or []
     stage_packages(uris, services.storage_root,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiptrain.errors import UsageError
 from aiptrain.storage.local import local_path_for
 
 GS_PREFIX = "gs://"
@@ -47,3 +48,18 @@ def rewrite_args(args: list[str], storage_root: Path) -> tuple[list[str], list[R
         else:
             rewritten.append(arg)
     return rewritten, changes
+
+
+def unmappable_args(args: list[str] | None) -> list[tuple[int, UsageError]]:
+    """(index, why) of each argument `rewrite_args` would refuse, e.g. `gs://b/../x`.
+
+    Submitters check this up front, so such a job is refused instead of failing when it starts.
+    The mapping is a pure check of the URI: the root only prefixes the result.
+    """
+    refused = []
+    for index, arg in enumerate(args or []):
+        try:
+            rewrite_args([arg], Path("storage"))
+        except UsageError as error:
+            refused.append((index, error))
+    return refused

@@ -45,6 +45,12 @@ class _CannotTune(Exception):
     """The job cannot start tuning (an unusable resumePreviousJobId); the job fails."""
 
 
+class _CannotResume(_CannotTune):
+    def __init__(self, previous_id: str | None, reason: str) -> None:
+        super().__init__(f"resumePreviousJobId {previous_id!r}: {reason}")
+        self.reason = reason
+
+
 @dataclass
 class _Trial:
     trial_id: str
@@ -333,8 +339,8 @@ class TuningRun:
         record = self.context.record
         previous = _previous_tuning_job(self.context.store, record.project, record.job_id, self.plan)
         if not previous.state.is_terminal:
-            raise _CannotTune(f"resumePreviousJobId {previous_id!r}: that job is still {previous.state.value}; "
-                              "wait for it to end (or cancel it) before resuming it")
+            raise _CannotResume(previous_id, f"that job is still {previous.state.value}; wait for it to end "
+                                "(or cancel it) before resuming it")
         old_trials = (previous.job.training_output.trials if previous.job.training_output else None) or []
         numbers = [int(t.trial_id) for t in old_trials if t.trial_id is not None and t.trial_id.isdigit()]
         self.next_number = max(numbers, default=0) + 1
@@ -355,21 +361,20 @@ class TuningRun:
 def _previous_tuning_job(store: JobStore, project: str, job_id: str | None, plan: TuningPlan) -> JobRecord:
     """The job `plan.resume_from` names, if its trials can seed this job's study."""
     previous_id = plan.resume_from
-    where = f"resumePreviousJobId {previous_id!r}"
     if previous_id == job_id:
-        raise _CannotTune(f"{where}: a job cannot resume itself")
+        raise _CannotResume(previous_id, "a job cannot resume itself")
     try:
         previous = store.get(project, previous_id or "")
     except NotFound:
-        raise _CannotTune(f"{where}: there is no such job in project {project}") from None
+        raise _CannotResume(previous_id, f"there is no such job in project {project}") from None
     old_input = previous.job.training_input
     old_spec = old_input.hyperparameters if old_input is not None else None
     if old_spec is None:
-        raise _CannotTune(f"{where}: that job is not a hyperparameter tuning job")
+        raise _CannotResume(previous_id, "that job is not a hyperparameter tuning job")
     old_plan = TuningPlan.from_spec(old_spec)
     if (old_plan.metric_tag, old_plan.maximize) != (plan.metric_tag, plan.maximize):
-        raise _CannotTune(f"{where}: that job tuned {old_plan.goal_name} {old_plan.metric_tag}, this one "
-                          f"{plan.goal_name} {plan.metric_tag}; their results do not compare")
+        raise _CannotResume(previous_id, f"that job tuned {old_plan.goal_name} {old_plan.metric_tag}, this "
+                            f"one {plan.goal_name} {plan.metric_tag}; their results do not compare")
     return previous
 
 
@@ -383,8 +388,8 @@ def resume_problems(store: JobStore, project: str, job: Job) -> list[Problem]:
         return []
     try:
         _previous_tuning_job(store, project, job.job_id, TuningPlan.from_spec(spec))
-    except _CannotTune as error:
-        return [Problem("trainingInput.hyperparameters.resumePreviousJobId", str(error).split(": ", 1)[1],
+    except _CannotResume as error:
+        return [Problem("trainingInput.hyperparameters.resumePreviousJobId", error.reason,
                         "name a finished tuning job of this project with the same metric and goal "
                         "(`aiptrain jobs list` shows them), or leave resumePreviousJobId out")]
     except ValueError:
