@@ -1,6 +1,7 @@
-"""Loads `scale_tiers.yaml`: tiers, machine types, accelerators, regions, runtimes, limits.
+"""Loads `scale_tiers.yaml` (tiers, machine types, accelerators, regions, limits) and
+`runtimes.yaml` (runtime versions and the local environments they run in).
 
-Every catalog value lives in the YAML file; this module only gives it types. The file is found
+Every catalog value lives in the YAML files; this module only gives it types. The files are found
 next to the repository root in a checkout and as package data (`aiptrain/data`) in a wheel.
 """
 
@@ -65,12 +66,26 @@ class AttachmentRule:
 
 
 @dataclass(frozen=True)
+class EnvironmentRecipe:
+    """A package set that runtimes run in locally: one uv-built virtual environment per Python."""
+
+    name: str
+    tensorflow: str
+    packages: tuple[str, ...]
+    reason: str  # why a runtime's own TensorFlow is replaced; {python} is the local Python
+    tf1_note: str = ""
+    gpu_packages: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Runtime:
     version: str
     tensorflow: str
     python: tuple[str, ...]
     vertex_images: dict[str, str] | None
     verified: bool = True
+    retired: bool = False
+    local_environment: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,7 @@ class Catalog:
     regions: dict[str, tuple[str, ...]]
     runtimes: dict[str, Runtime]
     default_runtime_version: str
+    environments: dict[str, EnvironmentRecipe]
     limits: dict[str, Any]
     source: Path
 
@@ -96,6 +112,14 @@ def catalog_path() -> Path:
     if override:
         return Path(override)
     return Path(__file__).resolve().parent / "data" / "scale_tiers.yaml"
+
+
+def runtimes_path(catalog: Path) -> Path:
+    """`runtimes.yaml` beside the catalog, else the packaged copy (an $AIPTRAIN_CATALOG elsewhere)."""
+    beside = catalog.with_name("runtimes.yaml")
+    if beside.is_file():
+        return beside
+    return Path(__file__).resolve().parent / "data" / "runtimes.yaml"
 
 
 def _accelerator(raw: dict[str, Any] | None) -> AcceleratorSpec | None:
@@ -157,9 +181,25 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
             python=tuple(str(p) for p in spec["python"]),
             vertex_images=dict(spec["vertex"]) if spec.get("vertex") else None,
             verified=bool(spec.get("verified", True)),
+            retired=spec.get("status") == "retired",
+            local_environment=str(spec.get("local", "")),
         )
         for version, spec in raw["runtime_versions"].items()
     }
+    environments = {
+        str(name): EnvironmentRecipe(
+            name=str(name),
+            tensorflow=str(spec["tensorflow"]),
+            packages=tuple(str(p) for p in spec["packages"]),
+            reason=str(spec.get("reason", "")),
+            tf1_note=str(spec.get("tf1_note", "")),
+            gpu_packages={str(k): str(v) for k, v in (spec.get("gpu_packages") or {}).items()},
+        )
+        for name, spec in (raw.get("environments") or {}).items()
+    }
+    for runtime in runtimes.values():
+        if runtime.local_environment and runtime.local_environment not in environments:
+            raise ValueError(f"runtime {runtime.version} names the unknown environment {runtime.local_environment!r}")
     return Catalog(
         tiers=tiers,
         machine_types=machines,
@@ -168,6 +208,7 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
         regions={name: tuple(spec.get("accelerators", [])) for name, spec in raw["regions"].items()},
         runtimes=runtimes,
         default_runtime_version=str(raw["default_runtime_version"]),
+        environments=environments,
         limits=dict(raw["limits"]),
         source=source,
     )
@@ -178,6 +219,8 @@ def load_catalog(path: Path | None = None) -> Catalog:
     source = path or catalog_path()
     try:
         raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+        if "runtime_versions" not in raw:  # a catalog may still carry its runtimes itself
+            raw.update(yaml.safe_load(runtimes_path(source).read_text(encoding="utf-8")))
         return _parse(raw, source)
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as error:
         raise InternalError(f"the catalog {source} cannot be read: {error}") from error

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("AIPTRAIN_DEBUG", "1")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    # Trainers run with the test interpreter (it has TensorFlow) unless a test asks for the
+    # runtime environments (tests/envs), which build them once per session.
+    monkeypatch.setenv("AIPTRAIN_LOCAL_PYTHON", sys.executable)
+    monkeypatch.delenv("AIPTRAIN_ENVS_DIR", raising=False)
     for name in ("AIPTRAIN_BACKEND", "AIPTRAIN_PROJECT", "AIPTRAIN_REGION", "AIPTRAIN_API_ENDPOINT",
                  "AIPTRAIN_FORMAT", "AIPTRAIN_STORAGE", "CLOUDSDK_COMPUTE_REGION", "CLOUDSDK_CORE_PROJECT",
                  "GOOGLE_APPLICATION_CREDENTIALS", "STORAGE_EMULATOR_HOST"):

@@ -63,8 +63,9 @@ def install_cache_dir(home: Path) -> Path:
     return home / "cache" / "site"
 
 
-def cache_key(package: Path, python: str) -> str:
-    """The entry for installing `package` with the interpreter `python`; reads the whole file."""
+def cache_key(package: Path, python: str, *, installer: str = "pip-no-deps") -> str:
+    """The entry for installing `package` with the interpreter `python` (a runtime environment's,
+    or AIPTRAIN_LOCAL_PYTHON) the way `installer` does; reads the whole file."""
     digest = hashlib.sha256()
     with package.open("rb") as stream:
         while block := stream.read(_HASH_BLOCK):
@@ -74,6 +75,7 @@ def cache_key(package: Path, python: str) -> str:
         "package": package.name,
         "sha256": digest.hexdigest(),
         "python": interpreter_identity(python),
+        "installer": installer,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 

@@ -1,23 +1,30 @@
 """PREPARING: installing a job's staged trainer package(s) into its own site directory.
 
-`pip install --no-deps --no-index --no-build-isolation --target DIR PACKAGE`: nothing is
-downloaded, the job's code never touches the environment aiptrain runs in, and two jobs with
-different versions of one package do not see each other's. Dependencies come from the
-interpreter's environment, as they came from the runtime version's image on the service.
+On a runtime environment (the default), each package is installed as the service did, with its
+`install_requires`, resolved against the environment by uv (`envs.trainer_install`). With
+AIPTRAIN_LOCAL_PYTHON, `pip install --no-deps --no-index --no-build-isolation --target DIR
+PACKAGE`: nothing is downloaded and dependencies come from that interpreter's environment.
+Either way the job's code never touches a shared environment, and two jobs with different
+versions of one package do not see each other's.
 
-Each package is installed once per interpreter into the install cache (`install_cache`), and
-every job's site directory is filled from there, so only the first job with a given package
-pays for pip.
+Each package is installed once per (package bytes, environment or interpreter) into the install
+cache (`install_cache`), and every job's site directory is filled from there, so only the first
+job with a given package pays for the install.
 """
 
 from __future__ import annotations
 
+import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from aiptrain.errors import UsageError
 from aiptrain.runner import install_cache
+from aiptrain.runner.envs import trainer_install
+from aiptrain.runner.envs.store import Environment
+from aiptrain.runner.envs.uv import uv_environment
 from aiptrain.runner.gs_paths import GS_PREFIX
 from aiptrain.runner.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
 from aiptrain.runner.processes import TOKEN_VARIABLE, describe_returncode, start_process, stop_processes
@@ -93,8 +100,12 @@ def install_packages(
     stop: threading.Event,
     kill_grace: float,
     cache_dir: Path | None = None,
+    environment: Environment | None = None,
 ) -> str | None:
     """Install the packages into `site_dir`; None on success, else the job's errorMessage.
+
+    With `environment`, each package comes with its dependencies, resolved against it (and
+    `python` is the environment's); without, it is installed alone with `python`'s pip.
 
     Raises nothing for a user mistake (a missing package is the job's failure, not ours), but
     returns a message saying what is missing and where it was looked for. A cancelled install
@@ -120,7 +131,8 @@ def install_packages(
         return None
     cache = cache_dir if cache_dir is not None else install_cache.install_cache_dir(storage_root.parent)
     try:
-        keys = [install_cache.cache_key(path, python) for path in paths]
+        installer = "uv-with-dependencies" if environment is not None else "pip-no-deps"
+        keys = [install_cache.cache_key(path, python, installer=installer) for path in paths]
     except OSError as error:
         return f"Reading the package(s) to install failed: {error}"
     entries = [install_cache.lookup(cache, key) for key in keys]
@@ -135,7 +147,8 @@ def install_packages(
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     for index in missing:
         outcome = _install_into_cache(
-            paths[index], keys[index], cache, python=python, env=env, sink=sink, stop=stop, kill_grace=kill_grace
+            paths[index], keys[index], cache, python=python, env=env, sink=sink, stop=stop, kill_grace=kill_grace,
+            environment=environment,
         )
         if not isinstance(outcome, install_cache.CachedInstall):
             return outcome  # the job's error message, or None when cancelled
@@ -157,31 +170,73 @@ def _install_into_cache(
     sink: LogSink,
     stop: threading.Event,
     kill_grace: float,
+    environment: Environment | None = None,
 ) -> install_cache.CachedInstall | str | None:
-    """pip-install one package as the cache entry `key`: the entry, else the job's error
-    message, or None when the job was cancelled meanwhile."""
+    """Install one package as the cache entry `key`: the entry, else the job's error message,
+    or None when the job was cancelled meanwhile."""
     try:
         staging = install_cache.new_staging(cache, key)
     except OSError as error:
         return f"Cannot write the install cache {cache}: {error}"
     try:
-        argv = [
-            python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
-            "--no-input", "--quiet", "--target", str(install_cache.staging_site(staging)), str(package),
-        ]
-        result = run_logged_command(argv, env=env, cwd=staging, sink=sink, stop=stop, kill_grace=kill_grace)
-        if result.returncode is None:
-            return None
-        if result.returncode != 0:
-            message = f"Installing the package(s) with pip failed: pip {describe_returncode(result.returncode)}."
-            if result.tail:
-                message += " Its last error lines:\n" + "\n".join(result.tail)
-            return message
-        try:
-            return install_cache.publish(
-                staging, cache, key, {"package": package.name, "python": install_cache.interpreter_identity(python)}
+        site = install_cache.staging_site(staging)
+        if environment is not None:
+            outcome = _install_with_dependencies(
+                package, environment, site, staging, env=env, sink=sink, stop=stop, kill_grace=kill_grace
             )
+            if not isinstance(outcome, bool):
+                return outcome
+            description = {"package": package.name, "environment": environment.key}
+        else:
+            argv = [
+                python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
+                "--no-input", "--quiet", "--target", str(site), str(package),
+            ]
+            result = run_logged_command(argv, env=env, cwd=staging, sink=sink, stop=stop, kill_grace=kill_grace)
+            if result.returncode is None:
+                return None
+            if result.returncode != 0:
+                message = f"Installing the package(s) with pip failed: pip {describe_returncode(result.returncode)}."
+                if result.tail:
+                    message += " Its last error lines:\n" + "\n".join(result.tail)
+                return message
+            description = {"package": package.name, "python": install_cache.interpreter_identity(python)}
+        try:
+            return install_cache.publish(staging, cache, key, description)
         except OSError as error:
             return f"Cannot write the install cache {cache}: {error}"
     finally:
         install_cache.discard(staging)  # gone already when it was published
+
+
+def _install_with_dependencies(
+    package: Path,
+    environment: Environment,
+    site: Path,
+    staging: Path,
+    *,
+    env: dict[str, str],
+    sink: LogSink,
+    stop: threading.Event,
+    kill_grace: float,
+) -> Literal[True] | str | None:
+    """uv-install `package` and what it requires into `site`: True, the job's error message, or
+    None when cancelled. Pins that conflict with the runtime's versions get their own."""
+    overrides = trainer_install.overrides_file(staging)
+    uv_env = uv_environment(env)
+    for constrained in (True, False):
+        argv = trainer_install.install_argv(package, environment, site, overrides, constrained=constrained)
+        result = run_logged_command(argv, env=uv_env, cwd=staging, sink=sink, stop=stop, kill_grace=kill_grace)
+        if result.returncode is None:
+            return None
+        if result.returncode == 0:
+            break
+        if not (constrained and trainer_install.is_resolution_conflict(result.tail)):
+            return trainer_install.failure_message(package, environment, result.tail)
+        sink.emit(SERVICE_TASK, "INFO", f"{package.name} pins versions other than the runtime's; "
+                  "installing its own versions beside the runtime's.")
+        shutil.rmtree(site, ignore_errors=True)
+    provided = trainer_install.prune_provided(site, environment)
+    if provided:
+        sink.emit(SERVICE_TASK, "INFO", f"{package.name}: already in the runtime: " + ", ".join(provided))
+    return True

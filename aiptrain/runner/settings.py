@@ -64,8 +64,10 @@ class LocalSettings:
     evaluator_grace: float = 60.0
     # AIPTRAIN_LOCAL_REPLICA_CAP: shrink bigger clusters to this many replicas (unset: no shrinking).
     replica_cap: int | None = None
-    # AIPTRAIN_LOCAL_PYTHON: the interpreter for pip and the replicas (default: aiptrain's own).
+    # AIPTRAIN_LOCAL_PYTHON: the interpreter for pip and the replicas instead of the runtime
+    # version's environment (unset: each job runs in its runtime's environment, built with uv).
     python: str = sys.executable
+    python_override: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LocalSettings:
@@ -79,4 +81,5 @@ class LocalSettings:
             evaluator_grace=_seconds_setting(source, "AIPTRAIN_LOCAL_EVALUATOR_GRACE", 60.0),
             replica_cap=_int_setting(source, "AIPTRAIN_LOCAL_REPLICA_CAP", 0, 1) if cap_raw else None,
             python=source.get("AIPTRAIN_LOCAL_PYTHON", "").strip() or sys.executable,
+            python_override=bool(source.get("AIPTRAIN_LOCAL_PYTHON", "").strip()),
         )

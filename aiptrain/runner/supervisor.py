@@ -1,8 +1,9 @@
 """The detached process that runs one job: `python -m aiptrain.runner.supervisor --home H --job-key K`.
 
 It outlives the command that submitted the job. Its life: wait QUEUED for a run slot (at most
-AIPTRAIN_LOCAL_MAX_RUNNING jobs hold one), PREPARING (pip-install the packages), RUNNING (the
-job body runs one replica set, or a tuning engine runs several), then record the final state.
+AIPTRAIN_LOCAL_MAX_RUNNING jobs hold one), PREPARING (the runtime's environment, built once, and
+the packages installed on top), RUNNING (the job body runs one replica set, or a tuning engine
+runs several), then record the final state.
 It writes the terminal state before it exits, which is how `reaper` tells a crash from an end.
 
 Cancellation arrives as SIGTERM and as a flag in the store (whichever is seen first).
@@ -16,6 +17,7 @@ once per trial, from several threads.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import random
 import signal
@@ -31,6 +33,8 @@ from aiptrain.catalog import load_catalog
 from aiptrain.errors import AiptrainError
 from aiptrain.runner.clock import utc_now
 from aiptrain.runner.cluster_plan import LocalPlan, plan_cluster
+from aiptrain.runner.envs.for_job import JobEnvironmentFailed, environment_for_job
+from aiptrain.runner.envs.store import BuildCancelled
 from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK, StoreLogWriter
@@ -237,6 +241,20 @@ class Supervisor:
             return
         record = self.store.get_by_key(self.key)
         training_input = record.job.training_input or TrainingInput()
+        try:
+            environment = environment_for_job(
+                training_input, load_catalog(), home=self.home, settings=settings, say=self.say,
+                stop=self.stop, run_token=record.run_token,
+            )
+        except BuildCancelled:
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        except JobEnvironmentFailed as failed:
+            self.say(failed.message, "ERROR")
+            self._finish(ReplicaSetOutcome(JobState.FAILED, failed.message))
+            return
+        if environment is not None:
+            settings = dataclasses.replace(settings, python=environment.python)
         problem = install_packages(
             list(training_input.package_uris or []),
             site_dir=self.layout.site_dir,
@@ -247,6 +265,7 @@ class Supervisor:
             sink=self.sink,
             stop=self.stop,
             kill_grace=settings.kill_grace,
+            environment=environment,
         )
         if self.stop.is_set():
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))

@@ -1,0 +1,121 @@
+"""Installing a trainer package as the service did: with its `install_requires`, on top of the
+runtime (the service pip-installed the package into the runtime image).
+
+One package goes into one directory (`--target`) with uv, resolved against the runtime
+environment:
+
+- the environment's exact versions are constraints, so a trainer that asks for `pandas` or
+  `scikit-learn>=1.0` gets the runtime's copy; a trainer whose pins conflict with them is
+  resolved again without them and gets its own versions, which shadow the runtime's;
+- TensorFlow requirements are dropped (an override that never applies): the runtime provides
+  TensorFlow, as the image did, and `tensorflow==1.15` in an old setup.py must not pull a second
+  TensorFlow (or fail) on a runtime that substitutes 2.15;
+- whatever uv put in the directory that the environment already has at the same version is
+  removed again, so a job's site holds only what the trainer adds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from aiptrain.runner.envs.store import Environment, normalise_name
+from aiptrain.runner.envs.uv import failure_reason, uv_binary
+
+# Provided by the runtime whatever the trainer asks: TensorFlow in its packagings.
+RUNTIME_PROVIDED = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tensorflow-intel")
+_NEVER = 'sys_platform == "aiptrain-runtime-provides-it"'
+
+
+def overrides_file(directory: Path) -> Path:
+    path = directory / "runtime-overrides.txt"
+    path.write_text("".join(f"{name} ; {_NEVER}\n" for name in RUNTIME_PROVIDED))
+    return path
+
+
+def install_argv(
+    package: Path, environment: Environment, site: Path, overrides: Path, *, constrained: bool
+) -> list[str]:
+    argv = [
+        uv_binary(), "pip", "install", "--quiet", "--python", environment.python, "--target", str(site),
+        "--no-build-isolation", "--override", str(overrides),
+    ]
+    if constrained:
+        argv += ["--constraint", str(environment.constraints)]
+    return [*argv, str(package)]
+
+
+def is_resolution_conflict(lines: list[str]) -> bool:
+    return any("No solution found" in line for line in lines)
+
+
+def failure_message(package: Path, environment: Environment, lines: list[str]) -> str:
+    manifest = environment.manifest()
+    return (
+        f"Installing the trainer package {package.name} with its dependencies failed: {failure_reason(lines)} "
+        f"Hint: the job runs on Python {manifest.get('python_version', '?')} with TensorFlow "
+        f"{manifest.get('tensorflow', '?')}; relax that pin in the package's install_requires (setup.py), "
+        "or run with AIPTRAIN_LOCAL_PYTHON set to an interpreter that already has what the trainer needs."
+    )
+
+
+def prune_provided(site: Path, environment: Environment) -> list[str]:
+    """Remove from `site` every distribution the environment has at the same version; their names."""
+    installed = environment.installed()
+    removed = []
+    for info in sorted(site.glob("*.dist-info")):
+        name, version = _name_and_version(info)
+        if not name or installed.get(normalise_name(name)) != version:
+            continue
+        _remove_distribution(site, info)
+        removed.append(name)
+    return removed
+
+
+def _name_and_version(info: Path) -> tuple[str, str]:
+    name = version = ""
+    try:
+        with (info / "METADATA").open(encoding="utf-8", errors="replace") as metadata:
+            for line in metadata:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                if key == "Name":
+                    name = value.strip()
+                elif key == "Version":
+                    version = value.strip()
+    except OSError:
+        pass
+    return name, version
+
+
+def _remove_distribution(site: Path, info: Path) -> None:
+    """Delete the files a distribution's RECORD lists (inside `site` only), then its metadata."""
+    directories = set()
+    try:
+        record = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        record = ""
+    site_root = os.path.realpath(site)
+    for line in record.splitlines():
+        relative = line.split(",", 1)[0]
+        if not relative:
+            continue
+        path = os.path.realpath(os.path.join(site, relative))
+        if not path.startswith(site_root + os.sep):
+            continue
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        directories.add(os.path.dirname(path))
+    shutil.rmtree(info, ignore_errors=True)
+    for directory in sorted(directories, key=len, reverse=True):
+        current = directory
+        while current.startswith(site_root + os.sep):
+            try:
+                os.rmdir(current)  # only when empty
+            except OSError:
+                break
+            current = os.path.dirname(current)
