@@ -314,10 +314,10 @@ def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
         runtime = catalog.runtimes.get(ti.runtime_version)
         if runtime is None:
             close = _closest(ti.runtime_version, catalog.runtimes)
+            listed = "runtime versions: " + ", ".join(catalog.runtimes)
             problems.append(Problem("trainingInput.runtimeVersion",
                                     f"unknown runtime version {ti.runtime_version!r}",
-                                    f"did you mean {close}?" if close else
-                                    "runtime versions: " + ", ".join(catalog.runtimes)))
+                                    f"did you mean {close}? ({listed})" if close else listed))
         elif ti.python_version and ti.python_version not in runtime.python:
             problems.append(Problem("trainingInput.pythonVersion",
                                     f"runtime {runtime.version} does not support Python {ti.python_version}",

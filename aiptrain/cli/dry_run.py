@@ -39,6 +39,20 @@ def _apply_local_plan(plan: SubmissionPlan, catalog: Catalog) -> None:
     plan.warnings.extend(local.warnings)
 
 
+def _local_runtime(plan: SubmissionPlan, catalog: Catalog) -> list[str]:
+    """What the job's runtime version becomes on this machine (said as in the job's log)."""
+    from aiptrain.runner.envs.resolution import resolve_runtime
+    from aiptrain.runner.settings import LocalSettings
+
+    assert plan.job.training_input is not None
+    resolution = resolve_runtime(plan.job.training_input, catalog)
+    settings = LocalSettings.from_env()
+    if settings.python_override:
+        return [f"Runtime version {resolution.version}: runs with AIPTRAIN_LOCAL_PYTHON={settings.python}."]
+    plan.warnings.extend(resolution.warnings())
+    return resolution.notes()
+
+
 def _human_size(size: int) -> str:
     return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"
 
@@ -62,6 +76,8 @@ def _text(plan: SubmissionPlan, document: dict[str, Any]) -> str:
         names = group.task_names()
         shown = names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}"
         lines.append(f"  {shown:<38} {group.task_type:<9} {group.machine_type or ''}{accel}")
+    if document.get("localRuntime"):
+        lines += ["Runtime:", *(f"  {line}" for line in document["localRuntime"])]
     lines += ["Request body:", *("  " + line for line in dump_yaml(plan.request_body).splitlines())]
     vertex = document["vertex"]
     if "problems" in vertex:
@@ -82,7 +98,12 @@ def _text(plan: SubmissionPlan, document: dict[str, Any]) -> str:
 
 
 def render_dry_run(app: AppContext, plan: SubmissionPlan, catalog: Catalog) -> None:
+    runtime: list[str] = []
     if plan.backend_name == "local":
         _apply_local_plan(plan, catalog)
+        if plan.job.training_input is not None and plan.job.training_input.python_module:
+            runtime = _local_runtime(plan, catalog)
     document = plan_summary(plan, vertex=_vertex_translation(plan, catalog), tf_configs=_tf_configs(plan))
+    if runtime:
+        document["localRuntime"] = runtime
     emit(document, app.output_format, text=_text(plan, document))

@@ -91,6 +91,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     Trainer arguments go after `--`: aiptrain jobs submit training JOB [flags] -- --epochs 3
     """
     from aiptrain.catalog import load_catalog
+    from aiptrain.spec import TrainingInput
     from aiptrain.storage import open_store
     from aiptrain.submission import prepare
 
@@ -115,6 +116,12 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
 
         render_dry_run(app, plan, catalog)
         return 0
+    runtime = catalog.runtimes.get((plan.job.training_input or TrainingInput()).runtime_version or "")
+    if runtime is not None:
+        from aiptrain.runner.envs.resolution import runtime_warnings
+
+        for warning in runtime_warnings(runtime):
+            app.progress(f"warning: {warning}")
     _upload(app, plan, store)
     created = backend.create_job(plan.job)
     job_id = created.job_id or job
@@ -265,6 +272,22 @@ def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: 
     return exit_code_for(job, timed_out=result.timed_out)
 
 
+def _local_runtime_lines(job: Job) -> list[str]:
+    """How a local job's runtime version was resolved, as its first log lines said."""
+    from aiptrain.catalog import load_catalog
+    from aiptrain.runner.envs.resolution import resolve_runtime
+
+    training_input = job.training_input
+    catalog = load_catalog()
+    if training_input is None or not training_input.python_module:
+        return []
+    version = training_input.runtime_version or catalog.default_runtime_version
+    if version not in catalog.runtimes:
+        return []
+    resolution = resolve_runtime(training_input, catalog)
+    return ["", *resolution.notes(), *(f"warning: {w}" for w in resolution.warnings())]
+
+
 @jobs.command("describe")
 @click.argument("job")
 @click.option("--summarize", is_flag=True, help="A short summary (and a trials table for tuning jobs).")
@@ -282,6 +305,9 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
         text = summarize_job(found)
     emit(data, app.output_format, text=text)
     if app.output_format == "text":
+        if app.backend_name == "local":
+            for line in _local_runtime_lines(found):
+                app.progress(line)
         app.progress(f"\nView logs with:\n  $ aiptrain jobs stream-logs {job}")
     return 0
 

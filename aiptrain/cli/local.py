@@ -7,12 +7,17 @@ from pathlib import Path
 
 import click
 
+from aiptrain.cli.envs import envs
 from aiptrain.cli.jobs import TrainingCommand
 
 
 @click.group("local")
 def local() -> None:
-    """Run trainers on this machine without submitting a job, or serve the REST emulator."""
+    """Run trainers on this machine without submitting a job, serve the REST emulator, or manage
+    the runtime environments local jobs run in."""
+
+
+local.add_command(envs)
 
 
 @local.command("train", cls=TrainingCommand)

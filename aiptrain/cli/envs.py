@@ -1,0 +1,130 @@
+"""`aiptrain local envs ...`: the runtime environments local jobs run in (list, build, rm)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from aiptrain.cli.context import AppContext, common_options
+
+
+def _store() -> Any:
+    from aiptrain.paths import aiptrain_home
+    from aiptrain.runner.envs.store import EnvironmentStore, envs_dir
+
+    return EnvironmentStore(envs_dir(aiptrain_home()))
+
+
+def _runtimes_by_environment() -> dict[str, list[str]]:
+    """Recipe name -> the runtime versions that run in it."""
+    from aiptrain.catalog import load_catalog
+
+    found: dict[str, list[str]] = {}
+    for runtime in load_catalog().runtimes.values():
+        found.setdefault(runtime.local_environment, []).append(runtime.version)
+    return found
+
+
+def _size(count: int) -> str:
+    return f"{count / 1e9:.2f} GB" if count >= 1e9 else f"{count / 1e6:.0f} MB"
+
+
+def _version_span(versions: list[str]) -> str:
+    return f"{versions[0]} .. {versions[-1]}" if len(versions) > 2 else ", ".join(versions)
+
+
+@click.group("envs")
+def envs() -> None:
+    """The runtime environments local jobs run in ($AIPTRAIN_HOME/envs): list, build, rm."""
+
+
+@envs.command("list")
+@common_options
+def list_envs(app: AppContext) -> int:
+    """Built environments: runtimes served, TensorFlow, size, last use."""
+    from aiptrain.cli.output import emit, table
+
+    runtimes = _runtimes_by_environment()
+    rows = []
+    for info in _store().entries():
+        rows.append({
+            "key": info.environment.key,
+            "name": info.name,
+            "runtimeVersions": runtimes.get(info.name, []),
+            "python": info.python,
+            "packages": info.packages,
+            "sizeBytes": info.size_bytes,
+            "ownBytes": info.own_bytes,
+            "lastUsed": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(info.last_used)),
+            "path": str(info.environment.root),
+        })
+    text = table(
+        [[r["key"], r["name"], _version_span(r["runtimeVersions"]), r["python"],
+          f"{_size(r['sizeBytes'])} ({_size(r['ownBytes'])} own)", r["lastUsed"]] for r in rows],
+        ["KEY", "PACKAGE SET", "RUNTIMES", "PYTHON", "SIZE", "LAST USED"],
+    ) if rows else "No runtime environments built yet; `aiptrain local envs build RUNTIME` builds one."
+    emit(rows, app.output_format, text=text)
+    return 0
+
+
+@envs.command("build")
+@click.argument("runtime_version")
+@common_options
+def build_env(app: AppContext, runtime_version: str) -> int:
+    """Build the environment of RUNTIME_VERSION now (e.g. before going offline)."""
+    from aiptrain.catalog import load_catalog
+    from aiptrain.errors import OperationalError, UsageError
+    from aiptrain.runner.envs.resolution import resolve_version
+    from aiptrain.runner.envs.store import EnvironmentBuildFailed
+
+    catalog = load_catalog()
+    resolution = resolve_version(runtime_version, catalog)
+    if resolution is None:
+        raise UsageError(f"unknown runtime version {runtime_version!r}",
+                         hint="runtime versions: " + ", ".join(catalog.runtimes))
+    for line in resolution.notes():
+        app.progress(line)
+    for warning in resolution.warnings():
+        app.progress(f"warning: {warning}")
+    store = _store()
+    existing = store.find(resolution)
+    try:
+        environment = existing or store.ensure(resolution, progress=app.progress)
+    except EnvironmentBuildFailed as failed:
+        raise OperationalError(failed.message) from failed
+    if existing is not None:
+        app.progress(f"Runtime {runtime_version}'s environment is already built.")
+    click.echo(environment.root)
+    return 0
+
+
+@envs.command("rm")
+@click.argument("targets", nargs=-1)
+@click.option("--all", "remove_all", is_flag=True, help="Remove every environment.")
+@common_options
+def remove_envs(app: AppContext, targets: tuple[str, ...], remove_all: bool) -> int:
+    """Remove environments by KEY or by RUNTIME_VERSION (the next job that needs one rebuilds it)."""
+    from aiptrain.catalog import load_catalog
+    from aiptrain.errors import UsageError
+    from aiptrain.runner.envs.resolution import resolve_version
+
+    if not targets and not remove_all:
+        raise UsageError("nothing to remove", hint="name environments by KEY or runtime version, or pass --all")
+    store = _store()
+    keys = [info.environment.key for info in store.entries()] if remove_all else []
+    catalog = load_catalog()
+    for target in targets:
+        resolution = resolve_version(target, catalog)
+        keys.append(store.key_for(resolution) if resolution is not None else target)
+    missing = []
+    for key in dict.fromkeys(keys):
+        if store.remove(key):
+            app.progress(f"Removed {store.root / key}")
+        else:
+            missing.append(key)
+    if missing and not remove_all:
+        raise UsageError("no such environment: " + ", ".join(missing),
+                         hint="`aiptrain local envs list` shows the built ones")
+    return 0
