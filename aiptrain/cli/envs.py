@@ -35,6 +35,10 @@ def _version_span(versions: list[str]) -> str:
     return f"{versions[0]} .. {versions[-1]}" if len(versions) > 2 else ", ".join(versions)
 
 
+def _labelled(line: str, severity: str) -> str:
+    return f"warning: {line}" if severity == "WARNING" else line
+
+
 @click.group("envs")
 def envs() -> None:
     """The runtime environments local jobs run in ($AIPTRAIN_HOME/envs): list, build, rm."""
@@ -73,29 +77,13 @@ def list_envs(app: AppContext) -> int:
 @click.argument("runtime_version")
 @common_options
 def build_env(app: AppContext, runtime_version: str) -> int:
-    """Build the environment of RUNTIME_VERSION now (e.g. before going offline)."""
+    """Build the environment of RUNTIME_VERSION now (e.g. before going offline); print its path."""
     from aiptrain.catalog import load_catalog
-    from aiptrain.errors import OperationalError, UsageError
-    from aiptrain.runner.envs.resolution import resolve_version
-    from aiptrain.runner.envs.store import EnvironmentBuildFailed
+    from aiptrain.paths import aiptrain_home
+    from aiptrain.runner.envs.for_job import environment_in_foreground
 
-    catalog = load_catalog()
-    resolution = resolve_version(runtime_version, catalog)
-    if resolution is None:
-        raise UsageError(f"unknown runtime version {runtime_version!r}",
-                         hint="runtime versions: " + ", ".join(catalog.runtimes))
-    for line in resolution.notes():
-        app.progress(line)
-    for warning in resolution.warnings():
-        app.progress(f"warning: {warning}")
-    store = _store()
-    existing = store.find(resolution)
-    try:
-        environment = existing or store.ensure(resolution, progress=app.progress)
-    except EnvironmentBuildFailed as failed:
-        raise OperationalError(failed.message) from failed
-    if existing is not None:
-        app.progress(f"Runtime {runtime_version}'s environment is already built.")
+    environment = environment_in_foreground(runtime_version, load_catalog(), aiptrain_home(),
+                                            lambda line, severity: app.progress(_labelled(line, severity)))
     click.echo(environment.root)
     return 0
 

@@ -33,9 +33,12 @@ local.add_command(envs)
               help="Evaluators (outside the cluster).")
 @click.option("--start-port", type=click.IntRange(1, 65535),
               help="First of consecutive ports (default: free ports are probed).")
+@click.option("--runtime-version",
+              help="Run in this runtime version's environment (default: the newest; "
+                   "AIPTRAIN_LOCAL_PYTHON without this flag runs that interpreter instead).")
 def train(package_path: Path, module_name: str, job_dir: str | None, distributed: bool,
           worker_count: int | None, parameter_server_count: int | None, evaluator_count: int,
-          start_port: int | None) -> int:
+          start_port: int | None, runtime_version: str | None) -> int:
     """Run a trainer in the foreground, each line prefixed with its task, as `gcloud ai-platform
     local train` did. Trainer arguments go after `--`."""
     from aiptrain.runner.local_train import run_local_training
@@ -48,6 +51,7 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
         package_path, module_name, job_dir=job_dir, user_args=list(user_args), distributed=distributed,
         worker_count=worker_count, parameter_server_count=parameter_server_count,
         evaluator_count=evaluator_count, start_port=start_port, out=sys.stdout, err=sys.stderr,
+        runtime_version=runtime_version,
     )
 
 

@@ -9,6 +9,9 @@ Same flags and semantics (no packaging; replicas run from the package's parent d
   the replica wrote it to, as gcloud's inherited pipes did; aiptrain's own notes
   (`[aiptrain] ...`) go to stderr, like every command's progress;
 - `gs://` in `--job-dir` and in the arguments points at the local store, as on the local backend;
+- replicas run in a runtime version's environment (`--runtime-version`, default the newest), the
+  one a submitted job with that runtime gets; AIPTRAIN_LOCAL_PYTHON (without the flag) runs them
+  with that interpreter instead, the way gcloud used the Python on PATH;
 - when the primary ends, the other replicas are stopped (SIGTERM, then SIGKILL), and Ctrl-C
   stops them all before KeyboardInterrupt reaches the caller.
 """
@@ -20,6 +23,7 @@ import os
 import secrets
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -117,6 +121,7 @@ def run_local_training(
     err: TextIO,
     python: str | None = None,
     storage_root: Path | None = None,
+    runtime_version: str | None = None,
 ) -> int:
     """Run the trainer until its primary ends; return the primary's exit code.
 
@@ -138,6 +143,7 @@ def run_local_training(
             stream.flush()
 
     sink = CallbackSink(write)
+    interpreter = python or _interpreter(runtime_version, settings, lambda line: write(SERVICE_TASK, "INFO", line))
     root = storage_root or default_storage_root()
     args, changes = rewrite_args(list(user_args), root)
     for change in changes:
@@ -161,7 +167,7 @@ def run_local_training(
         spec = ReplicaSetSpec(
             job=Job(job_id="local_train"),
             groups=groups,
-            python=python or settings.python,
+            python=interpreter,
             module=module_name,
             args=args,
             job_dir=local_dir,
@@ -185,3 +191,20 @@ def run_local_training(
         raise OperationalError(outcome.error_message or "the trainer could not be run")
     code = outcome.primary_returncode
     return 128 - code if code < 0 else code
+
+
+def _interpreter(runtime_version: str | None, settings: LocalSettings, say: Callable[[str], None]) -> str:
+    """The Python the replicas run with: the runtime's environment (built now if needed)."""
+    if settings.python_override and runtime_version is None:
+        return settings.python
+    from aiptrain.catalog import load_catalog
+    from aiptrain.paths import aiptrain_home
+    from aiptrain.runner.envs.for_job import environment_in_foreground
+
+    catalog = load_catalog()
+    version = runtime_version or list(catalog.runtimes)[-1]
+
+    def note(line: str, severity: str) -> None:
+        say(f"warning: {line}" if severity == "WARNING" else line)
+
+    return environment_in_foreground(version, catalog, aiptrain_home(), note).python

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aiptrain.catalog import Catalog
-from aiptrain.runner.envs.resolution import resolve_runtime
+from aiptrain.errors import OperationalError
+from aiptrain.runner.envs.resolution import RuntimeResolution, require_version, resolve_runtime
 from aiptrain.runner.envs.store import BuildCancelled, Environment, EnvironmentBuildFailed, EnvironmentStore, envs_dir
 from aiptrain.runner.processes import TOKEN_VARIABLE
 from aiptrain.runner.settings import LocalSettings
@@ -50,10 +51,7 @@ def environment_for_job(
         if problem:
             raise JobEnvironmentFailed(problem)
         return None
-    for line in resolution.notes():
-        say(line, "INFO")
-    for warning in resolution.warnings():
-        say(warning[0].upper() + warning[1:] + ".", "WARNING")
+    announce(resolution, say)
     store = EnvironmentStore(envs_dir(home))
     try:
         return store.ensure(resolution, progress=lambda line: say(line, "INFO"), stop=stop,
@@ -64,6 +62,25 @@ def environment_for_job(
         raise
     except OSError as error:
         raise JobEnvironmentFailed(f"Cannot build the runtime environment under {store.root}: {error}") from error
+
+
+def announce(resolution: RuntimeResolution, say: Say) -> None:
+    """The substitution notes (INFO) and a retired runtime's warning (WARNING)."""
+    for line in resolution.notes():
+        say(line, "INFO")
+    for warning in resolution.warnings():
+        say(warning[0].upper() + warning[1:] + ".", "WARNING")
+
+
+def environment_in_foreground(version: str, catalog: Catalog, home: Path, say: Say) -> Environment:
+    """A runtime's environment for a command run in a terminal (`local train`, `local envs build`):
+    announced, built if needed; OperationalError when the build fails."""
+    resolution = require_version(version, catalog)
+    announce(resolution, say)
+    try:
+        return EnvironmentStore(envs_dir(home)).ensure(resolution, progress=lambda line: say(line, "INFO"))
+    except EnvironmentBuildFailed as failed:
+        raise OperationalError(failed.message) from failed
 
 
 def interpreter_problem(python: str) -> str | None:

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 
 from aiptrain.catalog import Catalog, EnvironmentRecipe, Runtime
+from aiptrain.errors import UsageError
 from aiptrain.spec import TrainingInput
 
 
@@ -91,3 +92,12 @@ def resolve_version(version: str, catalog: Catalog) -> RuntimeResolution | None:
     if version not in catalog.runtimes:
         return None
     return resolve_runtime(TrainingInput(runtime_version=version), catalog)
+
+
+def require_version(version: str, catalog: Catalog) -> RuntimeResolution:
+    """`resolve_version`, or a UsageError that lists the known versions."""
+    resolution = resolve_version(version, catalog)
+    if resolution is None:
+        listed = ", ".join(catalog.runtimes)
+        raise UsageError(f"unknown runtime version {version!r}", hint=f"runtime versions: {listed}")
+    return resolution
