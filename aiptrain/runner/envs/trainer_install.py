@@ -70,7 +70,21 @@ def prune_provided(site: Path, environment: Environment) -> list[str]:
             continue
         _remove_distribution(site, info)
         removed.append(name)
+    _remove_empty_directories(site)
+    try:
+        (site / ".lock").unlink()  # uv's lock of the target directory
+    except OSError:
+        pass
     return removed
+
+
+def _remove_empty_directories(site: Path) -> None:
+    for directory, _dirs, _files in sorted(os.walk(site), key=lambda item: len(item[0]), reverse=True):
+        if directory != str(site):
+            try:
+                os.rmdir(directory)  # only when empty
+            except OSError:
+                pass
 
 
 def _name_and_version(info: Path) -> tuple[str, str]:
@@ -92,7 +106,6 @@ def _name_and_version(info: Path) -> tuple[str, str]:
 
 def _remove_distribution(site: Path, info: Path) -> None:
     """Delete the files a distribution's RECORD lists (inside `site` only), then its metadata."""
-    directories = set()
     try:
         record = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -108,14 +121,5 @@ def _remove_distribution(site: Path, info: Path) -> None:
         try:
             os.unlink(path)
         except OSError:
-            continue
-        directories.add(os.path.dirname(path))
+            pass
     shutil.rmtree(info, ignore_errors=True)
-    for directory in sorted(directories, key=len, reverse=True):
-        current = directory
-        while current.startswith(site_root + os.sep):
-            try:
-                os.rmdir(current)  # only when empty
-            except OSError:
-                break
-            current = os.path.dirname(current)

@@ -39,6 +39,8 @@ def failure_reason(lines: list[str]) -> str:
     words = []
     for line in chosen:
         text = line.removeprefix(_CROSS).removeprefix("╰─▶").strip()
+        for label in ("error:", "Caused by:", "cause:"):
+            text = text.removeprefix(label).strip()
         if text:
             words.append(text)
     return " ".join(words) or "uv gave no reason"

@@ -1,0 +1,110 @@
+"""The environment store with small package sets (seconds to build): atomic builds, the lock,
+kept logs, resolver failures, and the `local envs` commands."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from aiptrain.catalog import load_catalog
+from aiptrain.runner.envs.resolution import RuntimeResolution, resolve_version
+from aiptrain.runner.envs.store import EnvironmentBuildFailed, EnvironmentStore
+
+from .conftest import aiptrain
+
+
+def small_resolution(*packages: str) -> RuntimeResolution:
+    """Runtime 2.11 with its recipe swapped for a few small packages."""
+    real = resolve_version("2.11", load_catalog())
+    assert real is not None
+    return replace(real, recipe=replace(real.recipe, name="small", packages=packages))
+
+
+def test_build_is_published_whole_with_its_log_and_constraints(tmp_path: Path) -> None:
+    store = EnvironmentStore(tmp_path / "envs")
+    resolution = small_resolution("six==1.16.0")
+    lines: list[str] = []
+    environment = store.ensure(resolution, progress=lines.append)
+    assert lines[0].startswith("Building runtime 2.11: six 1.16.0 (log: ")
+    assert environment.installed() == {"six": "1.16.0"}
+    assert "six==1.16.0" in environment.constraints.read_text()
+    assert "six==1.16.0" in store.log_path(environment.key).read_text()
+    assert [p.name for p in store.root.iterdir() if not p.name.startswith(".")] == [environment.key]
+    assert not list(store.root.glob(".tmp-*"))
+    # Found again without building; another package set is another environment.
+    again: list[str] = []
+    assert store.ensure(resolution, progress=again.append) == environment and again == []
+    assert store.key_for(small_resolution("six==1.15.0")) != environment.key
+
+
+def test_a_killed_build_leaves_nothing_that_is_used(tmp_path: Path) -> None:
+    store = EnvironmentStore(tmp_path / "envs")
+    resolution = small_resolution("six==1.16.0")
+    key = store.key_for(resolution)
+    # What a build killed half-way leaves: its staging directory, and (worst case) a directory
+    # under the final name without a manifest.
+    (store.root / f".tmp-{key}-killed" / "bin").mkdir(parents=True)
+    (store.root / key / "bin").mkdir(parents=True)
+    assert store.find(resolution) is None
+    environment = store.ensure(resolution, progress=lambda _line: None)
+    assert environment.manifest()["key"] == key
+    assert not list(store.root.glob(".tmp-*"))
+
+
+def test_two_builders_of_one_environment_build_it_once(tmp_path: Path) -> None:
+    store = EnvironmentStore(tmp_path / "envs")
+    resolution = small_resolution("six==1.16.0")
+    logs: list[list[str]] = [[], []]
+    results = []
+
+    def build(index: int) -> None:
+        results.append(store.ensure(resolution, progress=logs[index].append))
+
+    threads = [threading.Thread(target=build, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert len(results) == 2 and results[0] == results[1]
+    builds = [line for log in logs for line in log if line.startswith("Building runtime")]
+    assert len(builds) == 1, logs
+
+
+def test_resolver_failure_names_the_package_and_leaves_no_environment(tmp_path: Path) -> None:
+    store = EnvironmentStore(tmp_path / "envs")
+    resolution = small_resolution("six==0.0.42")
+    with pytest.raises(EnvironmentBuildFailed) as failed:
+        store.ensure(resolution, progress=lambda _line: None)
+    message = failed.value.message
+    assert message.startswith("Building the environment of runtime 2.11 failed: ")
+    assert "six==0.0.42" in message and "unsatisfiable" in message
+    assert failed.value.log is not None and "six==0.0.42" in failed.value.log.read_text()
+    assert [p.name for p in store.root.iterdir() if not p.name.startswith(".")] == []
+    assert not list(store.root.glob(".tmp-*"))
+
+
+def test_local_envs_commands_list_build_and_remove(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  built_environment: object, shared_envs_dir: Path) -> None:
+    monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(shared_envs_dir))
+    built = aiptrain("local", "envs", "build", "1.15")
+    assert built.returncode == 0, built.stderr
+    assert "already" in built.stderr or "Building runtime" not in built.stderr
+    assert "Runtime version 1.15 shipped TensorFlow 1.15" in built.stderr
+    listed = aiptrain("local", "envs", "list", "--format", "json")
+    rows = json.loads(listed.stdout)
+    assert [row["path"] for row in rows] == [built.stdout.strip()]
+    assert rows[0]["name"] == "tf2.15-keras2" and "1.10" in rows[0]["runtimeVersions"]
+    assert rows[0]["sizeBytes"] > rows[0]["ownBytes"] > 0  # most files are links into uv's cache
+    unknown = aiptrain("local", "envs", "build", "1.99")
+    assert unknown.returncode == 2 and "runtime versions: 1.0, 1.1" in unknown.stderr
+    # rm on a copy of the store: the shared environment stays for the other tests.
+    monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(tmp_path / "other"))
+    small = EnvironmentStore(tmp_path / "other").ensure(small_resolution("six==1.16.0"), progress=lambda _l: None)
+    missing = aiptrain("local", "envs", "rm", "nosuchkey")
+    assert missing.returncode == 2 and "no such environment: nosuchkey" in missing.stderr
+    removed = aiptrain("local", "envs", "rm", small.key)
+    assert removed.returncode == 0 and not small.root.exists()

@@ -1,0 +1,28 @@
+"""pandas + scikit-learn, with a dependency that only its setup.py names."""
+
+import argparse
+import json
+import os
+
+import pandas as pd
+import sklearn
+import tabulate
+from sklearn.linear_model import LogisticRegression
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--job-dir", required=True)
+    args = parser.parse_args()
+    frame = pd.DataFrame({"x": [0.0, 0.1, 0.2, 0.8, 0.9, 1.0], "y": [0, 0, 0, 1, 1, 1]})
+    model = LogisticRegression().fit(frame[["x"]], frame["y"])
+    accuracy = float(model.score(frame[["x"]], frame["y"]))
+    print(tabulate.tabulate([["accuracy", accuracy]]), flush=True)
+    os.makedirs(args.job_dir, exist_ok=True)
+    with open(os.path.join(args.job_dir, "result.json"), "w") as out:
+        json.dump({"accuracy": accuracy, "pandas": pd.__version__, "sklearn": sklearn.__version__,
+                   "tabulate_file": tabulate.__file__}, out)
+
+
+if __name__ == "__main__":
+    main()
