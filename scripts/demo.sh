@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: train trainer_template as a distributed job (chief + 1 worker, synchronous) on the
 # local backend, streaming its logs, then say where the export and the TensorBoard logs are.
+# The job runs on the runtime version the template declares (config.yaml: 2.11), in that
+# runtime's environment, which the first run builds (uv; reused offline afterwards).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="$PWD/.venv/bin"
@@ -8,18 +10,22 @@ export AIPTRAIN_HOME="${AIPTRAIN_HOME:-$HOME/.aiptrain}"
 BUCKET=aiptrain-demo
 JOB="demo_$(date +%Y%m%d_%H%M%S)"
 DATA_DIR="$AIPTRAIN_HOME/storage/$BUCKET/data"
+RUNTIME=2.11
+
+echo "Preparing runtime $RUNTIME's environment ..." >&2
+RUNTIME_ENV="$("$BIN/aiptrain" local envs build "$RUNTIME")"
 
 if [ ! -f "$DATA_DIR/.complete" ]; then
   echo "Writing the digits data set (it ships with scikit-learn) to gs://$BUCKET/data ..." >&2
   mkdir -p "$DATA_DIR"
-  (cd trainer_template && "$BIN/python" -m trainer.make_data --output-dir "$DATA_DIR" --shards 4)
+  (cd trainer_template && "$RUNTIME_ENV/bin/python" -m trainer.make_data --output-dir "$DATA_DIR" --shards 4)
   touch "$DATA_DIR/.complete"
 fi
 
 "$BIN/aiptrain" jobs submit training "$JOB" \
   --package-path trainer_template/trainer --module-name trainer.task \
   --config trainer_template/config.yaml --worker-machine-type n1-standard-4 --worker-count 1 \
-  --region us-central1 --runtime-version 2.11 --python-version 3.7 \
+  --region us-central1 --runtime-version "$RUNTIME" --python-version 3.7 \
   --job-dir "gs://$BUCKET/jobs/$JOB" \
   --stream-logs \
   -- --train-files "gs://$BUCKET/data/train-*.csv" --eval-files "gs://$BUCKET/data/eval-*.csv" \

@@ -1,8 +1,8 @@
 """Packaging for the trainer: ``python -m build --sdist`` or any setuptools sdist build.
 
 AI Platform Training, Vertex AI and aiptrain install this package on every replica and run
-``python -m trainer.task``. TensorFlow is declared for completeness; runtime images (and the
-local engine, which installs with ``--no-deps``) already provide it.
+``python -m trainer.task``. TensorFlow is declared for completeness; runtime images (and
+aiptrain's runtime environments, which install the other requirements on top) provide it.
 """
 
 from setuptools import find_packages, setup
@@ -14,7 +14,7 @@ setup(
     packages=find_packages(include=["trainer", "trainer.*"]),
     python_requires=">=3.9",
     install_requires=[
-        "tensorflow>=2.16",
+        "tensorflow>=2.12",  # runs on Keras 2 (runtime 2.11 -> TensorFlow 2.15 locally) and Keras 3
         "cloudml-hypertune>=0.1.0.dev6",
     ],
     extras_require={

