@@ -214,13 +214,23 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
     )
 
 
+def _read_yaml(path: Path) -> dict[str, Any]:
+    # libyaml's loader when PyYAML has it: every supervisor and submit reads both files, and the
+    # pure-Python loader takes most of the catalog's import-to-ready time.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 - a safe loader
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} does not hold a mapping")
+    return data
+
+
 @functools.cache
 def load_catalog(path: Path | None = None) -> Catalog:
     source = path or catalog_path()
     try:
-        raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+        raw = _read_yaml(source)
         if "runtime_versions" not in raw:  # a catalog may still carry its runtimes itself
-            raw.update(yaml.safe_load(runtimes_path(source).read_text(encoding="utf-8")))
+            raw.update(_read_yaml(runtimes_path(source)))
         return _parse(raw, source)
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as error:
         raise InternalError(f"the catalog {source} cannot be read: {error}") from error
