@@ -53,10 +53,20 @@ def aiptrain_command() -> list[str]:
     return [str(PYTHON), "-m", "aiptrain"]
 
 
-def isolated_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The benchmark's own environment minus aiptrain/gcloud settings, with `home` as AIPTRAIN_HOME."""
+def isolated_env(home: Path, extra: Mapping[str, str] | None = None, *,
+                 runtime_envs: Path | None = None) -> dict[str, str]:
+    """The benchmark's own environment minus aiptrain/gcloud settings, with `home` as AIPTRAIN_HOME.
+
+    Jobs run their trainers with this interpreter (AIPTRAIN_LOCAL_PYTHON), as the anchors do,
+    unless `runtime_envs` is given: then in the runtime environments kept in that directory
+    (AIPTRAIN_ENVS_DIR, shared by the homes of a row so that each is built once).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(_STRIPPED_PREFIXES)}
     env.update({"AIPTRAIN_HOME": str(home), "NO_COLOR": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+    if runtime_envs is None:
+        env["AIPTRAIN_LOCAL_PYTHON"] = str(PYTHON)
+    else:
+        env["AIPTRAIN_ENVS_DIR"] = str(runtime_envs)
     env.update(extra or {})
     return env
 

@@ -23,6 +23,7 @@ from typing import Literal
 from aiptrain.errors import UsageError
 from aiptrain.runner import install_cache
 from aiptrain.runner.envs import trainer_install
+from aiptrain.runner.envs.for_job import interpreter_problem
 from aiptrain.runner.envs.store import Environment
 from aiptrain.runner.envs.uv import uv_environment
 from aiptrain.runner.gs_paths import GS_PREFIX
@@ -188,6 +189,9 @@ def _install_into_cache(
                 return outcome
             description = {"package": package.name, "environment": environment.key}
         else:
+            problem = interpreter_problem(python)
+            if problem:
+                return problem
             argv = [
                 python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
                 "--no-input", "--quiet", "--target", str(site), str(package),

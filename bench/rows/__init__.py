@@ -26,6 +26,7 @@ def all_groups() -> list[RowGroup]:
         log_latency,
         memory,
         packaging,
+        runtime_envs,
         store_scale,
         training,
         upload,
@@ -41,4 +42,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("store-scale", "7", "Scale of the store", store_scale.run),
         RowGroup("memory", "8", "Memory", memory.run),
         RowGroup("training", "9", "Training", training.run),
+        RowGroup("runtime-envs", "10", "Runtime environments", runtime_envs.run),
     ]

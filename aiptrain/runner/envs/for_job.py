@@ -39,7 +39,8 @@ def environment_for_job(
     stop: threading.Event,
     run_token: str,
 ) -> Environment | None:
-    """The runtime environment of the job, built if needed; None with AIPTRAIN_LOCAL_PYTHON.
+    """The runtime environment of the job, built if needed; None with AIPTRAIN_LOCAL_PYTHON
+    (whose ability to install packages `interpreter_problem` checks before its pip runs).
 
     Raises JobEnvironmentFailed (the job's errorMessage) or BuildCancelled.
     """
@@ -47,9 +48,6 @@ def environment_for_job(
     if settings.python_override:
         say(f"Runtime version {resolution.version}: running with AIPTRAIN_LOCAL_PYTHON={settings.python} "
             "(no runtime environment is built; the trainer's dependencies must already be installed there).", "INFO")
-        problem = interpreter_problem(settings.python)
-        if problem:
-            raise JobEnvironmentFailed(problem)
         return None
     announce(resolution, say)
     store = EnvironmentStore(envs_dir(home))
