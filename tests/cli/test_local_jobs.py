@@ -62,8 +62,9 @@ def test_dry_run_json_has_the_stable_schema_and_sends_nothing(trainer: Path, iso
     assert result.exit_code == 0, result.stderr
     plan = json.loads(result.stdout)
     assert set(plan) == {"dryRun", "backend", "project", "request", "package", "uploads", "cluster", "tfConfig",
-                         "vertex", "warnings"}
+                         "vertex", "warnings", "localRuntime"}
     assert plan["warnings"] == []
+    assert plan["localRuntime"] == [f"Runtime version 2.11: runs with AIPTRAIN_LOCAL_PYTHON={sys.executable}."]
     assert plan["request"]["jobId"] == "dry_1"
     assert plan["request"]["trainingInput"]["args"] == ["ok"]
     assert plan["request"]["trainingInput"]["packageUris"] == [plan["uploads"][0]["target"]]

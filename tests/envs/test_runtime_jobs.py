@@ -11,7 +11,7 @@ import pytest
 
 from aiptrain.runner.envs.store import Environment
 
-from .conftest import describe, job_log, submit, wait_for_end
+from .conftest import aiptrain, describe, job_log, submit, wait_for_end
 
 pytestmark = pytest.mark.slow
 
@@ -109,6 +109,10 @@ def test_retired_runtime_1_10_is_accepted_with_its_warning(runtime_envs: Path, h
     assert "WARNING" in logs and "Runtime version 1.10 was retired" in logs
     assert "TF-1-only modules (tf.contrib" in logs
     assert _storage(home, "envtests", "retired", "sum.txt").read_text().startswith("42 2.15.1")
+    described = aiptrain("jobs", "describe", "retired")
+    assert "Runtime version 1.10 shipped TensorFlow 1.10 for Python 2.7/3.5; here it runs TensorFlow 2.15.1" \
+        in described.stderr
+    assert "warning: runtime version 1.10 was retired" in described.stderr
 
 
 def test_two_jobs_started_at_once_share_one_environment_build(runtime_envs: Path, tmp_path: Path,

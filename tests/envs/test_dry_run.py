@@ -1,0 +1,49 @@
+"""--dry-run says what the runtime version becomes on the local backend (nothing is built)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import TRAINERS, aiptrain
+
+
+@pytest.fixture
+def no_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.delenv("AIPTRAIN_LOCAL_PYTHON", raising=False)
+    envs = tmp_path / "envs"
+    monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(envs))
+    return envs
+
+
+def _dry_run(version: str, *extra: str) -> tuple[int, str, str]:
+    result = aiptrain("jobs", "submit", "training", "dry", "--package-path", str(TRAINERS / "compat_v1" / "trainer"),
+                      "--module-name", "trainer.task", "--region", "us-central1", "--runtime-version", version,
+                      "--dry-run", *extra)
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_dry_run_states_the_substitution_and_builds_nothing(no_override: Path) -> None:
+    code, out, err = _dry_run("2.1")
+    assert code == 0, err
+    assert ("Runtime:\n  Runtime version 2.1 shipped TensorFlow 2.1 for Python 3.7; here it runs TensorFlow 2.15.1 "
+            "on Python 3.11 (TensorFlow 2.1: it has no build for Python 3.11") in out
+    assert "Runtime packages: tensorflow-cpu 2.15.1, numpy 1.26.4, pandas 2.1.4" in out
+    assert "retired" not in out
+    assert not no_override.exists()
+
+
+def test_dry_run_of_a_retired_runtime_warns_and_json_carries_the_notes(no_override: Path) -> None:
+    code, out, err = _dry_run("1.10", "--format", "json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["localRuntime"][1].startswith("TF-1-only modules (tf.contrib")
+    assert any(w.startswith("runtime version 1.10 was retired") for w in plan["warnings"])
+
+
+def test_unknown_runtime_version_exits_2_with_the_list(no_override: Path) -> None:
+    code, _out, err = _dry_run("2.9")
+    assert code == 2
+    assert "unknown runtime version '2.9'" in err and "1.0, 1.1, 1.2" in err and "2.8, 2.11" in err
