@@ -11,7 +11,7 @@ import pytest
 
 from aiptrain.runner.envs.store import Environment
 
-from .conftest import aiptrain, describe, job_log, submit, wait_for_end
+from .conftest import TRAINERS, aiptrain, describe, job_log, submit, wait_for_end
 
 pytestmark = pytest.mark.slow
 
@@ -129,3 +129,13 @@ def test_two_jobs_started_at_once_share_one_environment_build(runtime_envs: Path
     logs = [job_log(job_id) for job_id in ("shared_a", "shared_b")]
     assert sum(log.count("Building runtime 2.11: tensorflow-cpu 2.15.1") for log in logs) == 1, logs
     assert len([p for p in fresh.iterdir() if not p.name.startswith(".")]) == 1
+
+
+def test_local_train_runs_in_the_runtime_environment(runtime_envs: Path, built_environment: Environment,
+                                                     tmp_path: Path) -> None:
+    result = aiptrain("local", "train", "--package-path", str(TRAINERS / "compat_v1" / "trainer"),
+                      "--module-name", "trainer.task", "--runtime-version", "1.15", "--job-dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"[aiptrain] Starting master-replica-0: {built_environment.python} -m trainer.task" in result.stderr
+    assert "[aiptrain] Runtime version 1.15 shipped TensorFlow 1.15" in result.stderr
+    assert (tmp_path / "out" / "sum.txt").read_text().startswith("42 2.15.1")
