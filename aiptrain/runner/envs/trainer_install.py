@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from email.parser import HeaderParser
 from pathlib import Path
 
 from aiptrain.runner.envs.store import Environment, normalise_name
@@ -88,20 +89,13 @@ def _remove_empty_directories(site: Path) -> None:
 
 
 def _name_and_version(info: Path) -> tuple[str, str]:
-    name = version = ""
+    """`Name` and `Version` of a dist-info's METADATA (its headers only)."""
     try:
         with (info / "METADATA").open(encoding="utf-8", errors="replace") as metadata:
-            for line in metadata:
-                if not line.strip():
-                    break
-                key, _, value = line.partition(":")
-                if key == "Name":
-                    name = value.strip()
-                elif key == "Version":
-                    version = value.strip()
+            headers = HeaderParser().parse(metadata, headersonly=True)
     except OSError:
-        pass
-    return name, version
+        return "", ""
+    return str(headers.get("Name", "")).strip(), str(headers.get("Version", "")).strip()
 
 
 def _remove_distribution(site: Path, info: Path) -> None:
