@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from aiptrain.backends import _logs
-from aiptrain.backends.base import BackendSettings, LogCursor, LogEntry
+from aiptrain.backends.base import BackendSettings
 from aiptrain.backends.rest import (
     DEFAULT_LOGGING_ENDPOINT,
     LOGGING_ENDPOINT_ENV,
@@ -23,6 +23,7 @@ from aiptrain.backends.rest import (
     resolve_endpoint,
 )
 from aiptrain.errors import NotFound, Problem
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.spec import Job, job_from_api
 
 DEFAULT_ENDPOINT = "https://ml.googleapis.com/"
@@ -42,6 +43,7 @@ def logging_endpoint(api_endpoint: str | None, resolved_api: str) -> str:
 
 class MlV1Backend:
     name: ClassVar[str] = "mlv1"
+    poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
     default_storage: ClassVar[str] = "gcs"
 
     def __init__(self, settings: BackendSettings) -> None:

@@ -17,7 +17,8 @@ from aiptrain.cli.context import AppContext, common_options
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
 
 if TYPE_CHECKING:
-    from aiptrain.backends.base import Backend, LogEntry
+    from aiptrain.backends.base import Backend
+    from aiptrain.logs import LogEntry
     from aiptrain.spec import Job
 
 

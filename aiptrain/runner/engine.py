@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiptrain
-from aiptrain.backends.base import LogCursor, LogEntry
-from aiptrain.errors import OperationalError, UsageError
+from aiptrain.errors import JobAlreadyFinished, UsageError
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.paths import aiptrain_home
 from aiptrain.runner.clock import utc_now
 from aiptrain.runner.filters import compile_filter
@@ -35,10 +35,6 @@ from aiptrain.runner.store import JobRecord, JobStore, PendingLine, ReplicaRecor
 from aiptrain.spec import Job, JobState
 
 MAX_PAGE_SIZE = 1000
-
-
-class JobAlreadyFinished(OperationalError):
-    """Cancelling a job that already ended (the service answers FAILED_PRECONDITION)."""
 
 
 @dataclass(frozen=True)

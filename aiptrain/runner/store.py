@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from aiptrain.backends.base import LogCursor, LogEntry
 from aiptrain.errors import AlreadyExists, NotFound
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.runner.clock import job_time, log_time, parse_log_time
 from aiptrain.spec import TERMINAL_STATES, Job, JobState
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from aiptrain.backends.base import LogCursor, LogEntry
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.runner.engine import LocalEngine
 from aiptrain.runner.log_capture import LineClassifier
 from aiptrain.spec import JobState
