@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from aiptrain.catalog import Catalog
 from aiptrain.errors import Problem, ValidationFailed
 from aiptrain.spec import Job, parse_job_lenient
-from aiptrain.validate import check_gs_uri, validate_job
+from aiptrain.validate import check_gs_uri, check_package_count, validate_job
 
 if TYPE_CHECKING:
     from aiptrain.backends.base import Backend
@@ -289,11 +289,9 @@ def prepare(
         uploads = plan_uploads(files, staging, store, check_existing=check_existing)
     uris = _unique([*config_uris, *remote, *(plan.uri for plan in uploads)])
     ti.package_uris = uris
-    limit = int(catalog.limits["max_package_uris"])
-    if len(uris) > limit:
-        message = f"{len(uris)} packages; at most {limit}"
-        raise ValidationFailed([Problem("trainingInput.packageUris", message,
-                                        "combine dependencies into fewer packages")])
+    too_many = check_package_count(uris, catalog)
+    if too_many:
+        raise ValidationFailed(too_many)
     return SubmissionPlan(
         job=job,
         backend_name=backend.name,
@@ -339,7 +337,7 @@ def _flag_only_problems(options: SubmitOptions, catalog: Catalog) -> list[Proble
     """Checks that need no parsed job, so a broken config still gets them reported too."""
     from aiptrain.validate import check_job_id
 
-    return check_job_id(options.job_id, int(catalog.limits["job_id_max_length"]))
+    return check_job_id(options.job_id, catalog)
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -24,13 +24,11 @@ from aiptrain.backends.rest import (
 )
 from aiptrain.errors import NotFound, Problem
 from aiptrain.logs import LogCursor, LogEntry
-from aiptrain.spec import Job, job_from_api
+from aiptrain.spec import Job, job_from_api, without_output_fields
 
 DEFAULT_ENDPOINT = "https://ml.googleapis.com/"
 # The resource types ml v1 training jobs logged under (gcloud queries both).
 ML_JOB_RESOURCE = '(resource.type="ml_job" OR resource.type="cloudml_job")'
-# Fields a create request carries; the rest of a Job is output only.
-_INPUT_FIELDS = ("jobId", "labels", "trainingInput", "predictionInput", "etag")
 
 
 def logging_endpoint(api_endpoint: str | None, resolved_api: str) -> str:
@@ -74,8 +72,7 @@ class MlV1Backend:
         return []  # the endpoint speaks ml v1 itself; it refuses what it cannot run
 
     def request_body(self, job: Job) -> dict[str, Any]:
-        body = job.to_api()
-        return {key: body[key] for key in _INPUT_FIELDS if key in body}
+        return without_output_fields(job.to_api())
 
     def create_job(self, job: Job) -> Job:
         request = self._jobs.create(parent=f"projects/{self.project}", body=self.request_body(job))

@@ -32,7 +32,7 @@ from aiptrain.runner.processes import TOKEN_VARIABLE, is_running, process_start_
 from aiptrain.runner.reaper import reap_dead_jobs, reap_if_supervisor_died
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
-from aiptrain.spec import Job, JobState
+from aiptrain.spec import Job, JobState, without_output_fields
 
 MAX_PAGE_SIZE = 1000
 
@@ -74,12 +74,8 @@ class LocalEngine:
         if not job.job_id:
             raise UsageError("the job has no jobId", hint="pass a JOB id to `jobs submit training`")
         LocalSettings.from_env()  # a bad setting is the submitter's usage error, found now
-        fresh = Job.model_validate(job.to_api())
-        for output_field in (
-            "state", "create_time", "start_time", "end_time", "error_message", "job_position",
-            "training_output", "etag",
-        ):
-            setattr(fresh, output_field, None)
+        # The store sets the state, the times and its own etag.
+        fresh = Job.model_validate(without_output_fields(job.to_api(), "etag"))
         token = secrets.token_hex(12)
         record = self.store.insert_job(project, fresh, token)
         self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from aiptrain.cluster import ReplicaGroup
 from aiptrain.errors import OperationalError, UsageError
-from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
+from aiptrain.runner.gs_paths import GS_PREFIX, localize
 from aiptrain.runner.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.runner.ports import consecutive_addresses
 from aiptrain.runner.processes import TOKEN_VARIABLE
@@ -139,15 +139,12 @@ def run_local_training(
 
     sink = CallbackSink(write)
     root = storage_root or default_storage_root()
-    args, changes = rewrite_args(list(user_args), root)
-    for change in changes:
-        write(SERVICE_TASK, "INFO", f"Using local storage for {change.uri}: {change.path}")
-    local_dir = None
-    if job_dir:
-        local_dir = local_location(job_dir, root)
-        if job_dir.startswith(GS_PREFIX):
-            write(SERVICE_TASK, "INFO", f"Using local storage for --job-dir {job_dir}: {local_dir}")
-            Path(local_dir).mkdir(parents=True, exist_ok=True)
+    local = localize(list(user_args), job_dir, root)
+    for note in local.notes:
+        write(SERVICE_TASK, "INFO", note)
+    args, local_dir = local.args, local.job_dir
+    if job_dir and job_dir.startswith(GS_PREFIX) and local_dir:
+        Path(local_dir).mkdir(parents=True, exist_ok=True)
     groups = local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count)
     trainer_args = [*args, "--job-dir", local_dir] if local_dir else args
 

@@ -31,7 +31,7 @@ from aiptrain.catalog import load_catalog
 from aiptrain.errors import AiptrainError
 from aiptrain.runner.clock import utc_now
 from aiptrain.runner.cluster_plan import LocalPlan, plan_cluster
-from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
+from aiptrain.runner.gs_paths import localize
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK, StoreLogWriter
 from aiptrain.runner.preparation import install_packages
@@ -110,15 +110,12 @@ class JobContext:
         Blocks until every process of the set is gone. Thread-safe.
         """
         training_input = self.training_input
-        args, changes = rewrite_args([*(training_input.args or []), *extra_args], self.storage_root)
-        for change in changes:
-            self.say(f"Using local storage for {change.uri}: {change.path}", trial_id=trial_id)
         wanted_dir = job_dir if job_dir is not None else training_input.job_dir
-        local_dir = None
-        if wanted_dir:
-            local_dir = local_location(wanted_dir, self.storage_root)
-            if wanted_dir.startswith(GS_PREFIX):
-                self.say(f"Using local storage for --job-dir {wanted_dir}: {local_dir}", trial_id=trial_id)
+        local = localize([*(training_input.args or []), *extra_args], wanted_dir, self.storage_root)
+        for note in local.notes:
+            self.say(note, trial_id=trial_id)
+        args, local_dir = local.args, local.job_dir
+        if local_dir:
             Path(local_dir).mkdir(parents=True, exist_ok=True)
         base_env = dict(os.environ)
         base_env.pop(TOKEN_VARIABLE, None)
