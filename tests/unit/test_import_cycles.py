@@ -23,8 +23,12 @@ def module_name(package_dir: Path, path: Path) -> str:
     return ".".join(parts)
 
 
-def imported_names(tree: ast.AST, package: str) -> set[str]:
-    """Every module name an import statement anywhere in `tree` may refer to."""
+def imported_names(tree: ast.AST, package: str, modules: set[str]) -> set[str]:
+    """The modules (of `modules`) an import statement anywhere in `tree` refers to.
+
+    `from pkg import sub` where pkg.sub is a module refers to pkg.sub alone: that pkg/__init__.py
+    runs first is true of every submodule and not a dependency on what the package exports.
+    """
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -34,9 +38,9 @@ def imported_names(tree: ast.AST, package: str) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            names.add(base)
-            # `from aiptrain.runner import engine` imports the module aiptrain.runner.engine.
-            names.update(f"{base}.{alias.name}" for alias in node.names)
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                names.add(submodule if submodule in modules else base)
     return names
 
 
@@ -46,7 +50,7 @@ def import_graph(package_dir: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        imported = imported_names(ast.parse(path.read_text(), str(path)), package)
+        imported = imported_names(ast.parse(path.read_text(), str(path)), package, set(paths))
         graph[name] = {other for other in imported if other in paths and other != name}
     return graph
 
@@ -98,6 +102,9 @@ def test_the_check_finds_a_cycle_through_a_deferred_import(tmp_path: Path) -> No
     (package / "sub" / "b.py").write_text("def f():\n    from ..c import thing\n")
     (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.a\n")
     (package / "d.py").write_text("import pkg.c\n")
+    # A package that lazily imports its own submodule, which imports a sibling: no cycle.
+    (package / "sub" / "__init__.py").write_text("def load():\n    from pkg.sub import e\n")
+    (package / "sub" / "e.py").write_text("from pkg.sub import b\n")
     assert import_graph(package)["pkg.sub.b"] == {"pkg.c"}
     assert find_cycle(import_graph(package)) == ["pkg.a", "pkg.sub.b", "pkg.c", "pkg.a"]
     (package / "c.py").write_text("import os\n")
