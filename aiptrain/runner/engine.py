@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,17 +185,3 @@ class LocalEngine:
         """Entries strictly after `after`, in (timestamp, insert_id) order; at most `limit`."""
         key = self.store.get(project, job_id).key
         return self.store.read_logs(key, after=after, task_name=task_name, limit=limit)
-
-    def wait_for_change(self, timeout: float) -> bool:
-        """Block until any job or log changes in the store, or `timeout` seconds pass.
-
-        Lets a follower read logs the moment they land instead of polling on a fixed timer.
-        True if something changed.
-        """
-        start = self.store.data_version()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
-            if self.store.data_version() != start:
-                return True
-        return False

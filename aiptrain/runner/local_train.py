@@ -41,18 +41,6 @@ DEFAULT_DISTRIBUTED_PARAMETER_SERVERS = 2
 _OWN_PREFIX = "aiptrain"
 
 
-def local_train_warnings(distributed: bool, worker_count: int | None, parameter_server_count: int | None) -> list[str]:
-    """gcloud's warnings for counts that only mean something with --distributed."""
-    warnings = []
-    for flag, value in (("--parameter-server-count", parameter_server_count), ("--worker-count", worker_count)):
-        if not distributed and value:
-            warnings.append(
-                f"{flag} is ignored if --distributed is not provided.\n"
-                "Did you mean to run distributed training?"
-            )
-    return warnings
-
-
 def local_train_groups(
     distributed: bool, worker_count: int | None, parameter_server_count: int | None, evaluator_count: int
 ) -> list[ReplicaGroup]:

@@ -205,11 +205,6 @@ class JobStore:
             conn.close()
             self._local.conn = None
 
-    def data_version(self) -> int:
-        """Changes whenever another connection commits (cheap; for followers that wait)."""
-        row = self.connection().execute("PRAGMA data_version").fetchone()
-        return int(row[0])
-
     # -- jobs ---------------------------------------------------------------------------------
 
     def insert_job(self, project: str, job: Job, run_token: str) -> JobRecord:
