@@ -13,7 +13,7 @@ from aiptrain.submission import SubmissionPlan, plan_summary
 
 def _vertex_translation(plan: SubmissionPlan, catalog: Catalog) -> dict[str, Any]:
     """The Vertex AI CustomJob (HyperparameterTuningJob for tuning) this job becomes, or why it cannot."""
-    from aiptrain.vertex_study import is_tuning_job, vertex_request_body
+    from aiptrain.vertex.study import is_tuning_job, vertex_request_body
 
     kind = "hyperparameterTuningJob" if is_tuning_job(plan.job) else "customJob"
     try:

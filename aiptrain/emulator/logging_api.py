@@ -19,7 +19,7 @@ from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services, decode_token, encode_token
 from aiptrain.errors import AiptrainError, NotFound
 from aiptrain.logs import LogCursor, LogEntry
-from aiptrain.vertex_translate import vertex_task_name
+from aiptrain.vertex.translate import vertex_task_name
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000

@@ -1,7 +1,7 @@
 """An ml v1 training Job as a Vertex AI CustomJob, and a CustomJob presented as an ml v1 Job.
 
 A job with `hyperparameters` becomes a HyperparameterTuningJob whose trials run this CustomJob
-(`vertex_study`); `job_to_custom_job` gives the trial job and leaves the tuning to that module.
+(`vertex.study`); `job_to_custom_job` gives the trial job and leaves the tuning to that module.
 
 Forward (`job_to_custom_job`): the replicas come from `resolve_cluster`, so scale tiers expand
 exactly as they do locally. Worker pool positions carry the roles (0 master, 1 workers, 2
