@@ -1,7 +1,9 @@
 """The submit path from parsed flags to a created job: merge, validate, package, stage, create.
 
-Everything that can be wrong with the input is found by `prepare` before any build output is
-uploaded or any job created; `--dry-run` stops after `prepare` and prints the plan.
+`submit` is the whole of `jobs submit training` without a command line (a CI pipeline can call it
+with a `SubmitOptions`); `dry_run_document` is its `--dry-run`. Everything that can be wrong with
+the input is found by `prepare` before any build output is uploaded or any job created; a dry run
+stops after `prepare` and describes the plan.
 
 Merge rules (flags win over --config). Where gcloud's merge hurt users, this one differs:
 - `trainingInput.region` from the config is honoured (gcloud always overwrote it);
@@ -14,6 +16,7 @@ Merge rules (flags win over --config). Where gcloud's merge hurt users, this one
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -400,3 +403,85 @@ def plan_summary(plan: SubmissionPlan, *, vertex: dict[str, Any] | None,
         "warnings": list(plan.warnings),
     }
 
+
+def submit(
+    options: SubmitOptions,
+    *,
+    backend: Backend,
+    catalog: Catalog,
+    store: ObjectStore,
+    project: str,
+    flag_problems: list[Problem] | None = None,
+    on_upload: Callable[[UploadResult], None] | None = None,
+    progress_factory: Any = None,
+) -> Job:
+    """Validate, build, stage and create the job; returns it as the backend reports it.
+
+    Raises ValidationFailed, with nothing uploaded or created, when the input is wrong.
+    `on_upload` hears of each staged package (uploaded or reused), after all of them are staged.
+    """
+    plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=False,
+                   flag_problems=flag_problems)
+    for result in upload(plan, store, progress_factory=progress_factory):
+        if on_upload is not None:
+            on_upload(result)
+    return backend.create_job(plan.job)
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What a submit would do: the plan, and the document `--dry-run --format json` prints."""
+
+    plan: SubmissionPlan
+    document: dict[str, Any]
+
+
+def dry_run_document(
+    options: SubmitOptions,
+    *,
+    backend: Backend,
+    catalog: Catalog,
+    store: ObjectStore,
+    project: str,
+    flag_problems: list[Problem] | None = None,
+) -> DryRun:
+    """Everything `submit` would send and start, computed with nothing uploaded or created.
+
+    The document (a stable schema a CI job can diff) holds the request body, the uploads, the
+    cluster (on the local backend: the one that will really start, after the replica cap), each
+    replica's TF_CONFIG and the Vertex AI body this job becomes, or why it cannot.
+    """
+    plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=True,
+                   flag_problems=flag_problems)
+    if plan.backend_name == "local":
+        _apply_local_plan(plan, catalog)
+    document = plan_summary(plan, vertex=_vertex_translation(plan, catalog), tf_configs=_tf_configs(plan))
+    return DryRun(plan, document)
+
+
+def _vertex_translation(plan: SubmissionPlan, catalog: Catalog) -> dict[str, Any]:
+    """The Vertex AI CustomJob (HyperparameterTuningJob for tuning) this job becomes, or why it cannot."""
+    from aiptrain.vertex.study import is_tuning_job, vertex_request_body
+
+    kind = "hyperparameterTuningJob" if is_tuning_job(plan.job) else "customJob"
+    try:
+        return {kind: vertex_request_body(plan.job, catalog)}
+    except ValidationFailed as failed:
+        return {"problems": [p.render() for p in failed.problems]}
+
+
+def _tf_configs(plan: SubmissionPlan) -> dict[str, Any]:
+    from aiptrain.runner.tf_config import tf_configs_for
+
+    return tf_configs_for(plan.job, plan.cluster)
+
+
+def _apply_local_plan(plan: SubmissionPlan, catalog: Catalog) -> None:
+    """On the local backend, show the cluster that will really start (AIPTRAIN_LOCAL_REPLICA_CAP)."""
+    from aiptrain.runner.cluster_plan import plan_cluster
+    from aiptrain.runner.settings import LocalSettings
+
+    assert plan.job.training_input is not None
+    local = plan_cluster(plan.job.training_input, catalog, LocalSettings.from_env())
+    plan.cluster = local.groups
+    plan.warnings.extend(local.warnings)

@@ -92,8 +92,9 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     Trainer arguments go after `--`: aiptrain jobs submit training JOB [flags] -- --epochs 3
     """
     from aiptrain.catalog import load_catalog
+    from aiptrain.staging import describe_result
     from aiptrain.storage import open_store
-    from aiptrain.submission import prepare
+    from aiptrain.submission import dry_run_document, submit
 
     if kw["stream_logs"] and kw["async_"]:
         raise click.UsageError("--async and --stream-logs cannot be used together")
@@ -109,15 +110,15 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     backend = app.backend(options.region or options.default_region)
     store_kind = kw["storage"] or backend.default_storage
     store = open_store(store_kind, project=app.project)
-    plan = prepare(options, backend=backend, catalog=catalog, store=store, project=app.project_id(),
-                   dry_run=kw["dry_run"], flag_problems=problems.problems)
     if kw["dry_run"]:
         from aiptrain.cli.dry_run import render_dry_run
 
-        render_dry_run(app, plan, catalog)
+        render_dry_run(app, dry_run_document(options, backend=backend, catalog=catalog, store=store,
+                                             project=app.project_id(), flag_problems=problems.problems))
         return 0
-    _upload(app, plan, store)
-    created = backend.create_job(plan.job)
+    created = submit(options, backend=backend, catalog=catalog, store=store, project=app.project_id(),
+                     flag_problems=problems.problems, on_upload=lambda result: app.progress(describe_result(result)),
+                     progress_factory=_progress_factory(app))
     job_id = created.job_id or job
     app.progress(f"Job [{job_id}] submitted successfully.")
     if not kw["stream_logs"]:
@@ -179,18 +180,16 @@ def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, a
     )
 
 
-def _upload(app: AppContext, plan: Any, store: Any) -> None:
-    from aiptrain.staging import describe_result
-    from aiptrain.submission import upload
+def _progress_factory(app: AppContext) -> Any:
+    """A progress bar per upload on a terminal; None (no bars) otherwise."""
+    if not (sys.stderr.isatty() and app.verbosity >= 0):
+        return None
+    from aiptrain.cli.progress import progress_bar_factory
 
-    progress_factory = None
-    if sys.stderr.isatty() and app.verbosity >= 0:
-        from aiptrain.cli.progress import progress_bar_factory
+    def progress_factory(upload_plan: Any) -> Any:
+        return progress_bar_factory(upload_plan.local.name, upload_plan.size)
 
-        def progress_factory(upload_plan: Any) -> Any:
-            return progress_bar_factory(upload_plan.local.name, upload_plan.size)
-    for result in upload(plan, store, progress_factory=progress_factory):
-        app.progress(describe_result(result))
+    return progress_factory
 
 
 def _follow_up(app: AppContext, job_id: str, *, active: bool) -> str:
