@@ -21,7 +21,13 @@ from aiptrain.emulator.errors import ApiError, from_aiptrain_error, invalid_argu
 from aiptrain.emulator.packages import check_args, check_output_dir, stage_packages
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services
-from aiptrain.emulator.vertex_api import cancel_vertex_job, check_pools, list_vertex_jobs, present_vertex_job
+from aiptrain.emulator.vertex_api import (
+    as_vertex_run,
+    cancel_vertex_job,
+    check_pools,
+    list_vertex_jobs,
+    present_vertex_job,
+)
 from aiptrain.emulator.vertex_jobs import VertexJobRecord
 from aiptrain.errors import AiptrainError, NotFound, Problem
 from aiptrain.spec import Job
@@ -118,8 +124,7 @@ def create_tuning_job(services: Services, project: str, location: str, body: Any
 
     record = services.tuning_jobs.reserve(project, location, request)
     try:
-        job = hyperparameter_tuning_job_to_job({**request, "name": record.name})
-        job.job_id = record.engine_job_id
+        job = as_vertex_run(hyperparameter_tuning_job_to_job({**request, "name": record.name}), record, spec)
         services.engine.submit(project, job)
     except AiptrainError as error:
         services.tuning_jobs.forget(record.numeric_id)

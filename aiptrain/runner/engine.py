@@ -41,6 +41,10 @@ class JobAlreadyFinished(OperationalError):
     """Cancelling a job that already ended (the service answers FAILED_PRECONDITION)."""
 
 
+class EtagMismatch(OperationalError):
+    """An update names an etag the job no longer has (the service answers ABORTED)."""
+
+
 @dataclass(frozen=True)
 class JobProcesses:
     """The processes behind a job, for diagnostics and tests."""
@@ -178,6 +182,23 @@ class LocalEngine:
         if pid is not None and is_running(pid, record.supervisor_start_ticks):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
+        return self.get(project, job_id)
+
+    # -- update -------------------------------------------------------------------------------
+
+    def update_labels(
+        self, project: str, job_id: str, labels: dict[str, str] | None, *, expected_etag: str | None = None
+    ) -> Job:
+        """Replace the job's labels (None keeps them), only if its etag is `expected_etag` when given."""
+        record = self.store.get(project, job_id)
+
+        def mutate(job: Job) -> None:
+            if expected_etag is not None and job.etag != expected_etag:
+                raise EtagMismatch(f"job {job_id!r} has etag {job.etag!r}, not {expected_etag!r}")
+            if labels is not None:
+                job.labels = dict(labels) or None
+
+        self.store.update_resource(record.key, mutate)
         return self.get(project, job_id)
 
     # -- logs ---------------------------------------------------------------------------------
