@@ -130,7 +130,10 @@ def create_app(
     def by_project_id(handler: Handler) -> Handler:
         def resolved(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
             if "project" in params:
-                params = {**params, "project": services.projects.project_id(params["project"])}
+                project = params["project"]
+                if not project.isdigit():
+                    services.projects.number(project)  # from now on its number leads back to it
+                params = {**params, "project": services.projects.project_id(project)}
             return handler(params, query, body)
 
         return resolved

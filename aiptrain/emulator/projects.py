@@ -3,9 +3,9 @@
 A project has an ID (`my-project`) and a number (`123456789012`). Vertex AI accepts either in a
 resource name and answers with the number (`projects/123456789012/locations/...`); ml v1 and Cloud
 Logging are used with the ID. The emulator gives each project ID a stable 12-digit number derived
-from it, records the pair (`projects.json` in the emulator's state directory, so a number still
-leads to its ID after a restart), and resolves every number it handed out to its ID: jobs are found
-whichever form a client sends. A number it never handed out is a project of its own.
+from it, records the pair when it first sees the ID (`projects.json` in the emulator's state
+directory, so a number still leads to its ID after a restart), and resolves those numbers to their
+IDs: jobs are found whichever form a client sends. An unknown number is a project of its own.
 """
 
 from __future__ import annotations
