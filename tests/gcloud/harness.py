@@ -32,18 +32,23 @@ REGION = "us-central1"
 EXECUTOR_IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest"
 START_TIMEOUT = 60.0
 GCLOUD_TIMEOUT = 300.0
+# Seconds a replica that ignores SIGTERM keeps its job CANCELLING: long enough to observe it.
+KILL_GRACE = 20
 
 # Prints what the service gave it, reports a tuning metric when asked to, and waits for its
 # peers (marker files in --sync-dir) so that every replica's lines are logged before the job ends.
 TRAINER_TASK = textwrap.dedent('''
-    import argparse, json, os, sys, time
+    import argparse, json, os, signal, sys, time
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--job-dir")
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--x", type=float, default=0.5)
     parser.add_argument("--sync-dir")
+    parser.add_argument("--ignore-sigterm", action="store_true", help="stay CANCELLING until SIGKILL")
     args, rest = parser.parse_known_args()
+    if args.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
     task = tf_config.get("task", {})
     me = "%s-%s" % (task.get("type"), task.get("index"))
@@ -208,7 +213,7 @@ def gcloud_session(root: Path, storage_endpoint: str) -> Iterator[GcloudSession]
     log = root / "serve.log"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("CLOUDSDK_", "AIPTRAIN_"))},
            "AIPTRAIN_HOME": str(home), "CLOUDSDK_CONFIG": str(config), "STORAGE_EMULATOR_HOST": storage_endpoint,
-           "PYTHONPATH": str(REPO)}
+           "PYTHONPATH": str(REPO), "AIPTRAIN_LOCAL_KILL_GRACE": str(KILL_GRACE)}
     with open(log, "wb") as sink:
         server = subprocess.Popen(
             [sys.executable, "-m", "aiptrain", "local", "serve", "--port", "0", "--gcloud-config", CONFIG_NAME,
