@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.rest.harness import make_trainer_project
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIG_NAME = "aiptrain-test"
 PROJECT = "gcloud-project"
@@ -76,11 +78,7 @@ TRAINER_TASK = textwrap.dedent('''
 
 
 def make_trainer(root: Path) -> Path:
-    package = root / "trainer"
-    package.mkdir(parents=True, exist_ok=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text(TRAINER_TASK)
-    return package
+    return make_trainer_project(root, TRAINER_TASK)
 
 
 @dataclass
@@ -174,17 +172,6 @@ class GcloudSession:
                 self.server.wait()
         self.proxy.shutdown()
         self.proxy.server_close()
-
-
-def wait_for(predicate: Any, timeout: float = 180.0, interval: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)
 
 
 def _stop_engine_jobs(home: Path) -> None:

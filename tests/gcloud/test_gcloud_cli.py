@@ -17,12 +17,17 @@ from typing import Any
 import pytest
 
 from aiptrain.emulator.projects import project_number_for
-from tests.gcloud.harness import EXECUTOR_IMAGE, PROJECT, REGION, GcloudSession, Result, wait_for
+from tests.fixtures.engine import wait_until
+from tests.gcloud.harness import EXECUTOR_IMAGE, PROJECT, REGION, GcloudSession, Result
 
 pytestmark = pytest.mark.timeout(900)
 
 FAST_POLLING = {"CLOUDSDK_ML_ENGINE_POLLING_INTERVAL": "1"}
 _state: dict[str, Any] = {}
+
+
+def wait_for(condition: Any) -> Any:
+    return wait_until(condition, timeout=180.0, what="gcloud to report it")
 
 
 def ok(result: Result) -> Result:
@@ -55,7 +60,7 @@ def log_texts(gcloud: GcloudSession, log_filter: str) -> list[str]:
 
 
 def wait_state(gcloud: GcloudSession, job_id: str, states: set[str]) -> dict[str, Any]:
-    return dict(wait_for(lambda: (job := describe(gcloud, job_id))["state"] in states and job, interval=1.0))
+    return dict(wait_for(lambda: (job := describe(gcloud, job_id))["state"] in states and job))
 
 
 def bucket(gcloud: GcloudSession, name: str = "gcloud-bucket") -> str:
@@ -166,7 +171,7 @@ def test_cancel_duplicates_and_finished_jobs(gcloud: GcloudSession) -> None:
     ok(gcloud.run("ai-platform", "jobs", "submit", "training", "g_sleeper", "--packages", _state["package"],
                   "--module-name", "trainer.task", "--region", REGION, "--", "--sleep", "300", "--ignore-sigterm"))
     started = 'resource.labels.job_id="g_sleeper" AND textPayload:"task="'  # its SIGTERM handler is set
-    wait_for(lambda: ok(gcloud.run("logging", "read", started, "--format", "json")).json(), interval=1.0)
+    wait_for(lambda: ok(gcloud.run("logging", "read", started, "--format", "json")).json())
     ok(gcloud.run("ai-platform", "jobs", "cancel", "g_sleeper"))
     # The trainer ignores SIGTERM: the job stays CANCELLING until it is killed, and has no end yet.
     cancelling = describe(gcloud, "g_sleeper")
@@ -230,12 +235,12 @@ def test_vertex_custom_jobs(gcloud: GcloudSession, tmp_path: Path) -> None:
                             "--python-package-uris", _state["package"], "--worker-pool-spec", pool,
                             "--args=--sleep=300,--ignore-sigterm", "--format", "json")).json()
     started = f'resource.labels.job_id="{vertex_id(sleeper)}" AND textPayload:"task=chief-0"'
-    wait_for(lambda: ok(gcloud.run("logging", "read", started, "--format", "json")).json(), interval=1.0)
+    wait_for(lambda: ok(gcloud.run("logging", "read", started, "--format", "json")).json())
     ok(gcloud.run("ai", "custom-jobs", "cancel", vertex_id(sleeper)))
     cancelling = ok(gcloud.run("ai", "custom-jobs", "describe", vertex_id(sleeper), "--format", "json")).json()
     assert cancelling["state"] == "JOB_STATE_CANCELLING" and "endTime" not in cancelling
     wait_for(lambda: ok(gcloud.run("ai", "custom-jobs", "describe", vertex_id(sleeper), "--format", "json")
-                        ).json()["state"] == "JOB_STATE_CANCELLED", interval=1.0)
+                        ).json()["state"] == "JOB_STATE_CANCELLED")
     again = gcloud.run("ai", "custom-jobs", "cancel", vertex_id(sleeper))
     assert again.returncode == 1 and "FAILED_PRECONDITION" in again.stderr
     assert "JOB_STATE_CANCELLED" in again.stderr and "customjob_" not in again.stderr
