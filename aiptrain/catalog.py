@@ -42,6 +42,7 @@ class Tier:
     roles: dict[str, RoleSpec]
     custom: bool = False
     verified: bool = True
+    ml_units_per_hour: float | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
             roles=roles,
             custom=bool(spec.get("custom", False)),
             verified=bool(spec.get("verified", True)),
+            ml_units_per_hour=float(spec["ml_units_per_hour"]) if "ml_units_per_hour" in spec else None,
         )
     machines = {
         name: MachineType(

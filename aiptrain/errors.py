@@ -83,6 +83,10 @@ class JobAlreadyFinished(OperationalError):
     """Cancelling a job that already ended (the service answers FAILED_PRECONDITION)."""
 
 
+class EtagMismatch(OperationalError):
+    """An update names an etag the job no longer has (the service answers ABORTED)."""
+
+
 class NotFound(OperationalError):
     """A job, bucket or object that does not exist."""
 

@@ -9,6 +9,7 @@ import click
 
 from aiptrain.cli.envs import envs
 from aiptrain.cli.jobs import TrainingCommand
+from aiptrain.errors import UsageError
 
 
 @click.group("local")
@@ -62,13 +63,37 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (needs --token).")
 @click.option("--token", envvar="AIPTRAIN_SERVE_TOKEN",
               help="Bearer token clients must send. [env: AIPTRAIN_SERVE_TOKEN]")
-def serve(host: str, port: int, allow_remote: bool, token: str | None) -> int:
+@click.option("--gcloud-config", "gcloud_config", metavar="NAME",
+              help="Write the gcloud configuration NAME that sends gcloud's ml, aiplatform, logging and storage "
+              "requests here (activate it with `gcloud config configurations activate NAME`).")
+@click.option("--project", envvar=["AIPTRAIN_PROJECT", "CLOUDSDK_CORE_PROJECT"], default="local-project",
+              show_default=True, help="The project of the --gcloud-config configuration. [env: AIPTRAIN_PROJECT]")
+@click.option("--region", envvar=["AIPTRAIN_REGION", "CLOUDSDK_COMPUTE_REGION"], default="us-central1",
+              show_default=True, help="The region of the --gcloud-config configuration. [env: AIPTRAIN_REGION]")
+def serve(host: str, port: int, allow_remote: bool, token: str | None, gcloud_config: str | None,
+          project: str, region: str) -> int:
     """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine."""
+    import os
+
+    from aiptrain.emulator.gcloud_config import check_name, write_configuration
     from aiptrain.emulator.serve import serve as run_server
+
+    if gcloud_config is not None:
+        check_name(gcloud_config)
+        if token:
+            raise UsageError("--gcloud-config cannot be used with --token: gcloud sends no token when its "
+                             "credentials are disabled", hint="serve on loopback without --token for gcloud")
 
     def announce(url: str) -> None:
         click.echo(f"Serving ml v1, Vertex AI customJobs and logging v2 on {url}", err=True)
         click.echo(f"Point aiptrain at it with: --backend mlv1 --api-endpoint {url}", err=True)
+        if gcloud_config is not None:
+            storage = os.environ.get("STORAGE_EMULATOR_HOST")
+            path = write_configuration(gcloud_config, url, project=project, region=region, storage_endpoint=storage)
+            click.echo(f"gcloud configuration {gcloud_config!r} written to {path} (project {project}, region "
+                       f"{region}, storage {storage or 'refused: STORAGE_EMULATOR_HOST is not set'})", err=True)
+            click.echo(f"Point gcloud at it with: gcloud config configurations activate {gcloud_config}  "
+                       f"(or CLOUDSDK_ACTIVE_CONFIG_NAME={gcloud_config})", err=True)
 
     run_server(host, port, allow_remote=allow_remote, token=token, home=None, on_ready=announce)
     return 0

@@ -5,6 +5,7 @@ Routes (the paths googleapiclient builds from the discovery documents):
     POST /v1/projects/{p}/jobs                                   ml.projects.jobs.create
     GET  /v1/projects/{p}/jobs                                   ml.projects.jobs.list
     GET  /v1/projects/{p}/jobs/{id}                              ml.projects.jobs.get
+    PATCH /v1/projects/{p}/jobs/{id}?updateMask=labels           ml.projects.jobs.patch
     POST /v1/projects/{p}/jobs/{id}:cancel                       ml.projects.jobs.cancel
     POST /v1/projects/{p}/locations/{l}/customJobs               aiplatform ... customJobs.create
     GET  /v1/projects/{p}/locations/{l}/customJobs               aiplatform ... customJobs.list
@@ -16,7 +17,8 @@ Routes (the paths googleapiclient builds from the discovery documents):
     POST /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{n}:cancel ... hyperparameterTuningJobs.cancel
     POST /v2/entries:list                                        logging.entries.list
 
-Every answer is JSON; every error is Google's error object. When a token is configured, each
+A project may be named by its ID or by the number the emulator gave it (see `projects`); handlers
+get the ID. Every answer is JSON; every error is Google's error object. When a token is configured, each
 request must carry `Authorization: Bearer <token>` (401 UNAUTHENTICATED otherwise). Handlers are
 synchronous (the engine uses SQLite and processes) and run in Starlette's thread pool.
 """
@@ -39,6 +41,7 @@ from starlette.routing import Route
 from aiptrain.emulator import logging_api, mlv1_api, tuning_api, vertex_api
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.faults import FaultPlan
+from aiptrain.emulator.projects import ProjectDirectory
 from aiptrain.emulator.services import Services
 from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TUNING_JOBS, VertexJobStore
 from aiptrain.errors import AiptrainError
@@ -75,7 +78,7 @@ def _endpoint(handler: Handler, *, token: str | None, faults: FaultPlan | None
                 injected = faults.check(request.method, request.url.path)
                 if injected is not None:
                     return _error_response(injected)
-            body = await _read_body(request) if request.method == "POST" else None
+            body = await _read_body(request) if request.method in ("POST", "PATCH") else None
             params = dict(request.path_params)
             query = dict(request.query_params)
             result = await run_in_threadpool(handler, params, query, body)
@@ -121,10 +124,22 @@ def create_app(
         storage_root=storage_root or home / "storage",
         custom_jobs=VertexJobStore(records / "custom_jobs", CUSTOM_JOBS),
         tuning_jobs=VertexJobStore(records / "hyperparameter_tuning_jobs", TUNING_JOBS),
+        projects=ProjectDirectory(records / "projects.json"),
     )
 
+    def by_project_id(handler: Handler) -> Handler:
+        def resolved(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
+            if "project" in params:
+                project = params["project"]
+                if not project.isdigit():
+                    services.projects.number(project)  # from now on its number leads back to it
+                params = {**params, "project": services.projects.project_id(project)}
+            return handler(params, query, body)
+
+        return resolved
+
     def route(path: str, method: str, handler: Handler) -> Route:
-        return Route(path, _endpoint(handler, token=token, faults=faults), methods=[method])
+        return Route(path, _endpoint(by_project_id(handler), token=token, faults=faults), methods=[method])
 
     jobs = "/v1/projects/{project}/jobs"
     custom = "/v1/projects/{project}/locations/{location}/customJobs"
@@ -135,6 +150,8 @@ def create_app(
         route(jobs, "POST", lambda p, q, b: mlv1_api.create_job(services, p["project"], b)),
         route(jobs, "GET", lambda p, q, b: mlv1_api.list_jobs(services, p["project"], q)),
         route(f"{jobs}/{{job_id}}", "GET", lambda p, q, b: mlv1_api.get_job(services, p["project"], p["job_id"])),
+        route(f"{jobs}/{{job_id}}", "PATCH",
+              lambda p, q, b: mlv1_api.patch_job(services, p["project"], p["job_id"], q, b)),
         route(f"{custom}/{{custom_job}}:cancel", "POST",
               lambda p, q, b: vertex_api.cancel_custom_job(services, p["project"], p["location"],
                                                            p["custom_job"], b)),

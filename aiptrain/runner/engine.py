@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiptrain
-from aiptrain.errors import JobAlreadyFinished, UsageError
+from aiptrain.errors import EtagMismatch, JobAlreadyFinished, UsageError
 from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.paths import aiptrain_home
 from aiptrain.runner.clock import utc_now
@@ -169,6 +169,23 @@ class LocalEngine:
         if pid is not None and is_running(pid, record.supervisor_start_ticks):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
+        return self.get(project, job_id)
+
+    # -- update -------------------------------------------------------------------------------
+
+    def update_labels(
+        self, project: str, job_id: str, labels: dict[str, str] | None, *, expected_etag: str | None = None
+    ) -> Job:
+        """Replace the job's labels (None keeps them), only if its etag is `expected_etag` when given."""
+        record = self.store.get(project, job_id)
+
+        def mutate(job: Job) -> None:
+            if expected_etag is not None and job.etag != expected_etag:
+                raise EtagMismatch(f"job {job_id!r} has etag {job.etag!r}, not {expected_etag!r}")
+            if labels is not None:
+                job.labels = dict(labels) or None
+
+        self.store.update_resource(record.key, mutate)
         return self.get(project, job_id)
 
     # -- logs ---------------------------------------------------------------------------------

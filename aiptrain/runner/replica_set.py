@@ -51,6 +51,7 @@ from aiptrain.runner.tf_config import (
     replica_tasks,
     tf_configs_for,
 )
+from aiptrain.runner.vertex_origin import vertex_job_id
 from aiptrain.spec import Job, JobState
 
 _POLL_SECONDS = 0.05
@@ -73,7 +74,7 @@ def service_environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -
     cluster_specs = cluster_specs_for(spec.groups, addresses)
     return {
         name: replica_environment(
-            job_id=spec.job.job_id or "",
+            job_id=vertex_job_id(spec.job) or spec.job.job_id or "",
             tf_config=tf_configs[name],
             cluster_spec=cluster_specs[name],
             job_dir=spec.job_dir,
@@ -92,7 +93,7 @@ class ReplicaSetSpec:
     python: str
     module: str
     args: list[str]  # the trainer's arguments (already pointed at local storage)
-    job_dir: str | None  # the local directory passed as `--job-dir`, after the args
+    job_dir: str | None  # the local output directory: `--job-dir` after the args (not for Vertex jobs), AIP_*
     work_dir: Path  # each replica runs in work_dir/<task name>
     run_token: str  # AIPTRAIN_RUN_TOKEN of this set's processes
     base_env: dict[str, str]
@@ -107,7 +108,7 @@ class ReplicaSetSpec:
 
     def command(self) -> list[str]:
         argv = [self.python, "-m", self.module, *self.args]
-        if self.job_dir:
+        if self.job_dir and vertex_job_id(self.job) is None:
             argv += ["--job-dir", self.job_dir]
         return argv
 

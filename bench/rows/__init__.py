@@ -23,6 +23,7 @@ def all_groups() -> list[RowGroup]:
         cli_start,
         dry_run,
         engine_overhead,
+        gcloud_compare,
         log_latency,
         memory,
         packaging,
@@ -43,4 +44,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("memory", "8", "Memory", memory.run),
         RowGroup("training", "9", "Training", training.run),
         RowGroup("runtime-envs", "10", "Runtime environments", runtime_envs.run),
+        RowGroup("gcloud", "11", "aiptrain vs Google's gcloud", gcloud_compare.run),
     ]

@@ -67,12 +67,12 @@ TRAINER_TASK = textwrap.dedent('''
 ''')
 
 
-def make_trainer_project(root: Path) -> Path:
-    """A package directory `root/trainer` with `trainer.task`."""
+def make_trainer_project(root: Path, task_source: str = TRAINER_TASK) -> Path:
+    """A package directory `root/trainer` with `trainer.task` (the tiny trainer above by default)."""
     package = root / "trainer"
     package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("")
-    (package / "task.py").write_text(TRAINER_TASK)
+    (package / "task.py").write_text(task_source)
     return package
 
 

@@ -17,6 +17,7 @@ from google.auth.credentials import AnonymousCredentials
 from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
+from aiptrain.emulator.projects import project_number_for
 from tests.rest.harness import TERMINAL, Emulator, wait_until
 
 PROJECT = "plain-project"
@@ -235,8 +236,10 @@ def test_custom_jobs(emulator: Emulator, ml: Any) -> None:
     jobs = client("aiplatform", "v1", emulator).projects().locations().customJobs()
     parent = f"projects/{PROJECT}/locations/us-central1"
     created = jobs.create(parent=parent, body=custom_job("vertex one", "--lines", "1")).execute()
-    assert created["name"].startswith(f"{parent}/customJobs/")
+    # Vertex names a job by project number; the ID and the number both find it.
+    assert created["name"].startswith(f"projects/{project_number_for(PROJECT)}/locations/us-central1/customJobs/")
     numeric = created["name"].rsplit("/", 1)[1]
+    assert jobs.get(name=f"{parent}/customJobs/{numeric}").execute()["name"] == created["name"]
     assert numeric.isdigit() and len(numeric) == 19
     assert created["displayName"] == "vertex one"
     assert created["state"] in ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")
@@ -256,11 +259,15 @@ def test_custom_jobs(emulator: Emulator, ml: Any) -> None:
         "filter": f'resource.type="ml_job" AND resource.labels.job_id="{numeric}"'}).execute()["entries"]
     line = next(e for e in entries if e["textPayload"].startswith("line 0"))
     assert line["resource"]["labels"]["task_name"] == "workerpool0-0"
-    assert any(e["textPayload"] == "job-dir=gs://plain-bucket/out" or "plain-bucket/out" in e["textPayload"]
-               for e in entries)
+    # Vertex passes the output directory in AIP_MODEL_DIR only, never as a --job-dir argument.
+    trainer_lines = [e["textPayload"] for e in entries if e["resource"]["labels"]["task_name"] == "workerpool0-0"]
+    assert "job-dir=None" in trainer_lines
 
     listed = jobs.list(parent=parent, filter='display_name="vertex one"').execute()
     assert [j["name"] for j in listed["customJobs"]] == [created["name"]]
+    # The engine job behind it is no ml v1 job.
+    assert all(not j["jobId"].startswith("customjob_") for j in ml.list(
+        parent=f"projects/{PROJECT}").execute().get("jobs", []))
     assert jobs.list(parent=parent, filter='display_name="nobody"').execute() == {}
     assert jobs.list(parent="projects/other/locations/us-central1").execute() == {}
 

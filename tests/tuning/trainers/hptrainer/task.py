@@ -42,7 +42,11 @@ def main() -> int:
         "job_dir": args.job_dir,
         "start": time.time(),
     }
-    target = Path(args.job_dir) / "record.json" if args.job_dir else None
+    # The trial's own directory: Vertex gives every trial the same --job-dir (if the job passes one
+    # at all) and its own AIP_MODEL_DIR (TRIAL_DIR/model/), as the local backend does too.
+    model_dir = os.environ.get("AIP_MODEL_DIR")
+    output_dir = str(Path(model_dir).parent) if model_dir else args.job_dir
+    target = Path(output_dir) / "record.json" if output_dir else None
 
     def save() -> None:
         if target is not None:
