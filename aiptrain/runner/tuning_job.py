@@ -38,7 +38,6 @@ from aiptrain.tuning.trials import objective_of, tuning_output
 from aiptrain.validate import check_hyperparameters
 
 _POLL_SECONDS = 0.25
-_FAILURE_DETAIL_MARK = " Its last error lines:"
 
 
 class _CannotTune(Exception):
@@ -84,13 +83,10 @@ class _Trial:
 
 
 def _failure_summary(message: str | None) -> str:
-    """`The replica X exited ... (its last error line)` from a replica set's errorMessage."""
+    """`The replica X exited ... <its last error line>`: the first line of a set's errorMessage."""
     if not message:
         return "failed"
-    lines = message.splitlines()
-    headline = lines[0].removesuffix(_FAILURE_DETAIL_MARK).strip()
-    last = next((line.strip() for line in reversed(lines[1:]) if line.strip()), None)
-    return f"{headline} ({last})" if last else headline
+    return message.splitlines()[0].strip()
 
 
 class TuningRun:

@@ -151,7 +151,7 @@ def test_too_many_failed_trials_fail_the_job_and_fewer_do_not(
     assert failing.state == JobState.FAILED
     message = failing.error_message or ""
     assert message.startswith("2 trials failed, so the tuning job failed (maxFailedTrials is 2).")
-    assert "trial 1: The replica master-replica-0 exited with a non-zero status of 3" in message
+    assert "trial 1: The replica master 0 exited with a non-zero status of 3" in message
     assert "failing on purpose (fail-b)" in message
     # The third trial never started: the limit was reached first.
     assert [(t.trial_id, t.state) for t in trials_of(failing)] == [("1", JobState.FAILED), ("2", JobState.FAILED)]
