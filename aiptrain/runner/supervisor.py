@@ -93,6 +93,13 @@ class JobContext:
     def say(self, message: str, severity: str = "INFO", trial_id: str | None = None) -> None:
         self.sink.emit(SERVICE_TASK, severity, message, trial_id=trial_id)
 
+    def replica_base_env(self) -> dict[str, str]:
+        """The environment every replica starts from (TF_CONFIG and the rest come on top)."""
+        base_env = dict(os.environ)
+        base_env.pop(TOKEN_VARIABLE, None)
+        base_env["PYTHONPATH"] = str(self.layout.site_dir)
+        return base_env
+
     def run_replica_set(
         self,
         *,
@@ -120,9 +127,7 @@ class JobContext:
             if wanted_dir.startswith(GS_PREFIX):
                 self.say(f"Using local storage for --job-dir {wanted_dir}: {local_dir}", trial_id=trial_id)
             Path(local_dir).mkdir(parents=True, exist_ok=True)
-        base_env = dict(os.environ)
-        base_env.pop(TOKEN_VARIABLE, None)
-        base_env["PYTHONPATH"] = str(self.layout.site_dir)
+        base_env = self.replica_base_env()
         spec = ReplicaSetSpec(
             job=self.record.job,
             groups=self.plan.groups,

@@ -26,12 +26,19 @@ from aiptrain.catalog import load_catalog
 from aiptrain.errors import NotFound, Problem
 from aiptrain.runner.clock import job_time
 from aiptrain.runner.cluster_plan import trials_at_once
+from aiptrain.runner.gs_paths import local_location
 from aiptrain.runner.replica_set import ReplicaSetOutcome
 from aiptrain.runner.store import JobRecord, JobStore
 from aiptrain.runner.supervisor import JobContext
 from aiptrain.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, Job, JobState
 from aiptrain.tuning.early_stopping import MedianStoppingRule
-from aiptrain.tuning.metrics import METRIC_FILE_VARIABLE, MetricFile, MetricReport
+from aiptrain.tuning.metrics import (
+    METRIC_FILE_VARIABLE,
+    MetricFile,
+    MetricReport,
+    SummaryReadError,
+    read_summary_metric,
+)
 from aiptrain.tuning.plan import TuningPlan
 from aiptrain.tuning.search import PastTrial, Search, SearchSettings, Suggestion, make_search, seed_for
 from aiptrain.tuning.trials import objective_of, tuning_output
@@ -64,9 +71,14 @@ class _Trial:
     failure: str | None = None
     thread: threading.Thread | None = None
 
+    # The last value of the tag in its summary events, when it reported nothing through hypertune.
+    summary_metric: MetricReport | None = None
+
     @property
     def final(self) -> MetricReport | None:
-        return self.metrics.final if self.state == JobState.SUCCEEDED else None
+        if self.state != JobState.SUCCEEDED:
+            return None
+        return self.metrics.final or self.summary_metric
 
     def output(self) -> HyperparameterOutput:
         final = self.final
@@ -214,10 +226,29 @@ class TuningRun:
                 job_dir=job_dir,
                 stop=trial.stop,
             )
+            if outcome.state == JobState.SUCCEEDED:
+                self.read_summaries(trial, job_dir)
         except Exception as error:  # the study must hear of every trial's end
             outcome = ReplicaSetOutcome(JobState.FAILED, f"The trial could not run: {error!r}")
         finally:
             self.finished.put((trial.trial_id, outcome))
+
+    def read_summaries(self, trial: _Trial, job_dir: str | None) -> None:
+        """Without a cloudml-hypertune report, the last value of the tag in the trial's summaries."""
+        trial.metrics.read()
+        if trial.metrics.final is not None or not job_dir:
+            return
+        directory = local_location(job_dir, self.context.storage_root)
+        tag = self.plan.metric_tag
+        try:
+            trial.summary_metric = read_summary_metric(
+                self.context.settings.python, directory, tag, self.context.replica_base_env())
+        except SummaryReadError as error:
+            self.say(f"Trial {trial.trial_id}: {error}", "WARNING", trial_id=trial.trial_id)
+            return
+        if trial.summary_metric is not None:
+            self.say(f"Trial {trial.trial_id} reported no {tag} through cloudml-hypertune; using the last "
+                     f"value in its summary events under {job_dir}.", trial_id=trial.trial_id)
 
     def stop_running(self, reason: str) -> None:
         running = self.running
@@ -267,7 +298,8 @@ class TuningRun:
             self.say(f"Trial {tid} cancelled.", trial_id=tid)
         elif final is None:
             self.say(f"Trial {tid} succeeded but reported no {self.plan.metric_tag} (report it with "
-                     "cloudml-hypertune); it cannot be ranked.", "WARNING", trial_id=tid)
+                     "cloudml-hypertune, or write it with tf.summary under the trial's --job-dir); "
+                     "it cannot be ranked.", "WARNING", trial_id=tid)
         else:
             how = "stopped early" if trial.stopped_early else "succeeded"
             self.say(f"Trial {tid} {how}: {self.plan.metric_tag}={final.value:.6g} at step {final.step}.",
