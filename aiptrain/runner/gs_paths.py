@@ -1,5 +1,8 @@
 """gs:// in a trainer's command line, pointed at the local storage directory instead.
 
+Used only with AIPTRAIN_LOCAL_GCS=rewrite: by default the replicas get their gs:// arguments
+unchanged and reach them through the job's storage endpoint (`runner.gcs_endpoint`).
+
 On the local backend a bucket is a directory (`aiptrain.storage.local`), the way Vertex AI
 mounts buckets under /gcs/. A value that is exactly a gs:// URI, or the value of a
 `--flag=gs://...` argument, is rewritten; anything else (a URI inside a longer string, a
@@ -48,6 +51,21 @@ def rewrite_args(args: list[str], storage_root: Path) -> tuple[list[str], list[R
         else:
             rewritten.append(arg)
     return rewritten, changes
+
+
+def rewrite_command_line(
+    args: list[str], job_dir: str | None, storage_root: Path
+) -> tuple[list[str], str | None, list[str]]:
+    """(args, --job-dir, notes for the log) with gs:// pointed at local paths; the job dir is created."""
+    args, changes = rewrite_args(args, storage_root)
+    notes = [f"Using local storage for {change.uri}: {change.path}" for change in changes]
+    local_dir = None
+    if job_dir:
+        local_dir = local_location(job_dir, storage_root)
+        if job_dir.startswith(GS_PREFIX):
+            notes.append(f"Using local storage for --job-dir {job_dir}: {local_dir}")
+        Path(local_dir).mkdir(parents=True, exist_ok=True)
+    return args, local_dir, notes
 
 
 def unmappable_args(args: list[str] | None) -> list[tuple[int, UsageError]]:

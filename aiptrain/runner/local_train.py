@@ -8,7 +8,8 @@ Same flags and semantics (no packaging; replicas run from the package's parent d
 - every output line is prefixed with its task (`[worker-replica-1] ...`) and stays on the stream
   the replica wrote it to, as gcloud's inherited pipes did; aiptrain's own notes
   (`[aiptrain] ...`) go to stderr, like every command's progress;
-- `gs://` in `--job-dir` and in the arguments points at the local store, as on the local backend;
+- `gs://` in `--job-dir` and in the arguments reaches the local store through the storage endpoint,
+  as on the local backend (`AIPTRAIN_LOCAL_GCS=rewrite`: rewritten to local paths instead);
 - when the primary ends, the other replicas are stopped (SIGTERM, then SIGKILL), and Ctrl-C
   stops them all before KeyboardInterrupt reaches the caller.
 """
@@ -25,11 +26,13 @@ from typing import Any, TextIO
 
 from aiptrain.cluster import ReplicaGroup
 from aiptrain.errors import OperationalError, UsageError
-from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
+from aiptrain.paths import aiptrain_home
+from aiptrain.runner.gcs_endpoint.service import replica_storage
+from aiptrain.runner.gs_paths import rewrite_command_line
 from aiptrain.runner.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.runner.ports import consecutive_addresses
 from aiptrain.runner.processes import TOKEN_VARIABLE
-from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetSpec, run_replica_set
+from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.tf_config import replica_tasks
 from aiptrain.spec import Job, JobState
@@ -139,24 +142,42 @@ def run_local_training(
 
     sink = CallbackSink(write)
     root = storage_root or default_storage_root()
-    args, changes = rewrite_args(list(user_args), root)
-    for change in changes:
-        write(SERVICE_TASK, "INFO", f"Using local storage for {change.uri}: {change.path}")
-    local_dir = None
-    if job_dir:
-        local_dir = local_location(job_dir, root)
-        if job_dir.startswith(GS_PREFIX):
-            write(SERVICE_TASK, "INFO", f"Using local storage for --job-dir {job_dir}: {local_dir}")
-            Path(local_dir).mkdir(parents=True, exist_ok=True)
-    groups = local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count)
+    def note(message: str) -> None:
+        write(SERVICE_TASK, "INFO", message)
+
+    with replica_storage(aiptrain_home(), root, settings.gcs, note) as storage:
+        args, local_dir = list(user_args), job_dir
+        if storage is None:  # AIPTRAIN_LOCAL_GCS=rewrite
+            args, local_dir, notes = rewrite_command_line(args, job_dir, root)
+            for line in notes:
+                note(line)
+        base_env = dict(os.environ)
+        base_env.pop(TOKEN_VARIABLE, None)
+        if storage is not None:
+            base_env.update(storage.environment(base_env))
+        outcome = _run(module_name, args, local_dir, base_env, settings, sink, distributed=distributed,
+                       groups=local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count),
+                       python=python, start_port=start_port, package_root=package_root)
+    if outcome.primary_returncode is None:
+        if outcome.state == JobState.SUCCEEDED:
+            return 0
+        raise OperationalError(outcome.error_message or "the trainer could not be run")
+    code = outcome.primary_returncode
+    return 128 - code if code < 0 else code
+
+
+def _run(
+    module_name: str, args: list[str], local_dir: str | None, base_env: dict[str, str], settings: LocalSettings,
+    sink: CallbackSink, *, distributed: bool, groups: list[ReplicaGroup], python: str | None, start_port: int | None,
+    package_root: Path,
+) -> ReplicaSetOutcome:
+    """One replica set of the foreground run, with gcloud's local TF_CONFIG."""
     trainer_args = [*args, "--job-dir", local_dir] if local_dir else args
 
     def environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -> dict[str, dict[str, str]]:
         configs = local_tf_configs(module_name, trainer_args, spec.groups, addresses, distributed)
         return {name: {"TF_CONFIG": json.dumps(config), "PYTHONUNBUFFERED": "1"} for name, config in configs.items()}
 
-    base_env = dict(os.environ)
-    base_env.pop(TOKEN_VARIABLE, None)
     with tempfile.TemporaryDirectory(prefix="aiptrain-local-train-") as scratch:
         spec = ReplicaSetSpec(
             job=Job(job_id="local_train"),
@@ -178,10 +199,4 @@ def run_local_training(
             evaluator_grace=settings.evaluator_grace,
             fail_when_restarts_run_out=False,
         )
-        outcome = run_replica_set(spec, policy, sink, threading.Event())
-    if outcome.primary_returncode is None:
-        if outcome.state == JobState.SUCCEEDED:
-            return 0
-        raise OperationalError(outcome.error_message or "the trainer could not be run")
-    code = outcome.primary_returncode
-    return 128 - code if code < 0 else code
+        return run_replica_set(spec, policy, sink, threading.Event())

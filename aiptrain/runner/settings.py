@@ -48,6 +48,15 @@ def _seconds_setting(env: Mapping[str, str], name: str, default: float) -> float
     return value
 
 
+def _choice_setting(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (the first when unset)."""
+    value = env.get(name, "").strip().lower() or choices[0]
+    if value not in choices:
+        raise UsageError(f"{name}={value!r} is not one of {', '.join(choices)}",
+                         hint=f"unset {name}, or set it to one of {', '.join(choices)}")
+    return value
+
+
 @dataclass(frozen=True)
 class LocalSettings:
     """Every tunable of the local engine, with its environment variable."""
@@ -66,6 +75,9 @@ class LocalSettings:
     replica_cap: int | None = None
     # AIPTRAIN_LOCAL_PYTHON: the interpreter for pip and the replicas (default: aiptrain's own).
     python: str = sys.executable
+    # AIPTRAIN_LOCAL_GCS: `endpoint` (replicas reach gs:// through the job's storage endpoint) or
+    # `rewrite` (gs:// in --job-dir and arguments becomes a local path, nothing is served).
+    gcs: str = "endpoint"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LocalSettings:
@@ -79,4 +91,5 @@ class LocalSettings:
             evaluator_grace=_seconds_setting(source, "AIPTRAIN_LOCAL_EVALUATOR_GRACE", 60.0),
             replica_cap=_int_setting(source, "AIPTRAIN_LOCAL_REPLICA_CAP", 0, 1) if cap_raw else None,
             python=source.get("AIPTRAIN_LOCAL_PYTHON", "").strip() or sys.executable,
+            gcs=_choice_setting(source, "AIPTRAIN_LOCAL_GCS", ("endpoint", "rewrite")),
         )

@@ -31,7 +31,8 @@ from aiptrain.catalog import load_catalog
 from aiptrain.errors import AiptrainError
 from aiptrain.runner.clock import utc_now
 from aiptrain.runner.cluster_plan import LocalPlan, plan_cluster
-from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
+from aiptrain.runner.gcs_endpoint.service import ReplicaStorage, replica_storage
+from aiptrain.runner.gs_paths import local_location, rewrite_command_line
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK, StoreLogWriter
 from aiptrain.runner.preparation import install_packages
@@ -81,6 +82,8 @@ class JobContext:
     plan: LocalPlan
     sink: StoreLogWriter
     stop: threading.Event
+    # The replicas' gs:// endpoint; None when gs:// is rewritten to local paths instead.
+    storage: ReplicaStorage | None = None
 
     @property
     def storage_root(self) -> Path:
@@ -98,7 +101,13 @@ class JobContext:
         base_env = dict(os.environ)
         base_env.pop(TOKEN_VARIABLE, None)
         base_env["PYTHONPATH"] = str(self.layout.site_dir)
+        if self.storage is not None:
+            base_env.update(self.storage.environment(base_env))
         return base_env
+
+    def output_location(self, uri: str) -> str:
+        """Where a replica (or a reader in its environment) finds `uri`: itself, or its local path."""
+        return uri if self.storage is not None else local_location(uri, self.storage_root)
 
     def run_replica_set(
         self,
@@ -117,16 +126,12 @@ class JobContext:
         Blocks until every process of the set is gone. Thread-safe.
         """
         training_input = self.training_input
-        args, changes = rewrite_args([*(training_input.args or []), *extra_args], self.storage_root)
-        for change in changes:
-            self.say(f"Using local storage for {change.uri}: {change.path}", trial_id=trial_id)
-        wanted_dir = job_dir if job_dir is not None else training_input.job_dir
-        local_dir = None
-        if wanted_dir:
-            local_dir = local_location(wanted_dir, self.storage_root)
-            if wanted_dir.startswith(GS_PREFIX):
-                self.say(f"Using local storage for --job-dir {wanted_dir}: {local_dir}", trial_id=trial_id)
-            Path(local_dir).mkdir(parents=True, exist_ok=True)
+        args = [*(training_input.args or []), *extra_args]
+        local_dir = job_dir if job_dir is not None else training_input.job_dir
+        if self.storage is None:  # AIPTRAIN_LOCAL_GCS=rewrite
+            args, local_dir, notes = rewrite_command_line(args, local_dir, self.storage_root)
+            for note in notes:
+                self.say(note, trial_id=trial_id)
         base_env = self.replica_base_env()
         spec = ReplicaSetSpec(
             job=self.record.job,
@@ -266,17 +271,19 @@ class Supervisor:
         if not self.move(JobState.RUNNING, "Job RUNNING.", allowed_from=frozenset({JobState.PREPARING})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
-        context = JobContext(
-            store=self.store,
-            record=self.store.get_by_key(self.key),
-            home=self.home,
-            layout=self.layout,
-            settings=settings,
-            plan=plan,
-            sink=self.sink,
-            stop=self.stop,
-        )
-        self._finish(job_body_for(context.record)(context))
+        with replica_storage(self.home, self.home / "storage", settings.gcs, self.say) as storage:
+            context = JobContext(
+                store=self.store,
+                record=self.store.get_by_key(self.key),
+                home=self.home,
+                layout=self.layout,
+                settings=settings,
+                plan=plan,
+                sink=self.sink,
+                stop=self.stop,
+                storage=storage,
+            )
+            self._finish(job_body_for(context.record)(context))
 
     def _wait_for_slot(self, settings: LocalSettings) -> bool:
         """True once this job holds a run slot; False if it was cancelled while waiting."""

@@ -26,7 +26,6 @@ from aiptrain.catalog import load_catalog
 from aiptrain.errors import NotFound, Problem
 from aiptrain.runner.clock import job_time
 from aiptrain.runner.cluster_plan import trials_at_once
-from aiptrain.runner.gs_paths import local_location
 from aiptrain.runner.replica_set import ReplicaSetOutcome
 from aiptrain.runner.store import JobRecord, JobStore
 from aiptrain.runner.supervisor import JobContext
@@ -238,7 +237,7 @@ class TuningRun:
         trial.metrics.read()
         if trial.metrics.final is not None or not job_dir:
             return
-        directory = local_location(job_dir, self.context.storage_root)
+        directory = self.context.output_location(job_dir)
         tag = self.plan.metric_tag
         try:
             trial.summary_metric = read_summary_metric(

@@ -56,15 +56,15 @@ def test_grid_runs_every_combination_once_with_the_services_arguments(
         {"kind": k, "y": y} for k in ("a", "b") for y in ("1", "2", "3")]
 
     seen = records(home, "grid")
-    job_dir = home / "storage" / "out" / "grid"
+    job_dir = "gs://out/grid"  # handed over as given, as on the service
     assert sorted(seen) == [str(n) for n in range(1, 7)]
     for trial_id, record in seen.items():
         given = order[trial_id] or {}
         assert record["argv"] == ["--steps", "2", f"--kind={given['kind']}", f"--y={given['y']}",
-                                  "--job-dir", str(job_dir / trial_id)]
+                                  "--job-dir", f"{job_dir}/{trial_id}"]
         assert record["tf_config"]["task"] == {"type": "chief", "index": 0, "trial": trial_id}
         assert record["trial"] == trial_id
-        assert record["aip_model_dir"] == f"{job_dir / trial_id}/model/"
+        assert record["aip_model_dir"] == f"{job_dir}/{trial_id}/model/"
         assert record["metric_file"].endswith(f"/work/{trial_id}/hypertune.metrics")
 
     # Best first; the best is the true optimum of the grid (y=2, kind=b); values are the metric.
