@@ -23,6 +23,7 @@ def all_groups() -> list[RowGroup]:
         cli_start,
         dry_run,
         engine_overhead,
+        gcs_endpoint,
         log_latency,
         memory,
         packaging,
@@ -41,4 +42,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("store-scale", "7", "Scale of the store", store_scale.run),
         RowGroup("memory", "8", "Memory", memory.run),
         RowGroup("training", "9", "Training", training.run),
+        RowGroup("gcs-endpoint", "10", "gs:// from trainer code on the local backend", gcs_endpoint.run),
     ]
