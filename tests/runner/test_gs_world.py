@@ -16,11 +16,14 @@ import pytest
 
 from aiptrain.packaging import build_package
 from aiptrain.runner.engine import LocalEngine
+from aiptrain.runner.gcs_endpoint.service import UPSTREAM_VARIABLE
 from aiptrain.spec import JobState
+from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 
 from .conftest import PROJECT, TRAINERS, make_job, training_input, wait_for_end
 
 pytestmark = pytest.mark.slow
+__all__ = ["fake_gcs_server"]
 
 
 @pytest.fixture
@@ -67,3 +70,24 @@ def test_a_trainer_that_builds_gs_paths_from_a_bucket_flag_runs_unchanged(
     assert (out / "notes" / "hello.txt").read_text() == "written with tf.io.gfile"
     assert sorted(p.name for p in (out / "checkpoints").glob("*.index")) == ["ckpt-1.index", "ckpt-2.index"]
     assert "Using local storage" not in log, "nothing was rewritten"
+
+
+def test_with_a_gcs_emulator_as_the_jobs_storage_the_trainer_reads_and_writes_it(
+    engine: LocalEngine, home: Path, world_package: str, fake_gcs_server: FakeGcsServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What `aiptrain local serve` sets for its jobs when its clients stage into a GCS emulator.
+    monkeypatch.setenv(UPSTREAM_VARIABLE, fake_gcs_server.endpoint)
+    bucket = fake_gcs_server.make_bucket().removeprefix("gs://")
+    fake_gcs_server.put_object(f"gs://{bucket}/world/data/train-0.csv", b"a,b,y\n1,2,3\n4,5,6\n")
+    inputs = training_input(world_package, "gsworld.task", job_dir=f"gs://{bucket}/world/out",
+                            args=["--bucket", bucket])
+    engine.submit(PROJECT, make_job("world_emulated", inputs))
+    done = wait_for_end(engine, "world_emulated", timeout=600)
+    log = "\n".join(f"{e.task_name}: {e.message}" for e in engine.logs(PROJECT, "world_emulated"))
+    assert done.state == JobState.SUCCEEDED, log
+    report = json.loads(fake_gcs_server.read_object(f"gs://{bucket}/world/out/report.json"))
+    assert report["rows"] == 2 and report["pandas_shape"] == [2, 3]
+    assert "checkpoints/ckpt-2.index" in report["listed"] and "model/saved_model.pb" in report["listed"]
+    assert "world/out/notes/hello.txt" in fake_gcs_server.list_objects(bucket, prefix="world/out/notes/")
+    assert not (home / "storage" / bucket).exists(), "nothing went to the local store"

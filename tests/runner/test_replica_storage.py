@@ -16,6 +16,9 @@ from google.api_core import exceptions
 from google.cloud import storage
 
 from aiptrain.runner.gcs_endpoint.service import ReplicaStorage
+from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
+
+__all__ = ["fake_gcs_server"]
 
 
 @pytest.fixture
@@ -145,3 +148,32 @@ def test_the_replicas_environment_keeps_the_cluster_off_the_proxy(endpoint: Repl
         assert env[variable].split(",") == ["localhost", "127.0.0.1", "::1", "corp.example"]
     assert Path(env["CURL_CA_BUNDLE"]).read_text().startswith("-----BEGIN CERTIFICATE-----")
     assert env["GOOGLE_AUTH_TOKEN_FOR_TESTING"]
+
+
+def test_with_a_gcs_emulator_upstream_tensorflows_requests_reach_that_emulator(
+    tmp_path: Path, fake_gcs_server: FakeGcsServer
+) -> None:
+    bucket = fake_gcs_server.make_bucket()
+    name = bucket.removeprefix("gs://")
+    fake_gcs_server.put_object(f"{bucket}/data/a.csv", b"x,y\n1,2\n")
+    with ReplicaStorage(tmp_path, tmp_path / "storage", upstream=fake_gcs_server.endpoint) as served:
+        env = served.environment({})
+        assert env["STORAGE_EMULATOR_HOST"] == fake_gcs_server.endpoint  # GCS clients go there directly
+        reads = _through_proxy(served, "storage.googleapis.com")
+        reads.request("GET", f"/{name}/data%2Fa.csv", headers={"Range": "bytes=4-6"})
+        answer = reads.getresponse()
+        assert (answer.status, answer.read()) == (206, b"1,2")
+        api = _through_proxy(served, "www.googleapis.com")
+        api.request("POST", f"/upload/storage/v1/b/{name}/o?uploadType=resumable&name=out%2Fm.bin",
+                    headers={"X-Upload-Content-Length": "4"})
+        started = api.getresponse()
+        started.read()
+        session = urllib.parse.urlsplit(started.getheader("Location") or "")
+        api.request("PUT", f"{session.path}?{session.query}", body=b"wxyz", headers={"Content-Range": "bytes 0-3/4"})
+        finished = api.getresponse()
+        assert (finished.status, json.loads(finished.read())["size"]) == (200, "4")
+        api.request("GET", f"/storage/v1/b/{name}/o?prefix=out%2F&delimiter=%2F")
+        listing = json.loads(api.getresponse().read())
+        assert [item["name"] for item in listing["items"]] == ["out/m.bin"]
+    assert fake_gcs_server.read_object(f"{bucket}/out/m.bin") == b"wxyz"
+    assert not (tmp_path / "storage" / name).exists(), "nothing went to the local store"

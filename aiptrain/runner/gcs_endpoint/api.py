@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.runner.gcs_endpoint.certificates import STORAGE_HOSTS
-from aiptrain.runner.gcs_endpoint.objects import Crc32c, DirectoryBuckets, ObjectMeta, StorageError
+from aiptrain.runner.gcs_endpoint.objects import Buckets, Crc32c, ObjectMeta, StorageError
 
 _BLOCK = 1024 * 1024
 _MAX_PAGE = 1000
@@ -95,7 +95,7 @@ class StorageServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, buckets: DirectoryBuckets, tls: ssl.SSLContext | None) -> None:
+    def __init__(self, buckets: Buckets, tls: ssl.SSLContext | None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.buckets = buckets
         self.tls = tls

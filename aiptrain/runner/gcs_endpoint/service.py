@@ -21,6 +21,7 @@ Trainers then get their `gs://` arguments and `--job-dir` unchanged, as on the s
 from __future__ import annotations
 
 import contextlib
+import os
 import ssl
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -28,23 +29,32 @@ from pathlib import Path
 
 from aiptrain.runner.gcs_endpoint.api import StorageServer
 from aiptrain.runner.gcs_endpoint.certificates import storage_identity
-from aiptrain.runner.gcs_endpoint.objects import DirectoryBuckets
+from aiptrain.runner.gcs_endpoint.objects import Buckets, DirectoryBuckets
+from aiptrain.runner.gcs_endpoint.upstream import EmulatorBuckets
 
 # What TensorFlow sends as its bearer token instead of looking for credentials.
 _TEST_TOKEN = "aiptrain-local-storage"  # noqa: S105 - not a secret: the endpoint checks no token
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
-class ReplicaStorage:
-    """A running storage endpoint over `storage_root`; `close()` stops it."""
+# Set by `aiptrain local serve` when its clients stage into a GCS emulator (its STORAGE_EMULATOR_HOST):
+# the jobs it creates then read and write that emulator instead of the local store.
+UPSTREAM_VARIABLE = "AIPTRAIN_LOCAL_STORAGE_EMULATOR"
 
-    def __init__(self, home: Path, storage_root: Path) -> None:
+
+class ReplicaStorage:
+    """A running storage endpoint over `storage_root` (or the GCS emulator `upstream`); `close()` stops it."""
+
+    def __init__(self, home: Path, storage_root: Path, upstream: str | None = None) -> None:
         identity = storage_identity(home)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(identity.certificate_path, identity.key_path)
         context.set_alpn_protocols(["http/1.1"])
         self.ca_path = identity.ca_path
-        self.server = StorageServer(DirectoryBuckets(storage_root), context)
+        self.upstream = upstream
+        buckets: Buckets = (EmulatorBuckets(upstream, home / "tmp" / "storage-uploads") if upstream
+                            else DirectoryBuckets(storage_root))
+        self.server = StorageServer(buckets, context)
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="replica-storage", daemon=True)
         self._thread.start()
@@ -60,7 +70,8 @@ class ReplicaStorage:
             exempt += [host.strip() for host in inherited.get(variable, "").split(",") if host.strip()]
         no_proxy = ",".join(dict.fromkeys(exempt))
         return {
-            "STORAGE_EMULATOR_HOST": self.endpoint,
+            # google-cloud-storage and gcsfs talk to a GCS emulator directly; TensorFlow goes through us.
+            "STORAGE_EMULATOR_HOST": self.upstream or self.endpoint,
             "HTTPS_PROXY": self.endpoint,
             "https_proxy": self.endpoint,
             "NO_PROXY": no_proxy,
@@ -92,7 +103,8 @@ def replica_storage(
     if mode != "endpoint":
         yield None
         return
-    with ReplicaStorage(home, storage_root) as storage:
-        say(f"gs:// is served to the replicas from the local store {storage_root} "
-            f"(storage endpoint {storage.endpoint}).")
+    upstream = os.environ.get(UPSTREAM_VARIABLE) or None
+    with ReplicaStorage(home, storage_root, upstream) as storage:
+        where = f"the storage emulator {upstream}" if upstream else f"the local store {storage_root}"
+        say(f"gs:// is served to the replicas from {where} (storage endpoint {storage.endpoint}).")
         yield storage
