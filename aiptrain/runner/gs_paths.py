@@ -53,19 +53,25 @@ def rewrite_args(args: list[str], storage_root: Path) -> tuple[list[str], list[R
     return rewritten, changes
 
 
-def rewrite_command_line(
-    args: list[str], job_dir: str | None, storage_root: Path
-) -> tuple[list[str], str | None, list[str]]:
-    """(args, --job-dir, notes for the log) with gs:// pointed at local paths; the job dir is created."""
-    args, changes = rewrite_args(args, storage_root)
+@dataclass(frozen=True)
+class LocalCommandLine:
+    """A trainer's arguments and job dir with gs:// pointed at local storage."""
+
+    args: list[str]
+    job_dir: str | None
+    notes: list[str]  # one "Using local storage for ..." line per rewritten value
+
+
+def localize(args: list[str], job_dir: str | None, storage_root: Path) -> LocalCommandLine:
+    """`args` and `job_dir` as a replica on the local backend (or `local train`) sees them."""
+    rewritten, changes = rewrite_args(args, storage_root)
     notes = [f"Using local storage for {change.uri}: {change.path}" for change in changes]
     local_dir = None
     if job_dir:
         local_dir = local_location(job_dir, storage_root)
         if job_dir.startswith(GS_PREFIX):
             notes.append(f"Using local storage for --job-dir {job_dir}: {local_dir}")
-        Path(local_dir).mkdir(parents=True, exist_ok=True)
-    return args, local_dir, notes
+    return LocalCommandLine(rewritten, local_dir, notes)
 
 
 def unmappable_args(args: list[str] | None) -> list[tuple[int, UsageError]]:

@@ -28,7 +28,7 @@ from aiptrain.cluster import ReplicaGroup
 from aiptrain.errors import OperationalError, UsageError
 from aiptrain.paths import aiptrain_home
 from aiptrain.runner.gcs_endpoint.service import replica_storage
-from aiptrain.runner.gs_paths import rewrite_command_line
+from aiptrain.runner.gs_paths import GS_PREFIX, localize
 from aiptrain.runner.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.runner.ports import consecutive_addresses
 from aiptrain.runner.processes import TOKEN_VARIABLE
@@ -42,18 +42,6 @@ PRIMARY = "chief"
 DEFAULT_DISTRIBUTED_WORKERS = 2
 DEFAULT_DISTRIBUTED_PARAMETER_SERVERS = 2
 _OWN_PREFIX = "aiptrain"
-
-
-def local_train_warnings(distributed: bool, worker_count: int | None, parameter_server_count: int | None) -> list[str]:
-    """gcloud's warnings for counts that only mean something with --distributed."""
-    warnings = []
-    for flag, value in (("--parameter-server-count", parameter_server_count), ("--worker-count", worker_count)):
-        if not distributed and value:
-            warnings.append(
-                f"{flag} is ignored if --distributed is not provided.\n"
-                "Did you mean to run distributed training?"
-            )
-    return warnings
 
 
 def local_train_groups(
@@ -142,22 +130,27 @@ def run_local_training(
 
     sink = CallbackSink(write)
     root = storage_root or default_storage_root()
+
     def note(message: str) -> None:
         write(SERVICE_TASK, "INFO", message)
 
     with replica_storage(aiptrain_home(), root, settings.gcs, note) as storage:
         args, local_dir = list(user_args), job_dir
-        if storage is None:  # AIPTRAIN_LOCAL_GCS=rewrite
-            args, local_dir, notes = rewrite_command_line(args, job_dir, root)
-            for line in notes:
+        if storage is None:  # AIPTRAIN_LOCAL_GCS=rewrite; else the trainer gets them as given
+            local = localize(args, job_dir, root)
+            for line in local.notes:
                 note(line)
+            args, local_dir = local.args, local.job_dir
+            if job_dir and job_dir.startswith(GS_PREFIX) and local_dir:
+                Path(local_dir).mkdir(parents=True, exist_ok=True)
         base_env = dict(os.environ)
         base_env.pop(TOKEN_VARIABLE, None)
         if storage is not None:
             base_env.update(storage.environment(base_env))
-        outcome = _run(module_name, args, local_dir, base_env, settings, sink, distributed=distributed,
-                       groups=local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count),
-                       python=python, start_port=start_port, package_root=package_root)
+        groups = local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count)
+        outcome = _run_cluster(module_name, args, local_dir, groups, base_env, sink, settings=settings,
+                               distributed=distributed, python=python, start_port=start_port,
+                               package_root=package_root)
     if outcome.primary_returncode is None:
         if outcome.state == JobState.SUCCEEDED:
             return 0
@@ -166,12 +159,12 @@ def run_local_training(
     return 128 - code if code < 0 else code
 
 
-def _run(
-    module_name: str, args: list[str], local_dir: str | None, base_env: dict[str, str], settings: LocalSettings,
-    sink: CallbackSink, *, distributed: bool, groups: list[ReplicaGroup], python: str | None, start_port: int | None,
+def _run_cluster(
+    module_name: str, args: list[str], local_dir: str | None, groups: list[ReplicaGroup], base_env: dict[str, str],
+    sink: CallbackSink, *, settings: LocalSettings, distributed: bool, python: str | None, start_port: int | None,
     package_root: Path,
 ) -> ReplicaSetOutcome:
-    """One replica set of the foreground run, with gcloud's local TF_CONFIG."""
+    """The foreground replica set, with gcloud's local TF_CONFIG."""
     trainer_args = [*args, "--job-dir", local_dir] if local_dir else args
 
     def environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -> dict[str, dict[str, str]]:
