@@ -99,9 +99,12 @@ def test_custom_cluster_replicas_get_the_service_contract(
     assert evaluator_port not in members
 
 
+GS_ARGS = ["--expect", "1", "--train-files", "gs://data/train.csv", "--eval-dir=gs://data/eval/",
+           "--note", "see gs://data/x", "--plain=value"]
+
+
 def test_gs_arguments_reach_the_trainer_unchanged(backend: LocalBackend, home: Path, package_uri: str) -> None:
-    args = ["--expect", "1", "--train-files", "gs://data/train.csv", "--eval-dir=gs://data/eval/",
-            "--note", "see gs://data/x", "--plain=value"]
+    args = GS_ARGS
     backend.create_job(make_job("as_given", training_input(package_uri, "tfcfg.dump_env",
                                                            job_dir="gs://out/as_given", args=args)))
     done = wait_for_end(backend.engine, "as_given")
@@ -114,8 +117,7 @@ def test_gs_arguments_point_at_the_local_store_with_the_rewrite_setting(
     backend: LocalBackend, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_GCS", "rewrite")
-    args = ["--expect", "1", "--train-files", "gs://data/train.csv", "--eval-dir=gs://data/eval/",
-            "--note", "see gs://data/x", "--plain=value"]
+    args = GS_ARGS
     backend.create_job(make_job("rewrites", training_input(package_uri, "tfcfg.dump_env",
                                                            job_dir="gs://out/rewrites", args=args)))
     done = wait_for_end(backend.engine, "rewrites")

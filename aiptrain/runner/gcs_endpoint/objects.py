@@ -258,25 +258,19 @@ class DirectoryBuckets:
             raise not_found(f"{bucket}/{name}") from None
 
     def copy(self, bucket: str, name: str, to_bucket: str, to_name: str) -> ObjectMeta:
-        temporary = self.new_upload_file()
-        checksum = Crc32c()
-        try:
-            with self.open(bucket, name) as (stream, _meta), temporary.open("wb") as out:
-                while block := stream.read(_BLOCK):
-                    checksum.update(block)
-                    out.write(block)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-        return self.commit(to_bucket, to_name, temporary, checksum.value())
+        return self._concatenate([(bucket, name)], to_bucket, to_name)
 
     def compose(self, bucket: str, sources: list[str], name: str) -> ObjectMeta:
+        return self._concatenate([(bucket, source) for source in sources], bucket, name)
+
+    def _concatenate(self, sources: list[tuple[str, str]], bucket: str, name: str) -> ObjectMeta:
+        """Write the sources' bytes one after the other as the object `name` (a copy: one source)."""
         temporary = self.new_upload_file()
         checksum = Crc32c()
         try:
             with temporary.open("wb") as out:
-                for source in sources:
-                    with self.open(bucket, source) as (stream, _meta):
+                for source_bucket, source in sources:
+                    with self.open(source_bucket, source) as (stream, _meta):
                         while block := stream.read(_BLOCK):
                             checksum.update(block)
                             out.write(block)
