@@ -8,6 +8,7 @@ sets a bearer token that clients must send.
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -79,7 +80,12 @@ def serve(
 
     from aiptrain.emulator.app import create_app
     from aiptrain.runner.engine import LocalEngine
+    from aiptrain.runner.gcs_endpoint.service import UPSTREAM_VARIABLE
 
+    if os.environ.get("STORAGE_EMULATOR_HOST"):
+        # Clients stage into that GCS emulator: the jobs (their supervisors inherit this) read
+        # and write it too, instead of the local store.
+        os.environ[UPSTREAM_VARIABLE] = os.environ["STORAGE_EMULATOR_HOST"]
     engine = LocalEngine(home=home)
     app = create_app(engine, token=token, faults=faults or FaultPlan.from_environment())
     sock = bind_socket(host, port)

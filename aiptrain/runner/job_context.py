@@ -12,9 +12,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiptrain.runner.cluster_plan import LocalPlan
-from aiptrain.runner.gs_paths import localize
+from aiptrain.runner.gs_paths import local_location, localize
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK, StoreLogWriter
 from aiptrain.runner.processes import TOKEN_VARIABLE, ManagedProcess
@@ -22,6 +23,9 @@ from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, Replic
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.store import JobRecord, JobStore
 from aiptrain.spec import TrainingInput
+
+if TYPE_CHECKING:
+    from aiptrain.runner.gcs_endpoint.service import ReplicaStorage
 
 
 class _StoreObserver:
@@ -53,6 +57,8 @@ class JobContext:
     plan: LocalPlan
     sink: StoreLogWriter
     stop: threading.Event
+    # The replicas' gs:// endpoint; None when gs:// is rewritten to local paths (AIPTRAIN_LOCAL_GCS=rewrite).
+    storage: ReplicaStorage | None = None
 
     @property
     def storage_root(self) -> Path:
@@ -64,6 +70,19 @@ class JobContext:
 
     def say(self, message: str, severity: str = "INFO", trial_id: str | None = None) -> None:
         self.sink.emit(SERVICE_TASK, severity, message, trial_id=trial_id)
+
+    def replica_base_env(self) -> dict[str, str]:
+        """The environment every replica starts from (TF_CONFIG and the rest come on top)."""
+        base_env = dict(os.environ)
+        base_env.pop(TOKEN_VARIABLE, None)
+        base_env["PYTHONPATH"] = str(self.layout.site_dir)
+        if self.storage is not None:
+            base_env.update(self.storage.environment(base_env))
+        return base_env
+
+    def output_location(self, uri: str) -> str:
+        """Where a replica (or a reader in its environment) finds `uri`: itself, or its local path."""
+        return uri if self.storage is not None else local_location(uri, self.storage_root)
 
     def run_replica_set(
         self,
@@ -82,16 +101,16 @@ class JobContext:
         Blocks until every process of the set is gone. Thread-safe.
         """
         training_input = self.training_input
-        wanted_dir = job_dir if job_dir is not None else training_input.job_dir
-        local = localize([*(training_input.args or []), *extra_args], wanted_dir, self.storage_root)
-        for note in local.notes:
-            self.say(note, trial_id=trial_id)
-        args, local_dir = local.args, local.job_dir
-        if local_dir:
-            Path(local_dir).mkdir(parents=True, exist_ok=True)
-        base_env = dict(os.environ)
-        base_env.pop(TOKEN_VARIABLE, None)
-        base_env["PYTHONPATH"] = str(self.layout.site_dir)
+        args = [*(training_input.args or []), *extra_args]
+        local_dir = job_dir if job_dir is not None else training_input.job_dir
+        if self.storage is None:  # AIPTRAIN_LOCAL_GCS=rewrite; else the trainer gets them as given
+            local = localize(args, local_dir, self.storage_root)
+            for note in local.notes:
+                self.say(note, trial_id=trial_id)
+            args, local_dir = local.args, local.job_dir
+            if local_dir:
+                Path(local_dir).mkdir(parents=True, exist_ok=True)
+        base_env = self.replica_base_env()
         spec = ReplicaSetSpec(
             job=self.record.job,
             groups=self.plan.groups,

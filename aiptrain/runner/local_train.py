@@ -8,10 +8,11 @@ Same flags and semantics (no packaging; replicas run from the package's parent d
 - every output line is prefixed with its task (`[worker-replica-1] ...`) and stays on the stream
   the replica wrote it to, as gcloud's inherited pipes did; aiptrain's own notes
   (`[aiptrain] ...`) go to stderr, like every command's progress;
-- `gs://` in `--job-dir` and in the arguments points at the local store, as on the local backend;
 - replicas run in a runtime version's environment (`--runtime-version`, default the newest), the
   one a submitted job with that runtime gets; AIPTRAIN_LOCAL_PYTHON (without the flag) runs them
   with that interpreter instead, the way gcloud used the Python on PATH;
+- `gs://` in `--job-dir` and in the arguments reaches the local store through the storage endpoint,
+  as on the local backend (`AIPTRAIN_LOCAL_GCS=rewrite`: rewritten to local paths instead);
 - when the primary ends, the other replicas are stopped (SIGTERM, then SIGKILL), and Ctrl-C
   stops them all before KeyboardInterrupt reaches the caller.
 """
@@ -29,11 +30,13 @@ from typing import Any, TextIO
 
 from aiptrain.cluster import ReplicaGroup
 from aiptrain.errors import OperationalError, UsageError
+from aiptrain.paths import aiptrain_home
+from aiptrain.runner.gcs_endpoint.service import replica_storage
 from aiptrain.runner.gs_paths import GS_PREFIX, localize
 from aiptrain.runner.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.runner.ports import consecutive_addresses
 from aiptrain.runner.processes import TOKEN_VARIABLE
-from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetSpec, run_replica_set
+from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.tf_config import replica_tasks
 from aiptrain.spec import Job, JobState
@@ -133,21 +136,47 @@ def run_local_training(
     sink = CallbackSink(write)
     interpreter = python or _interpreter(runtime_version, settings, lambda line: write(SERVICE_TASK, "INFO", line))
     root = storage_root or default_storage_root()
-    local = localize(list(user_args), job_dir, root)
-    for note in local.notes:
-        write(SERVICE_TASK, "INFO", note)
-    args, local_dir = local.args, local.job_dir
-    if job_dir and job_dir.startswith(GS_PREFIX) and local_dir:
-        Path(local_dir).mkdir(parents=True, exist_ok=True)
-    groups = local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count)
+
+    def note(message: str) -> None:
+        write(SERVICE_TASK, "INFO", message)
+
+    with replica_storage(aiptrain_home(), root, settings.gcs, note) as storage:
+        args, local_dir = list(user_args), job_dir
+        if storage is None:  # AIPTRAIN_LOCAL_GCS=rewrite; else the trainer gets them as given
+            local = localize(args, job_dir, root)
+            for line in local.notes:
+                note(line)
+            args, local_dir = local.args, local.job_dir
+            if job_dir and job_dir.startswith(GS_PREFIX) and local_dir:
+                Path(local_dir).mkdir(parents=True, exist_ok=True)
+        base_env = dict(os.environ)
+        base_env.pop(TOKEN_VARIABLE, None)
+        if storage is not None:
+            base_env.update(storage.environment(base_env))
+        groups = local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count)
+        outcome = _run_cluster(module_name, args, local_dir, groups, base_env, sink, settings=settings,
+                               distributed=distributed, interpreter=interpreter, start_port=start_port,
+                               package_root=package_root)
+    if outcome.primary_returncode is None:
+        if outcome.state == JobState.SUCCEEDED:
+            return 0
+        raise OperationalError(outcome.error_message or "the trainer could not be run")
+    code = outcome.primary_returncode
+    return 128 - code if code < 0 else code
+
+
+def _run_cluster(
+    module_name: str, args: list[str], local_dir: str | None, groups: list[ReplicaGroup], base_env: dict[str, str],
+    sink: CallbackSink, *, settings: LocalSettings, distributed: bool, interpreter: str, start_port: int | None,
+    package_root: Path,
+) -> ReplicaSetOutcome:
+    """The foreground replica set, with gcloud's local TF_CONFIG."""
     trainer_args = [*args, "--job-dir", local_dir] if local_dir else args
 
     def environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -> dict[str, dict[str, str]]:
         configs = local_tf_configs(module_name, trainer_args, spec.groups, addresses, distributed)
         return {name: {"TF_CONFIG": json.dumps(config), "PYTHONUNBUFFERED": "1"} for name, config in configs.items()}
 
-    base_env = dict(os.environ)
-    base_env.pop(TOKEN_VARIABLE, None)
     with tempfile.TemporaryDirectory(prefix="aiptrain-local-train-") as scratch:
         spec = ReplicaSetSpec(
             job=Job(job_id="local_train"),
@@ -169,13 +198,7 @@ def run_local_training(
             evaluator_grace=settings.evaluator_grace,
             fail_when_restarts_run_out=False,
         )
-        outcome = run_replica_set(spec, policy, sink, threading.Event())
-    if outcome.primary_returncode is None:
-        if outcome.state == JobState.SUCCEEDED:
-            return 0
-        raise OperationalError(outcome.error_message or "the trainer could not be run")
-    code = outcome.primary_returncode
-    return 128 - code if code < 0 else code
+        return run_replica_set(spec, policy, sink, threading.Event())
 
 
 def _interpreter(runtime_version: str | None, settings: LocalSettings, say: Callable[[str], None]) -> str:

@@ -13,11 +13,22 @@ off (`restart_delay`, doubling each time, at most `_MAX_RESTART_DELAY_SECONDS`),
 crashes at start-up does not burn every restart within a second, and one that lost a peer gives it
 time to come back.
 
+Restarts are for what the service restarted after: a process that was killed (a signal, or a
+status of 128 + N from a shell), as after a VM restart. A replica that exits with an ordinary
+non-zero status (the user's code raised: an import error, a bad flag, a crash before the first
+step) ends the set at once, as on the service; restarting code that fails the same way every
+time only delays the verdict. The errorMessage then names the replica that failed first, in the
+service's words ("The replica master 0 exited with a non-zero status of 1. <its last error
+line>"), followed by its last error lines. When the same error takes down every replica (a crash
+on import), the primary is named: after a secondary's failure the set waits a moment (as long as
+the secondary took to fail, within bounds) for the primary, which started at the same time.
+
 Synchronous training (MultiWorkerMirroredStrategy's collectives, ParameterServerStrategy's
 coordinator losing a parameter server) cannot carry on when a peer dies: the primary fails too,
-within seconds. A primary that fails soon after a secondary did is therefore not the end of the
-job while restarts remain: every replica is stopped and started again, with the same TF_CONFIG,
-and the trainer resumes from its last checkpoint, as the cluster would on the service.
+within seconds. A primary (or another secondary) that fails soon after a peer was killed is
+therefore a casualty, not the end of the job while restarts remain: every replica is stopped and
+started again, with the same TF_CONFIG, and the trainer resumes from its last checkpoint, as the
+cluster would on the service.
 
 All processes are started from the calling thread, which does not return before every one of
 them is gone: the kernel's parent-death signal is tied to that thread.
@@ -56,8 +67,12 @@ from aiptrain.spec import Job, JobState
 
 _POLL_SECONDS = 0.05
 _MAX_RESTART_DELAY_SECONDS = 30.0
-# A primary failing this soon after a secondary failed is taken as a casualty of that failure.
+# A replica failing this soon after a peer was killed is taken as a casualty of that failure.
 _PEER_FAILURE_WINDOW_SECONDS = 60.0
+# After a secondary's non-retryable failure, how long the primary may take to fail the same way:
+# as long as the secondary took, within these bounds.
+_PRIMARY_SETTLE_MIN_SECONDS = 5.0
+_PRIMARY_SETTLE_MAX_SECONDS = 60.0
 # How long to wait for a pipe reader after its process ended (a grandchild may hold the pipe).
 _PUMP_JOIN_SECONDS = 2.0
 # Secondary replicas start first (as gcloud's local runner does), the primary last.
@@ -157,21 +172,40 @@ class _Replica:
     done: bool = False
     # monotonic() time at which an exited replica is started again; None when none is due.
     restart_at: float | None = None
+    # monotonic() time of its last start.
+    started_at: float = 0.0
+
+
+def is_retryable(returncode: int) -> bool:
+    """Killed rather than failed: by a signal, or a status of 128 + N (a shell reporting a signal).
+
+    This is what a VM restart or a preemption looks like, the failures the service restarted
+    replicas after; any other non-zero status is the trainer's own verdict.
+    """
+    return returncode < 0 or returncode >= 128
+
+
+def service_replica_name(task_name: str) -> str:
+    """`master-replica-0` -> `master 0`: how the service's errorMessage named a replica."""
+    role, separator, index = task_name.rpartition("-replica-")
+    return f"{role} {index}" if separator else task_name
 
 
 def failure_headline(task_name: str, returncode: int, restarts: int = 0) -> str:
-    """`The replica X exited with a non-zero status of N.` / `... was killed by signal 9 (SIGKILL).`"""
-    text = f"The replica {task_name} {describe_returncode(returncode)}"
+    """`The replica master 0 exited with a non-zero status of N.` / `... was killed by signal 9 (SIGKILL).`"""
+    text = f"The replica {service_replica_name(task_name)} {describe_returncode(returncode)}"
     if restarts:
         text += f" after {restarts} restart{'s' if restarts != 1 else ''}"
     return text + "."
 
 
 def failure_message(task_name: str, returncode: int, tail: list[str], restarts: int = 0) -> str:
-    """The headline plus the replica's last error lines, uncut (a failed job's errorMessage)."""
+    """A failed job's errorMessage: the headline with the replica's last error line on the first
+    line (what one-line listings show), then its last error lines, uncut."""
     text = failure_headline(task_name, returncode, restarts)
-    if tail:
-        text += " Its last error lines:\n" + "\n".join(tail)
+    lines = [line for line in tail if line.strip()]
+    if lines:
+        text += f" {lines[-1].strip()}\n" + "\n".join(tail)
     return text
 
 
@@ -217,6 +251,7 @@ class _ReplicaSetRun:
     def start(self, replica: _Replica) -> None:
         replica.tail.clear()
         process = start_process(replica.argv, env=replica.env, cwd=replica.cwd)
+        replica.started_at = time.monotonic()
         replica.process = process
         replica.done = False
         replica.pumps = [
@@ -299,6 +334,11 @@ class _ReplicaSetRun:
             if returncode == 0:
                 self.say(f"{name} exited successfully.")
                 continue
+            if not is_retryable(returncode) and self.recently_failed_peer() is None:
+                if self.policy.fail_when_restarts_run_out:
+                    return self.fail_fast(replica, returncode)
+                self.say(f"{name} {describe_returncode(returncode)}; it is not restarted.", "WARNING")
+                continue
             self.last_peer_failure = (name, time.monotonic())
             if replica.restarts < self.policy.max_restarts:
                 replica.restarts += 1
@@ -325,8 +365,7 @@ class _ReplicaSetRun:
             peer = self.recently_failed_peer()
             if peer is not None and self.cluster_restarts < self.policy.max_restarts:
                 return self.restart_cluster(f"{name} {describe_returncode(returncode)} after {peer} failed")
-            self.say(failure_headline(name, returncode), "ERROR")
-            return self.fail(name, failure_message(name, returncode, primary.tail.lines()), returncode)
+            return self.fail_fast(primary, returncode)
         self.say(f"{name} exited successfully.")
         evaluators = [r for r in self.replicas if r.task.role == "evaluator" and not r.done]
         if evaluators and self.policy.evaluator_grace > 0:
@@ -343,17 +382,54 @@ class _ReplicaSetRun:
         return ReplicaSetOutcome(JobState.SUCCEEDED, primary_returncode=0)
 
     def recently_failed_peer(self) -> str | None:
-        """The secondary whose failure probably took the primary down, if any."""
-        # A peer that died in the same poll interval as the primary has not been collected yet.
+        """The secondary whose being killed probably took the failing replica down, if any."""
+        # A peer killed in the same poll interval as this failure has not been collected yet.
         for replica in self.replicas:
             if replica.task.is_primary or replica.done or replica.process is None:
                 continue
-            if replica.process.has_exited() and self.collect(replica) != 0:
-                self.last_peer_failure = (replica.task.task_name, time.monotonic())
+            if replica.process.has_exited() and replica.restart_at is None:
+                returncode = self.collect(replica)
+                if returncode != 0 and is_retryable(returncode):
+                    self.last_peer_failure = (replica.task.task_name, time.monotonic())
+                elif returncode != 0:
+                    self.say(f"{replica.task.task_name} {describe_returncode(returncode)}.", "WARNING")
         if self.last_peer_failure is None:
             return None
         peer, when = self.last_peer_failure
         return peer if time.monotonic() - when <= _PEER_FAILURE_WINDOW_SECONDS else None
+
+    def fail_fast(self, first: _Replica, returncode: int) -> ReplicaSetOutcome:
+        """End the set after a non-retryable failure, naming the replica that failed first.
+
+        When a secondary failed first while the primary still runs, the primary gets a moment to
+        fail the same way (it started at the same time): an error on every replica, such as a
+        crash on import, is then reported as the primary's, as the service did.
+        """
+        blamed, blamed_code = first, returncode
+        primary = next(r for r in self.replicas if r.task.is_primary)
+        if first is not primary and primary.process is not None and not primary.done:
+            took = time.monotonic() - first.started_at
+            settle = min(max(took, _PRIMARY_SETTLE_MIN_SECONDS), _PRIMARY_SETTLE_MAX_SECONDS)
+            self.say(
+                f"{first.task.task_name} {describe_returncode(returncode)}; this is not restarted "
+                f"(the trainer's own error). Waiting up to {settle:.0f} s for {primary.task.task_name} "
+                "before stopping the job.",
+                "WARNING",
+            )
+            self.wait_for([primary], settle)
+            if self.stop.is_set():
+                return self.cancelled()
+            if primary.process.has_exited():
+                code = self.collect(primary)
+                if code != 0:
+                    blamed, blamed_code = primary, code
+        name = blamed.task.task_name
+        self.say(failure_headline(name, blamed_code, blamed.restarts), "ERROR")
+        message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts)
+        primary_code: int | None = None
+        if primary.done and primary.process is not None:
+            primary_code = primary.process.popen.returncode
+        return self.fail(name, message, primary_code)
 
     def restart_cluster(self, reason: str) -> ReplicaSetOutcome | None:
         """Stop every replica and start them all again after the back-off; None once restarted."""

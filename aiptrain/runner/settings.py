@@ -48,6 +48,15 @@ def _seconds_setting(env: Mapping[str, str], name: str, default: float) -> float
     return value
 
 
+def _choice_setting(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (the first when unset)."""
+    value = env.get(name, "").strip().lower() or choices[0]
+    if value not in choices:
+        raise UsageError(f"{name}={value!r} is not one of {', '.join(choices)}",
+                         hint=f"unset {name}, or set it to one of {', '.join(choices)}")
+    return value
+
+
 @dataclass(frozen=True)
 class LocalSettings:
     """Every tunable of the local engine, with its environment variable."""
@@ -68,6 +77,9 @@ class LocalSettings:
     # version's environment (unset: each job runs in its runtime's environment, built with uv).
     python: str = sys.executable
     python_override: bool = False
+    # AIPTRAIN_LOCAL_GCS: `endpoint` (replicas reach gs:// through the job's storage endpoint) or
+    # `rewrite` (gs:// in --job-dir and arguments becomes a local path, nothing is served).
+    gcs: str = "endpoint"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LocalSettings:
@@ -82,4 +94,5 @@ class LocalSettings:
             replica_cap=_int_setting(source, "AIPTRAIN_LOCAL_REPLICA_CAP", 0, 1) if cap_raw else None,
             python=source.get("AIPTRAIN_LOCAL_PYTHON", "").strip() or sys.executable,
             python_override=bool(source.get("AIPTRAIN_LOCAL_PYTHON", "").strip()),
+            gcs=_choice_setting(source, "AIPTRAIN_LOCAL_GCS", ("endpoint", "rewrite")),
         )

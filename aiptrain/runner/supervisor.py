@@ -33,6 +33,7 @@ from aiptrain.runner.clock import utc_now
 from aiptrain.runner.cluster_plan import plan_cluster
 from aiptrain.runner.envs.for_job import JobEnvironmentFailed, environment_for_job
 from aiptrain.runner.envs.store import BuildCancelled
+from aiptrain.runner.gcs_endpoint.service import replica_storage
 from aiptrain.runner.job_context import JobBody, JobContext, run_single_training
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK, StoreLogWriter
@@ -175,17 +176,19 @@ class Supervisor:
         if not self.move(JobState.RUNNING, "Job RUNNING.", allowed_from=frozenset({JobState.PREPARING})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
-        context = JobContext(
-            store=self.store,
-            record=self.store.get_by_key(self.key),
-            home=self.home,
-            layout=self.layout,
-            settings=settings,
-            plan=plan,
-            sink=self.sink,
-            stop=self.stop,
-        )
-        self._finish(job_body_for(context.record)(context))
+        with replica_storage(self.home, self.home / "storage", settings.gcs, self.say) as storage:
+            context = JobContext(
+                store=self.store,
+                record=self.store.get_by_key(self.key),
+                home=self.home,
+                layout=self.layout,
+                settings=settings,
+                plan=plan,
+                sink=self.sink,
+                stop=self.stop,
+                storage=storage,
+            )
+            self._finish(job_body_for(context.record)(context))
 
     def _wait_for_slot(self, settings: LocalSettings) -> bool:
         """True once this job holds a run slot; False if it was cancelled while waiting."""

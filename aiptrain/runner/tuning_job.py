@@ -32,14 +32,19 @@ from aiptrain.runner.store import JobRecord, JobStore
 from aiptrain.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, Job, JobState
 from aiptrain.tuning.ask_tell import PastTrial, Search, SearchSettings, Suggestion, seed_for
 from aiptrain.tuning.early_stopping import MedianStoppingRule
-from aiptrain.tuning.metrics import METRIC_FILE_VARIABLE, MetricFile, MetricReport
+from aiptrain.tuning.metrics import (
+    METRIC_FILE_VARIABLE,
+    MetricFile,
+    MetricReport,
+    SummaryReadError,
+    read_summary_metric,
+)
 from aiptrain.tuning.plan import TuningPlan
 from aiptrain.tuning.search import make_search
 from aiptrain.tuning.trials import objective_of, tuning_output
 from aiptrain.validate import check_hyperparameters
 
 _POLL_SECONDS = 0.25
-_FAILURE_DETAIL_MARK = " Its last error lines:"
 
 
 class _CannotTune(Exception):
@@ -66,9 +71,14 @@ class _Trial:
     failure: str | None = None
     thread: threading.Thread | None = None
 
+    # The last value of the tag in its summary events, when it reported nothing through hypertune.
+    summary_metric: MetricReport | None = None
+
     @property
     def final(self) -> MetricReport | None:
-        return self.metrics.final if self.state == JobState.SUCCEEDED else None
+        if self.state != JobState.SUCCEEDED:
+            return None
+        return self.metrics.final or self.summary_metric
 
     def output(self) -> HyperparameterOutput:
         final = self.final
@@ -85,13 +95,10 @@ class _Trial:
 
 
 def _failure_summary(message: str | None) -> str:
-    """`The replica X exited ... (its last error line)` from a replica set's errorMessage."""
+    """`The replica X exited ... <its last error line>`: the first line of a set's errorMessage."""
     if not message:
         return "failed"
-    lines = message.splitlines()
-    headline = lines[0].removesuffix(_FAILURE_DETAIL_MARK).strip()
-    last = next((line.strip() for line in reversed(lines[1:]) if line.strip()), None)
-    return f"{headline} ({last})" if last else headline
+    return message.splitlines()[0].strip()
 
 
 class TuningRun:
@@ -219,10 +226,29 @@ class TuningRun:
                 job_dir=job_dir,
                 stop=trial.stop,
             )
+            if outcome.state == JobState.SUCCEEDED:
+                self.read_summaries(trial, job_dir)
         except Exception as error:  # the study must hear of every trial's end
             outcome = ReplicaSetOutcome(JobState.FAILED, f"The trial could not run: {error!r}")
         finally:
             self.finished.put((trial.trial_id, outcome))
+
+    def read_summaries(self, trial: _Trial, job_dir: str | None) -> None:
+        """Without a cloudml-hypertune report, the last value of the tag in the trial's summaries."""
+        trial.metrics.read()
+        if trial.metrics.final is not None or not job_dir:
+            return
+        directory = self.context.output_location(job_dir)
+        tag = self.plan.metric_tag
+        try:
+            trial.summary_metric = read_summary_metric(
+                self.context.settings.python, directory, tag, self.context.replica_base_env())
+        except SummaryReadError as error:
+            self.say(f"Trial {trial.trial_id}: {error}", "WARNING", trial_id=trial.trial_id)
+            return
+        if trial.summary_metric is not None:
+            self.say(f"Trial {trial.trial_id} reported no {tag} through cloudml-hypertune; using the last "
+                     f"value in its summary events under {job_dir}.", trial_id=trial.trial_id)
 
     def stop_running(self, reason: str) -> None:
         running = self.running
@@ -272,7 +298,8 @@ class TuningRun:
             self.say(f"Trial {tid} cancelled.", trial_id=tid)
         elif final is None:
             self.say(f"Trial {tid} succeeded but reported no {self.plan.metric_tag} (report it with "
-                     "cloudml-hypertune); it cannot be ranked.", "WARNING", trial_id=tid)
+                     "cloudml-hypertune, or write it with tf.summary under the trial's --job-dir); "
+                     "it cannot be ranked.", "WARNING", trial_id=tid)
         else:
             how = "stopped early" if trial.stopped_early else "succeeded"
             self.say(f"Trial {tid} {how}: {self.plan.metric_tag}={final.value:.6g} at step {final.step}.",

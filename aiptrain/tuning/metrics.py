@@ -11,17 +11,29 @@ The metric's key is its tag; `global_step` is "0" when the trainer gave none. A 
 the file half-written (it is truncated, then written): a line that does not parse is left for
 the next read. Reports are remembered across reads, so the 100-line window loses nothing that
 was read in time.
+
+A trial that reported nothing through cloudml-hypertune is ranked, as on the service, by the last
+value of the tag in the TensorFlow summary events it wrote under its output directory
+(`read_summary_metric`, which runs `summary_events.py` with the trial's own Python).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+import subprocess
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 METRIC_FILE_VARIABLE = "CLOUD_ML_HP_METRIC_FILE"
+_SUMMARY_SCRIPT = Path(__file__).with_name("summary_events.py")
+# Importing TensorFlow on a busy machine takes a while; reading the events themselves does not.
+_SUMMARY_READ_TIMEOUT_SECONDS = 300.0
+
+
+class SummaryReadError(Exception):
+    """The trial's summary events could not be read (no TensorFlow in its Python, a timeout...)."""
 
 
 @dataclass(frozen=True)
@@ -99,3 +111,34 @@ def _is_complete_json(line: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def read_summary_metric(
+    python: str, directory: str, tag: str, env: Mapping[str, str], *, timeout: float = _SUMMARY_READ_TIMEOUT_SECONDS
+) -> MetricReport | None:
+    """The last value of `tag` in the summary events under `directory` (local or gs://), or None.
+
+    Runs with `python` (the trial's interpreter, which has TensorFlow) and `env` (the trial's
+    environment, through which gs:// reaches the job's storage). Raises SummaryReadError.
+    """
+    try:
+        result = subprocess.run(
+            [python, str(_SUMMARY_SCRIPT), directory, tag],
+            env=dict(env), capture_output=True, text=True, timeout=timeout, check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SummaryReadError(f"could not read the summary events under {directory}: {error}") from None
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        last = next((line for line in reversed(result.stderr.splitlines()) if line.strip()), "no output")
+        raise SummaryReadError(f"could not read the summary events under {directory}: {last.strip()}")
+    try:
+        found = json.loads(lines[-1])
+        if not found:
+            return None
+        value = float(found["value"])
+        report = MetricReport(int(found["step"]), value, float(found["wall_time"]))
+    except (ValueError, KeyError, TypeError) as error:
+        raise SummaryReadError(f"unexpected answer from the summary reader: {lines[-1]!r} ({error})") from None
+    return report if math.isfinite(value) else None

@@ -24,6 +24,7 @@ def all_groups() -> list[RowGroup]:
         dry_run,
         engine_overhead,
         gcloud_compare,
+        gcs_endpoint,
         log_latency,
         memory,
         packaging,
@@ -45,4 +46,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("training", "9", "Training", training.run),
         RowGroup("runtime-envs", "10", "Runtime environments", runtime_envs.run),
         RowGroup("gcloud", "11", "aiptrain vs Google's gcloud", gcloud_compare.run),
+        RowGroup("gcs-endpoint", "12", "gs:// from trainer code on the local backend", gcs_endpoint.run),
     ]

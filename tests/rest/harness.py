@@ -40,14 +40,19 @@ TRAINER_TASK = textwrap.dedent('''
     parser.add_argument("--await-peers", action="store_true",
                         help="the chief starts only once every worker and ps has printed its line")
     args, _ = parser.parse_known_args()
+    # A gs:// --job-dir arrives unchanged; the markers below are plain files, kept where the
+    # local store would keep that folder so every replica sees the same ones.
+    marks = args.job_dir
+    if marks and marks.startswith("gs://"):
+        marks = os.path.join(os.environ["AIPTRAIN_HOME"], "storage", marks[len("gs://"):])
     tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
     task = tf_config.get("task", {})
     me = "%s-%s" % (task.get("type"), task.get("index"))
     if task.get("type") in ("worker", "ps"):
         print("%s waiting" % me, flush=True)
-        if args.job_dir:
-            os.makedirs(args.job_dir, exist_ok=True)
-            open(os.path.join(args.job_dir, me + ".ready"), "w").close()
+        if marks:
+            os.makedirs(marks, exist_ok=True)
+            open(os.path.join(marks, me + ".ready"), "w").close()
         time.sleep(600)
     if args.await_peers:
         # Without this the chief can finish, and the job end, before a worker's interpreter starts.
@@ -55,7 +60,7 @@ TRAINER_TASK = textwrap.dedent('''
                  for i in range(len(tf_config.get("cluster", {}).get(kind, [])))]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not all(
-                os.path.exists(os.path.join(args.job_dir, p + ".ready")) for p in peers):
+                os.path.exists(os.path.join(marks, p + ".ready")) for p in peers):
             time.sleep(0.05)
     for i in range(args.lines):
         print("line %d from %s" % (i, me), flush=True)

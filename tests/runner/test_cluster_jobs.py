@@ -67,7 +67,6 @@ def test_custom_cluster_replicas_get_the_service_contract(
     members = [address for addresses in cluster.values() for address in addresses]
     ports = [int(address.rsplit(":", 1)[1]) for address in members]
     assert len(set(ports)) == len(ports) == 4 and all(p > 0 for p in ports)
-    local_job_dir = str(local_dir(home, job_dir))
     for name, report in reports.items():
         config = report["TF_CONFIG"]
         assert config["cluster"] == cluster, name
@@ -85,13 +84,13 @@ def test_custom_cluster_replicas_get_the_service_contract(
         assert len(spec["cluster"]["workerpool3"]) == 1
         env = report["env"]
         assert env["CLOUD_ML_JOB_ID"] == "contract"
-        assert env["AIP_MODEL_DIR"] == local_job_dir + "/model/"
-        assert env["AIP_CHECKPOINT_DIR"] == local_job_dir + "/checkpoints/"
-        assert env["AIP_TENSORBOARD_LOG_DIR"] == local_job_dir + "/logs/"
+        assert env["AIP_MODEL_DIR"] == job_dir + "/model/"
+        assert env["AIP_CHECKPOINT_DIR"] == job_dir + "/checkpoints/"
+        assert env["AIP_TENSORBOARD_LOG_DIR"] == job_dir + "/logs/"
         assert env["PYTHONUNBUFFERED"] == "1"
         assert env["CLOUD_ML_TRIAL_ID"] is None
-        # --job-dir comes after the user's arguments, pointing at the local store.
-        assert report["argv"] == ["--expect", "5", "--job-dir", local_job_dir]
+        # --job-dir comes after the user's arguments, the gs:// URI it was given, as on the service.
+        assert report["argv"] == ["--expect", "5", "--job-dir", job_dir]
         # The trainer ran from the job's own installed copy, in a work dir of its own.
         assert env["PYTHONPATH"] and report["module_file"].startswith(env["PYTHONPATH"])
         assert Path(report["cwd"]).name == name
@@ -100,9 +99,25 @@ def test_custom_cluster_replicas_get_the_service_contract(
     assert evaluator_port not in members
 
 
-def test_gs_arguments_point_at_the_local_store(backend: LocalBackend, home: Path, package_uri: str) -> None:
-    args = ["--expect", "1", "--train-files", "gs://data/train.csv", "--eval-dir=gs://data/eval/",
-            "--note", "see gs://data/x", "--plain=value"]
+GS_ARGS = ["--expect", "1", "--train-files", "gs://data/train.csv", "--eval-dir=gs://data/eval/",
+           "--note", "see gs://data/x", "--plain=value"]
+
+
+def test_gs_arguments_reach_the_trainer_unchanged(backend: LocalBackend, home: Path, package_uri: str) -> None:
+    args = GS_ARGS
+    backend.create_job(make_job("as_given", training_input(package_uri, "tfcfg.dump_env",
+                                                           job_dir="gs://out/as_given", args=args)))
+    done = wait_for_end(backend.engine, "as_given")
+    assert done.state == JobState.SUCCEEDED, done.error_message
+    argv = _reports(home, "gs://out/as_given")["master-replica-0"]["argv"]
+    assert argv == [*args, "--job-dir", "gs://out/as_given"]
+
+
+def test_gs_arguments_point_at_the_local_store_with_the_rewrite_setting(
+    backend: LocalBackend, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIPTRAIN_LOCAL_GCS", "rewrite")
+    args = GS_ARGS
     backend.create_job(make_job("rewrites", training_input(package_uri, "tfcfg.dump_env",
                                                            job_dir="gs://out/rewrites", args=args)))
     done = wait_for_end(backend.engine, "rewrites")

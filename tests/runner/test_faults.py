@@ -84,7 +84,7 @@ def test_worker_out_of_restarts_fails_the_job_naming_it(
     assert done.state == JobState.FAILED
     assert done.error_message is not None
     assert done.error_message.startswith(
-        "The replica worker-replica-0 was killed by signal 9 (SIGKILL) after 1 restart.")
+        "The replica worker 0 was killed by signal 9 (SIGKILL) after 1 restart.")
     master = read_pid(directory / "pids" / "master-replica-0")
     assert processes_gone([master]), "the master must be stopped when the job fails"
 
@@ -163,7 +163,7 @@ def test_killed_master_fails_the_job_naming_it_and_the_signal(
     done = wait_for_end(engine, "kill_master")
     assert done.state == JobState.FAILED
     assert done.error_message is not None
-    assert done.error_message.startswith("The replica master-replica-0 was killed by signal 9 (SIGKILL).")
+    assert done.error_message.startswith("The replica master 0 was killed by signal 9 (SIGKILL).")
     assert processes_gone([worker, escapee]), "workers and what they started must not outlive the job"
     assert wait_until(lambda: not token_processes(engine, "kill_master"), 10, "no tokened process")
 
@@ -176,7 +176,8 @@ def test_failing_master_reports_its_whole_traceback(engine: LocalEngine, home: P
     assert done.state == JobState.FAILED
     message = done.error_message or ""
     first, _, rest = message.partition("\n")
-    assert first == "The replica master-replica-0 exited with a non-zero status of 1. Its last error lines:"
+    assert first == ("The replica master 0 exited with a non-zero status of 1. "
+                     "RuntimeError: the data file is corrupt")
     assert rest.startswith("Traceback (most recent call last):")
     assert rest.rstrip().endswith("RuntimeError: the data file is corrupt")
     assert "[...]" not in message
@@ -190,7 +191,7 @@ def test_non_zero_exit_is_reported_with_its_status(engine: LocalEngine, home: Pa
     _release(directory)
     done = wait_for_end(engine, "exit_three")
     assert done.state == JobState.FAILED
-    assert (done.error_message or "").startswith("The replica master-replica-0 exited with a non-zero status of 3.")
+    assert (done.error_message or "").startswith("The replica master 0 exited with a non-zero status of 3.")
     replicas = engine.processes(PROJECT, "exit_three").replicas
     assert [(r.task_name, r.exit_code, r.signal) for r in replicas] == [("master-replica-0", 3, None)]
 

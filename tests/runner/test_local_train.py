@@ -100,16 +100,17 @@ def test_start_port_gives_consecutive_ports_in_gcloud_order(tmp_path: Path) -> N
                                  "worker": [f"localhost:{start + 2}"]}
 
 
-def test_gs_job_dir_points_at_the_local_store(home: Path) -> None:
+def test_gs_job_dir_is_passed_unchanged_and_served_from_the_local_store(home: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     code = run_local_training(
-        PACKAGE, "tfcfg.announce", job_dir="gs://bucket/run1", user_args=[], distributed=False,
+        PACKAGE, "tfcfg.dump_env", job_dir="gs://bucket/run1", user_args=[], distributed=False,
         worker_count=None, parameter_server_count=None, evaluator_count=0, start_port=None, out=out, err=err,
     )
-    assert code == 0
+    assert code == 0, err.getvalue()
     local = home / "storage" / "bucket" / "run1"
-    assert (local / "ready" / "master-replica-0").exists()
-    assert f"[aiptrain] Using local storage for --job-dir gs://bucket/run1: {local}" in err.getvalue()
+    report = json.loads((local / "env" / "master-replica-0.json").read_text())
+    assert report["argv"][-2:] == ["--job-dir", "gs://bucket/run1"]
+    assert f"[aiptrain] gs:// is served to the replicas from the local store {home / 'storage'}" in err.getvalue()
     assert "[aiptrain]" not in out.getvalue()  # aiptrain's notes are progress, on stderr
 
 

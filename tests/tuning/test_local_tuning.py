@@ -56,15 +56,15 @@ def test_grid_runs_every_combination_once_with_the_services_arguments(
         {"kind": k, "y": y} for k in ("a", "b") for y in ("1", "2", "3")]
 
     seen = records(home, "grid")
-    job_dir = home / "storage" / "out" / "grid"
+    job_dir = "gs://out/grid"  # handed over as given, as on the service
     assert sorted(seen) == [str(n) for n in range(1, 7)]
     for trial_id, record in seen.items():
         given = order[trial_id] or {}
         assert record["argv"] == ["--steps", "2", f"--kind={given['kind']}", f"--y={given['y']}",
-                                  "--job-dir", str(job_dir / trial_id)]
+                                  "--job-dir", f"{job_dir}/{trial_id}"]
         assert record["tf_config"]["task"] == {"type": "chief", "index": 0, "trial": trial_id}
         assert record["trial"] == trial_id
-        assert record["aip_model_dir"] == f"{job_dir / trial_id}/model/"
+        assert record["aip_model_dir"] == f"{job_dir}/{trial_id}/model/"
         assert record["metric_file"].endswith(f"/work/{trial_id}/hypertune.metrics")
 
     # Best first; the best is the true optimum of the grid (y=2, kind=b); values are the metric.
@@ -151,7 +151,7 @@ def test_too_many_failed_trials_fail_the_job_and_fewer_do_not(
     assert failing.state == JobState.FAILED
     message = failing.error_message or ""
     assert message.startswith("2 trials failed, so the tuning job failed (maxFailedTrials is 2).")
-    assert "trial 1: The replica master-replica-0 exited with a non-zero status of 3" in message
+    assert "trial 1: The replica master 0 exited with a non-zero status of 3" in message
     assert "failing on purpose (fail-b)" in message
     # The third trial never started: the limit was reached first.
     assert [(t.trial_id, t.state) for t in trials_of(failing)] == [("1", JobState.FAILED), ("2", JobState.FAILED)]

@@ -24,11 +24,20 @@ def flag(name: str, default: str | None = None) -> str | None:
     return value
 
 
+def local_path(value: str) -> Path:
+    """A path for plain file I/O. These trainers steer the tests through files, and a gs://
+    --job-dir (handed over unchanged, as on the service) is read here where the local store
+    keeps it, $AIPTRAIN_HOME/storage; a real trainer would use tf.io.gfile or a GCS client."""
+    if value.startswith("gs://"):
+        return Path(os.environ["AIPTRAIN_HOME"]) / "storage" / value.removeprefix("gs://")
+    return Path(value)
+
+
 def job_dir() -> Path:
     value = flag("job-dir")
     if value is None:
         raise SystemExit("no --job-dir given")
-    path = Path(value)
+    path = local_path(value)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

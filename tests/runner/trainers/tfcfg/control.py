@@ -5,7 +5,8 @@ JOB_DIR/starts/<task>. The primary waits for JOB_DIR/release, then exits with `-
 (or raises `--fail-with MESSAGE`); the others run until they are stopped. `--escapee` makes a
 replica start a child in a session of its own (as a careless trainer might), whose pid goes to
 JOB_DIR/escapees/<task>. With `--fail-if-peer-dies` the primary exits 1 once a worker it saw
-running is gone, as a synchronous trainer's collectives fail when a peer dies.
+running is gone, as a synchronous trainer's collectives fail when a peer dies. With
+`--secondary-fail-with MESSAGE` every other replica raises at once (a worker's own bug).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def main() -> None:
     if "--escapee" in sys.argv:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
         write_json(directory / "escapees" / task, child.pid)
+    if not is_primary() and flag("secondary-fail-with"):
+        raise RuntimeError(flag("secondary-fail-with"))
     if is_primary():
         if "--fail-if-peer-dies" in sys.argv:
             _wait_for_release_unless_a_peer_dies(directory)

@@ -19,7 +19,7 @@ def main() -> None:
     out = job_dir() / "env"
     record = {
         "TF_CONFIG": json.loads(os.environ["TF_CONFIG"]),
-        "CLUSTER_SPEC": json.loads(os.environ["CLUSTER_SPEC"]),
+        "CLUSTER_SPEC": json.loads(os.environ.get("CLUSTER_SPEC") or "null"),  # not in `local train`
         "env": {name: os.environ.get(name) for name in VARIABLES},
         "argv": sys.argv[1:],
         "cwd": os.getcwd(),

@@ -20,6 +20,14 @@ from typing import Any
 from hptrainer.objective import objective
 
 
+def _local(job_dir: str) -> Path:
+    """Where the local store keeps a gs:// --job-dir (handed over unchanged, as on the service):
+    the record is written with plain file I/O, for the tests to read."""
+    if job_dir.startswith("gs://"):
+        return Path(os.environ["AIPTRAIN_HOME"]) / "storage" / job_dir.removeprefix("gs://")
+    return Path(job_dir)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--job-dir")
@@ -46,7 +54,7 @@ def main() -> int:
     # at all) and its own AIP_MODEL_DIR (TRIAL_DIR/model/), as the local backend does too.
     model_dir = os.environ.get("AIP_MODEL_DIR")
     output_dir = str(Path(model_dir).parent) if model_dir else args.job_dir
-    target = Path(output_dir) / "record.json" if output_dir else None
+    target = _local(output_dir) / "record.json" if output_dir else None
 
     def save() -> None:
         if target is not None:

@@ -1,0 +1,179 @@
+"""The replicas' storage endpoint, driven by real clients: google-cloud-storage over plain HTTP,
+and an HTTPS client going through it as a proxy to Google's storage hosts (what TensorFlow does)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import ssl
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.api_core import exceptions
+from google.cloud import storage
+
+from aiptrain.runner.gcs_endpoint.service import ReplicaStorage
+from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
+
+__all__ = ["fake_gcs_server"]
+
+
+@pytest.fixture
+def endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplicaStorage]:
+    (tmp_path / "storage" / "bucket" / "data").mkdir(parents=True)
+    (tmp_path / "storage" / "bucket" / "data" / "a.csv").write_text("x,y\n1,2\n")
+    with ReplicaStorage(tmp_path, tmp_path / "storage") as served:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", served.endpoint)
+        yield served
+
+
+def _client() -> storage.Client:
+    return storage.Client(project="test")
+
+
+def test_objects_written_through_the_endpoint_are_the_local_stores_files(
+    endpoint: ReplicaStorage, tmp_path: Path
+) -> None:
+    root = tmp_path / "storage" / "bucket"
+    bucket = _client().bucket("bucket")
+    bucket.blob("out/small.txt").upload_from_string(b"small")  # multipart
+    big = os.urandom(3 * 256 * 1024 + 17)
+    blob = bucket.blob("out/deep/big.bin", chunk_size=256 * 1024)  # resumable, in 4 chunks
+    blob.upload_from_string(big)
+    assert (root / "out" / "small.txt").read_bytes() == b"small"
+    assert (root / "out" / "deep" / "big.bin").read_bytes() == big
+    assert bucket.blob("data/a.csv").download_as_bytes() == b"x,y\n1,2\n"  # a file put there by path
+    assert bucket.blob("out/deep/big.bin").download_as_bytes(start=10, end=19) == big[10:20]
+    assert not list((tmp_path / "storage").glob(".aiptrain-uploads/*")), "no upload left behind"
+    bucket.copy_blob(bucket.blob("out/small.txt"), bucket, "out/copy.txt")
+    assert (root / "out" / "copy.txt").read_bytes() == b"small"
+    bucket.blob("out/copy.txt").delete()
+    assert not (root / "out" / "copy.txt").exists()
+    with pytest.raises(exceptions.NotFound):
+        bucket.blob("out/copy.txt").download_as_bytes()
+
+
+def test_listings_follow_the_api_prefixes_delimiters_and_pages(endpoint: ReplicaStorage, tmp_path: Path) -> None:
+    root = tmp_path / "storage" / "bucket"
+    for name in ("run/a.txt", "run/b.txt", "run/sub/c.txt", "run/sub/d/e.txt", "runner.txt"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+    (root / "run" / "empty").mkdir()
+    (root / "run" / ".x.1234.partial").write_text("a write in progress")
+    client = _client()
+    everything = [b.name for b in client.list_blobs("bucket", prefix="run")]
+    assert everything == ["run/a.txt", "run/b.txt", "run/empty/", "run/sub/c.txt", "run/sub/d/e.txt", "runner.txt"]
+    iterator = client.list_blobs("bucket", prefix="run/", delimiter="/")
+    assert [b.name for b in iterator] == ["run/a.txt", "run/b.txt"]
+    assert sorted(iterator.prefixes) == ["run/empty/", "run/sub/"]
+    pages = client.list_blobs("bucket", prefix="run/", page_size=2)
+    assert [[b.name for b in page] for page in pages.pages] == [
+        ["run/a.txt", "run/b.txt"], ["run/empty/", "run/sub/c.txt"], ["run/sub/d/e.txt"]]
+    assert [b.name for b in client.list_blobs("bucket", prefix="nothing/")] == []
+    # As everywhere in the local store, a bucket is a folder made on first write.
+    assert list(client.list_blobs("not-written-yet")) == []
+    with pytest.raises(exceptions.BadRequest, match="not a valid bucket name"):
+        list(client.list_blobs("No_Such"))
+
+
+def test_names_outside_the_store_and_clashes_are_refused(endpoint: ReplicaStorage, tmp_path: Path) -> None:
+    bucket = _client().bucket("bucket")
+    with pytest.raises(exceptions.BadRequest, match="plain relative path"):
+        bucket.blob("a/../../escape.txt").upload_from_string(b"no")
+    assert not (tmp_path / "storage" / "escape.txt").exists()
+    with pytest.raises(exceptions.Conflict, match="folder and an object"):
+        bucket.blob("data").upload_from_string(b"data is a folder here")
+    with pytest.raises(exceptions.PreconditionFailed):
+        bucket.blob("data/a.csv").upload_from_string(b"replaced?", if_generation_match=0)
+    assert (tmp_path / "storage" / "bucket" / "data" / "a.csv").read_text() == "x,y\n1,2\n"
+
+
+def _through_proxy(endpoint: ReplicaStorage, host: str) -> http.client.HTTPSConnection:
+    proxy = urllib.parse.urlsplit(endpoint.endpoint)
+    context = ssl.create_default_context(cafile=str(endpoint.ca_path))
+    connection = http.client.HTTPSConnection(proxy.hostname or "", proxy.port, context=context, timeout=30)
+    connection.set_tunnel(host, 443)
+    return connection
+
+
+def test_googles_storage_hosts_are_answered_through_the_proxy_with_the_installations_ca(
+    endpoint: ReplicaStorage,
+) -> None:
+    # TensorFlow's reads: storage.googleapis.com/BUCKET/OBJECT with a Range.
+    reads = _through_proxy(endpoint, "storage.googleapis.com")
+    reads.request("GET", "/bucket/data%2Fa.csv", headers={"Range": "bytes=4-6"})
+    answer = reads.getresponse()
+    assert (answer.status, answer.read(), answer.getheader("Content-Range")) == (206, b"1,2", "bytes 4-6/8")
+    reads.request("GET", "/bucket/data%2Fa.csv", headers={"Range": "bytes=8-20"})
+    past_the_end = reads.getresponse()
+    assert past_the_end.status == 416 and past_the_end.read() == b""
+    # Its metadata and uploads: www.googleapis.com/storage/v1/..., resumable with a session URL
+    # that points back at www.googleapis.com (so the upload goes through the proxy too).
+    api = _through_proxy(endpoint, "www.googleapis.com")
+    api.request("GET", "/storage/v1/b/bucket/o/data%2Fa.csv?fields=size%2Cgeneration%2Cupdated")
+    meta = json.loads(api.getresponse().read())
+    assert meta["size"] == "8" and int(meta["generation"]) > 0 and meta["updated"].endswith("Z")
+    api.request("POST", "/upload/storage/v1/b/bucket/o?uploadType=resumable&name=up%2Fx.bin",
+                headers={"X-Upload-Content-Length": "6"})
+    started = api.getresponse()
+    started.read()
+    session = urllib.parse.urlsplit(started.getheader("Location") or "")
+    assert session.scheme == "https" and session.hostname == "www.googleapis.com"
+    api.request("PUT", f"{session.path}?{session.query}", body=b"abc", headers={"Content-Range": "bytes 0-2/6"})
+    partial = api.getresponse()
+    partial.read()
+    assert (partial.status, partial.getheader("Range")) == (308, "bytes=0-2")
+    api.request("PUT", f"{session.path}?{session.query}", body=b"def", headers={"Content-Range": "bytes 3-5/6"})
+    done = api.getresponse()
+    assert done.status == 200 and json.loads(done.read())["name"] == "up/x.bin"
+    assert _client().bucket("bucket").blob("up/x.bin").download_as_bytes() == b"abcdef"
+
+
+@pytest.mark.parametrize("host", ["oauth2.googleapis.com:443", "example.com:443", "www.googleapis.com:80"])
+def test_every_other_host_is_refused(endpoint: ReplicaStorage, host: str) -> None:
+    name, _, port = host.partition(":")
+    connection = _through_proxy(endpoint, name)
+    connection.set_tunnel(name, int(port))
+    with pytest.raises(OSError, match="403"):
+        connection.request("GET", "/")
+
+
+def test_the_replicas_environment_keeps_the_cluster_off_the_proxy(endpoint: ReplicaStorage) -> None:
+    env = endpoint.environment({"NO_PROXY": "corp.example"})
+    assert env["HTTPS_PROXY"] == env["https_proxy"] == env["STORAGE_EMULATOR_HOST"] == endpoint.endpoint
+    for variable in ("NO_PROXY", "no_proxy", "no_grpc_proxy"):
+        assert env[variable].split(",") == ["localhost", "127.0.0.1", "::1", "corp.example"]
+    assert Path(env["CURL_CA_BUNDLE"]).read_text().startswith("-----BEGIN CERTIFICATE-----")
+    assert env["GOOGLE_AUTH_TOKEN_FOR_TESTING"]
+
+
+def test_with_a_gcs_emulator_upstream_tensorflows_requests_reach_that_emulator(
+    tmp_path: Path, fake_gcs_server: FakeGcsServer
+) -> None:
+    bucket = fake_gcs_server.make_bucket()
+    name = bucket.removeprefix("gs://")
+    fake_gcs_server.put_object(f"{bucket}/data/a.csv", b"x,y\n1,2\n")
+    with ReplicaStorage(tmp_path, tmp_path / "storage", upstream=fake_gcs_server.endpoint) as served:
+        env = served.environment({})
+        assert env["STORAGE_EMULATOR_HOST"] == fake_gcs_server.endpoint  # GCS clients go there directly
+        reads = _through_proxy(served, "storage.googleapis.com")
+        reads.request("GET", f"/{name}/data%2Fa.csv", headers={"Range": "bytes=4-6"})
+        answer = reads.getresponse()
+        assert (answer.status, answer.read()) == (206, b"1,2")
+        api = _through_proxy(served, "www.googleapis.com")
+        api.request("POST", f"/upload/storage/v1/b/{name}/o?uploadType=resumable&name=out%2Fm.bin",
+                    headers={"X-Upload-Content-Length": "4"})
+        started = api.getresponse()
+        started.read()
+        session = urllib.parse.urlsplit(started.getheader("Location") or "")
+        api.request("PUT", f"{session.path}?{session.query}", body=b"wxyz", headers={"Content-Range": "bytes 0-3/4"})
+        finished = api.getresponse()
+        assert (finished.status, json.loads(finished.read())["size"]) == (200, "4")
+        api.request("GET", f"/storage/v1/b/{name}/o?prefix=out%2F&delimiter=%2F")
+        listing = json.loads(api.getresponse().read())
+        assert [item["name"] for item in listing["items"]] == ["out/m.bin"]
+    assert fake_gcs_server.read_object(f"{bucket}/out/m.bin") == b"wxyz"
+    assert not (tmp_path / "storage" / name).exists(), "nothing went to the local store"
