@@ -14,8 +14,8 @@ def main():
     total = tf.compat.v1.reduce_sum(tf.compat.v1.placeholder(tf.float32, shape=[None], name="values"))
     with tf.compat.v1.Session() as session:
         value = session.run(total, feed_dict={"values:0": [20.0, 22.0]})
-    os.makedirs(args.job_dir, exist_ok=True)
-    with open(os.path.join(args.job_dir, "sum.txt"), "w") as out:
+    tf.io.gfile.makedirs(args.job_dir)  # a gs:// --job-dir arrives as given, as on the service
+    with tf.io.gfile.GFile(os.path.join(args.job_dir, "sum.txt"), "w") as out:
         out.write(f"{value:g} {tf.__version__}\n")
 
 

@@ -23,8 +23,8 @@ def main():
     rng = np.random.default_rng(0)
     data = {"a": rng.random((32, 1), dtype=np.float32), "b": rng.random((32, 1), dtype=np.float32)}
     history = model.fit(data, data["a"] + data["b"] ** 2, epochs=2, batch_size=8, verbose=2)
-    os.makedirs(args.job_dir, exist_ok=True)
-    with open(os.path.join(args.job_dir, "result.json"), "w") as out:
+    tf.io.gfile.makedirs(args.job_dir)  # a gs:// --job-dir arrives as given, as on the service
+    with tf.io.gfile.GFile(os.path.join(args.job_dir, "result.json"), "w") as out:
         json.dump({"keras": keras.__version__, "tensorflow": tf.__version__,
                    "loss": history.history["loss"][-1], "lambda_width": int(squared.shape[-1])}, out)
 

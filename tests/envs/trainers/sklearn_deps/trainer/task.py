@@ -7,6 +7,7 @@ import os
 import pandas as pd
 import sklearn
 import tabulate
+import tensorflow as tf  # the runtime ships it; gs:// output goes through tf.io.gfile
 from sklearn.linear_model import LogisticRegression
 
 
@@ -18,8 +19,8 @@ def main():
     model = LogisticRegression().fit(frame[["x"]], frame["y"])
     accuracy = float(model.score(frame[["x"]], frame["y"]))
     print(tabulate.tabulate([["accuracy", accuracy]]), flush=True)
-    os.makedirs(args.job_dir, exist_ok=True)
-    with open(os.path.join(args.job_dir, "result.json"), "w") as out:
+    tf.io.gfile.makedirs(args.job_dir)  # a gs:// --job-dir arrives as given, as on the service
+    with tf.io.gfile.GFile(os.path.join(args.job_dir, "result.json"), "w") as out:
         json.dump({"accuracy": accuracy, "pandas": pd.__version__, "sklearn": sklearn.__version__,
                    "tabulate_file": tabulate.__file__}, out)
 
