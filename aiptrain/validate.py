@@ -30,15 +30,16 @@ from aiptrain.spec import (
     TrainingInput,
 )
 
-JOB_ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-BUCKET_CHARS = re.compile(r"^[a-z0-9_.-]+$")
-IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+# `\Z`, not `$`: `$` also matches before a trailing newline, and "job\n" is no job ID.
+JOB_ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*\Z")
+BUCKET_CHARS = re.compile(r"^[a-z0-9_.-]+\Z")
+IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+\Z")
 # Cloud Storage reserves "google" and look-alikes such as "g00gle" or "gogle" anywhere in a name.
 GOOGLE_LIKE = re.compile(r"g[o0]+g[l1]e")
-DURATION = re.compile(r"^(\d+)(\.\d+)?s$")
-SERVICE_ACCOUNT = re.compile(r"^(.+@.+\..+|[0-9]+)$")
-KMS_KEY = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
-NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
+DURATION = re.compile(r"^(\d+)(\.\d+)?s\Z")
+SERVICE_ACCOUNT = re.compile(r"^(.+@.+\..+|[0-9]+)\Z")
+KMS_KEY = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+\Z")
+NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+\Z")
 GRID_TYPES = {ParameterType.INTEGER, ParameterType.CATEGORICAL, ParameterType.DISCRETE}
 LOG_SCALES = {ScaleType.UNIT_LOG_SCALE, ScaleType.UNIT_REVERSE_LOG_SCALE}
 

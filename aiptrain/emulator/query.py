@@ -32,8 +32,11 @@ _TOKEN = re.compile(
 )
 DEFAULT_TIME_FIELDS = frozenset({"timestamp", "receiveTimestamp"})
 _RFC3339 = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$"
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})\Z"
 )
+# Cloud Logging's limit on a filter's length; the nesting cap keeps the parser's recursion bounded.
+MAX_FILTER_CHARS = 20_000
+MAX_FILTER_DEPTH = 64
 SEVERITIES = ("DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY")
 
 
@@ -106,6 +109,8 @@ def parse_filter(text: str | None, *, time_fields: frozenset[str] | None = None)
     fields = time_fields if time_fields is not None else DEFAULT_TIME_FIELDS
     if text is None or not text.strip():
         return Filter(None, fields)
+    if len(text) > MAX_FILTER_CHARS:
+        raise FilterError(f"the filter is {len(text)} characters long; at most {MAX_FILTER_CHARS} are allowed")
     parser = _Parser(_tokenize(text))
     root = parser.expression()
     leftover = parser.peek()
@@ -140,6 +145,7 @@ class _Parser:
     def __init__(self, tokens: list[tuple[str, str]]) -> None:
         self.tokens = tokens
         self.index = 0
+        self.depth = 0
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.index] if self.index < len(self.tokens) else None
@@ -174,6 +180,15 @@ class _Parser:
         return operands[0] if len(operands) == 1 else Or(tuple(operands))
 
     def unary(self) -> Expression:
+        self.depth += 1
+        if self.depth > MAX_FILTER_DEPTH:
+            raise FilterError(f"the filter nests NOT, '-' or parentheses more than {MAX_FILTER_DEPTH} deep")
+        try:
+            return self._unary()
+        finally:
+            self.depth -= 1
+
+    def _unary(self) -> Expression:
         if self._is_word("NOT"):
             self.take()
             return Not(self.unary())
