@@ -52,10 +52,23 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
               help="Port (0 picks a free one and prints it).")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (needs --token).")
 @click.option("--token", envvar="AIPTRAIN_SERVE_TOKEN",
-              help="Bearer token clients must send. [env: AIPTRAIN_SERVE_TOKEN]")
-def serve(host: str, port: int, allow_remote: bool, token: str | None) -> int:
+              help="Bearer token clients must send; prefer --token-file, since a command line is visible "
+              "to every user in `ps`. [env: AIPTRAIN_SERVE_TOKEN]")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read the bearer token from this file (its first line).")
+def serve(host: str, port: int, allow_remote: bool, token: str | None, token_file: Path | None) -> int:
     """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine."""
+    from aiptrain.emulator.serve import read_token_file
     from aiptrain.emulator.serve import serve as run_server
+
+    context = click.get_current_context()
+    if token is not None and context.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE:
+        click.echo("warning: --token on the command line is visible to every user of this machine (ps); "
+                   "use --token-file FILE or AIPTRAIN_SERVE_TOKEN instead", err=True)
+    if token_file is not None:
+        if token is not None:
+            raise click.UsageError("pass either --token-file or --token (AIPTRAIN_SERVE_TOKEN), not both")
+        token = read_token_file(token_file)
 
     def announce(url: str) -> None:
         click.echo(f"Serving ml v1, Vertex AI customJobs and logging v2 on {url}", err=True)

@@ -28,6 +28,7 @@ from aiptrain.runner.clock import utc_now
 from aiptrain.runner.filters import compile_filter
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK
+from aiptrain.runner.private_env import without_secrets
 from aiptrain.runner.processes import TOKEN_VARIABLE, is_running, process_start_ticks
 from aiptrain.runner.reaper import reap_dead_jobs, reap_if_supervisor_died
 from aiptrain.runner.settings import LocalSettings
@@ -98,7 +99,7 @@ class LocalEngine:
     def _start_supervisor(self, record: JobRecord) -> None:
         layout = JobLayout.of(self.home, record.project, record.job_id, record.key)
         layout.root.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
+        env = without_secrets(os.environ)
         env[TOKEN_VARIABLE] = record.run_token
         env["AIPTRAIN_HOME"] = str(self.home)
         # The supervisor must import this very aiptrain, installed or not.

@@ -28,6 +28,7 @@ from aiptrain.errors import OperationalError, UsageError
 from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
 from aiptrain.runner.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.runner.ports import consecutive_addresses
+from aiptrain.runner.private_env import without_secrets
 from aiptrain.runner.processes import TOKEN_VARIABLE
 from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetSpec, run_replica_set
 from aiptrain.runner.settings import LocalSettings
@@ -155,7 +156,7 @@ def run_local_training(
         configs = local_tf_configs(module_name, trainer_args, spec.groups, addresses, distributed)
         return {name: {"TF_CONFIG": json.dumps(config), "PYTHONUNBUFFERED": "1"} for name, config in configs.items()}
 
-    base_env = dict(os.environ)
+    base_env = without_secrets(os.environ)
     base_env.pop(TOKEN_VARIABLE, None)
     with tempfile.TemporaryDirectory(prefix="aiptrain-local-train-") as scratch:
         spec = ReplicaSetSpec(
