@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from typing import Any
 
 from starlette.requests import Request
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from aiptrain.emulator.errors import ApiError
+from aiptrain.nesting import MAX_DEPTH, nesting_problem
 
 MAX_BODY_BYTES = 1024 * 1024  # a Job or CustomJob is a few KB; 1 MiB leaves room for long args
-MAX_JSON_DEPTH = 100  # the proto JSON parser's recursion limit
+MAX_JSON_DEPTH = MAX_DEPTH
 BODY_TIMEOUT_SECONDS = 30.0
 HEAD_TIMEOUT_SECONDS = 30.0
 KEEP_ALIVE_SECONDS = 5
@@ -90,29 +90,10 @@ def parse_json_body(raw: bytes) -> Any:
         raise _invalid_json(f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
     except ValueError:
         raise _invalid_json("The body is not JSON.") from None
-    if json_depth(value) > MAX_JSON_DEPTH:
-        raise _invalid_json(f"The body is nested deeper than {MAX_JSON_DEPTH} levels.")
+    problem = nesting_problem(value, max_depth=MAX_JSON_DEPTH)
+    if problem:
+        raise _invalid_json(f"The body cannot be processed: {problem}.")
     return value
-
-
-def json_depth(value: Any) -> int:
-    """How deeply lists and objects nest in `value` (a scalar is 0), without recursion."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-        else:
-            continue
-        deepest = max(deepest, depth + 1)
-    return deepest
-
-
-def is_finite_number(value: Any) -> bool:
-    return not isinstance(value, float) or math.isfinite(value)
 
 
 class GuardedH11Protocol(H11Protocol):
