@@ -8,6 +8,7 @@ a short report (set AIPTRAIN_DEBUG=1 for the traceback).
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import traceback
 from typing import Any
@@ -54,6 +55,13 @@ class AiptrainGroup(click.Group):
             ctx.exit(EXIT_INTERRUPTED)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except sqlite3.Error as error:  # the local job store failing under a command, explained
+            from aiptrain.paths import aiptrain_home
+            from aiptrain.runner.store_errors import store_failure
+
+            failure = store_failure(error, aiptrain_home() / "jobs.db")
+            report_error(failure)
+            ctx.exit(failure.exit_code)
         except Exception as error:
             if os.environ.get("AIPTRAIN_DEBUG"):
                 raise

@@ -28,6 +28,7 @@ from pathlib import Path
 from aiptrain.backends.base import LogCursor, LogEntry
 from aiptrain.errors import AlreadyExists, NotFound
 from aiptrain.runner.clock import job_time, log_time, parse_log_time
+from aiptrain.runner.store_errors import store_failure
 from aiptrain.spec import TERMINAL_STATES, Job, JobState
 
 DB_NAME = "jobs.db"
@@ -163,13 +164,17 @@ class JobStore:
         self.home = home
         self.path = home / DB_NAME
         self._local = threading.local()
-        home.mkdir(parents=True, exist_ok=True)
-        home.chmod(0o700)
-        conn = self.connection()
-        conn.execute("PRAGMA journal_mode=WAL")
-        with self._write() as tx:
-            tx.executescript_in_tx(_SCHEMA)
-        self.path.chmod(0o600)
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            home.chmod(0o700)
+            conn = self.connection()
+            conn.execute("PRAGMA journal_mode=WAL")
+            with self._write() as tx:
+                tx.executescript_in_tx(_SCHEMA)
+            self.path.chmod(0o600)
+        except (OSError, sqlite3.Error) as error:
+            self.close()
+            raise store_failure(error, self.path) from None
 
     # -- plumbing -----------------------------------------------------------------------------
 
