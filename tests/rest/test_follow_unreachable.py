@@ -24,7 +24,7 @@ from aiptrain.polling import AdaptivePoller
 from aiptrain.spec import JobState, parse_job
 from tests.rest.harness import REPO, running_emulator, wait_until
 
-PROJECT = "ci"
+PROJECT = "ci-project"
 PACKAGE = "gs://unreachable-bucket/trainer.tar.gz"
 
 
