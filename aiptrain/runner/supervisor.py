@@ -45,6 +45,7 @@ from aiptrain.runner.reaper import reap_dead_jobs
 from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.store import JobRecord, JobStore, PendingLine
+from aiptrain.runner.subreaper import become_subreaper, kill_descendants
 from aiptrain.spec import JobState, TrainingInput
 
 _SLOT_POLL_SECONDS = 0.25
@@ -195,6 +196,7 @@ class Supervisor:
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, lambda _signum, _frame: self.stop.set())
+        become_subreaper()  # a trainer's setsid-ed, token-less child still ends up below us
         self.store.set_supervisor(self.key, os.getpid(), process_start_ticks(os.getpid()))
         watcher = threading.Thread(target=self._watch_for_cancel, name="cancel-watcher", daemon=True)
         watcher.start()
@@ -295,6 +297,9 @@ class Supervisor:
         return False
 
     def _finish(self, outcome: ReplicaSetOutcome) -> None:
+        # Whatever the replicas left behind goes before the job is reported as ended.
+        kill_descendants()
+        kill_tokened_processes(self.record.run_token)
         state = outcome.state
         done = False
         if state == JobState.SUCCEEDED:

@@ -299,3 +299,24 @@ def test_evaluator_grace_is_bounded(
     service = _messages(engine, "hung_eval", "service")
     assert "Waiting up to 1 s for evaluator-replica-0 to finish." in service
     assert any(m.startswith("Stopping evaluator-replica-0") for m in service)
+
+
+@pytest.mark.parametrize("outcome", ["cancel", "success"])
+def test_a_setsid_grandchild_without_the_run_token_dies_with_the_job(
+    engine: LocalEngine, home: Path, package_uri: str, outcome: str
+) -> None:
+    job_id = f"hidden_{outcome}"
+    directory = local_dir(home, _control_job(engine, package_uri, job_id, args=["--hidden-escapee"], workers=0))
+    escapee = read_pid(directory / "escapees" / "master-replica-0")
+    assert is_running(escapee)
+    assert "AIPTRAIN_RUN_TOKEN" not in Path(f"/proc/{escapee}/environ").read_bytes().decode(errors="replace")
+    if outcome == "cancel":
+        wait_for_state(engine, job_id, {JobState.RUNNING})
+        engine.cancel(PROJECT, job_id)
+        final = {JobState.CANCELLED}
+    else:
+        _release(directory)
+        final = {JobState.SUCCEEDED}
+    wait_for_state(engine, job_id, final, timeout=60)
+    # The supervisor kills what is below it before it writes the final state: gone by now, not later.
+    assert processes_gone([escapee], timeout=0.5), "a setsid-ed, token-less grandchild outlived its job"
