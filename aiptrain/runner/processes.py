@@ -163,6 +163,11 @@ def _token_of(pid: int) -> str | None:
     return None
 
 
+def run_token_of(pid: int) -> str | None:
+    """The AIPTRAIN_RUN_TOKEN in the process's environment, if it has one we can read."""
+    return _token_of(pid)
+
+
 def tokened_processes(token: str) -> list[int]:
     """Live pids whose AIPTRAIN_RUN_TOKEN is `token` or starts with `token/`."""
     found: list[int] = []

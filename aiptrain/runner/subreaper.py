@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -48,8 +49,8 @@ def _parents() -> dict[int, int]:
     return parents
 
 
-def descendants(root: int) -> list[int]:
-    """Every live process below `root`, by parent links."""
+def descendants(root: int, spare: Callable[[int], bool] = lambda pid: False) -> list[int]:
+    """Every live process below `root`, by parent links, except subtrees whose top is `spare`d."""
     children: dict[int, list[int]] = {}
     for pid, parent in _parents().items():
         children.setdefault(parent, []).append(pid)
@@ -57,18 +58,20 @@ def descendants(root: int) -> list[int]:
     stack = list(children.get(root, ()))
     while stack:
         pid = stack.pop()
+        if spare(pid):
+            continue
         found.append(pid)
         stack.extend(children.get(pid, ()))
     return found
 
 
-def kill_descendants(root: int | None = None) -> list[int]:
-    """SIGKILL everything below `root` (this process by default), repeatedly while it forks;
-    then collect those that were our own children, so no zombie is left."""
+def kill_descendants(root: int | None = None, spare: Callable[[int], bool] = lambda pid: False) -> list[int]:
+    """SIGKILL everything below `root` (this process by default) but the `spare`d subtrees,
+    repeatedly while it forks; then collect those that were our own children (no zombies)."""
     me = os.getpid() if root is None else root
     killed: list[int] = []
     for _ in range(10):
-        victims = descendants(me)
+        victims = descendants(me, spare)
         if not victims:
             break
         for pid in victims:

@@ -31,6 +31,7 @@ from aiptrain.catalog import load_catalog
 from aiptrain.errors import AiptrainError
 from aiptrain.runner.clock import utc_now
 from aiptrain.runner.cluster_plan import LocalPlan, plan_cluster
+from aiptrain.runner.engine import LocalEngine
 from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK, StoreLogWriter
@@ -40,6 +41,7 @@ from aiptrain.runner.processes import (
     ManagedProcess,
     kill_tokened_processes,
     process_start_ticks,
+    run_token_of,
 )
 from aiptrain.runner.reaper import reap_dead_jobs
 from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
@@ -279,6 +281,7 @@ class Supervisor:
         """True once this job holds a run slot; False if it was cancelled while waiting."""
         announced = False
         last_reap = 0.0
+        sweeper: LocalEngine | None = None
         while not self.stop.is_set():
             if self.store.try_acquire_slot(self.key, settings.max_running):
                 return True
@@ -289,7 +292,12 @@ class Supervisor:
                 )
                 announced = True
             if time.monotonic() - last_reap > _REAP_EVERY_SECONDS:
-                # A dead supervisor must not hold a slot or a place in the queue forever.
+                # A job whose submitter died before starting its supervisor is started, and a dead
+                # supervisor must not hold a slot or a place in the queue forever.
+                if sweeper is None:
+                    sweeper = LocalEngine(self.home)  # its start-up sweep runs now
+                else:
+                    sweeper.recover_unlaunched()
                 reap_dead_jobs(self.store, self.home)
                 last_reap = time.monotonic()
             # Jitter keeps many waiting supervisors from polling in lockstep.
@@ -297,8 +305,10 @@ class Supervisor:
         return False
 
     def _finish(self, outcome: ReplicaSetOutcome) -> None:
-        # Whatever the replicas left behind goes before the job is reported as ended.
-        kill_descendants()
+        # Whatever the replicas left behind goes before the job is reported as ended; a supervisor
+        # this one started for a job found unlaunched (`launch`) carries its own token and is spared.
+        mine = self.record.run_token
+        kill_descendants(spare=lambda pid: (run_token_of(pid) or mine).split("/")[0] != mine)
         kill_tokened_processes(self.record.run_token)
         state = outcome.state
         done = False

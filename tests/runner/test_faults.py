@@ -320,3 +320,31 @@ def test_a_setsid_grandchild_without_the_run_token_dies_with_the_job(
     wait_for_state(engine, job_id, final, timeout=60)
     # The supervisor kills what is below it before it writes the final state: gone by now, not later.
     assert processes_gone([escapee], timeout=0.5), "a setsid-ed, token-less grandchild outlived its job"
+
+
+def test_a_job_whose_submitter_died_before_starting_its_supervisor_is_started_by_the_next_engine(
+    engine: LocalEngine, home: Path, package_uri: str
+) -> None:
+    # What a submitter killed between storing the job and starting its supervisor leaves behind.
+    job = make_job("orphaned", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/orphaned"))
+    record = engine.store.insert_job(PROJECT, job, "orphanedtoken")
+    assert record.supervisor_pid is None
+    LocalEngine(home)  # any later command: its start-up sweep starts the supervisor at once
+    assert engine.store.get_by_key(record.key).supervisor_pid is not None
+    assert wait_for_end(engine, "orphaned").state == JobState.SUCCEEDED
+    messages = _messages(engine, "orphaned")
+    assert any("stopped before starting its supervisor" in message for message in messages)
+
+
+def test_the_sweep_leaves_a_job_alone_while_its_submitter_is_starting_it(
+    engine: LocalEngine, home: Path, package_uri: str
+) -> None:
+    from aiptrain.runner.launch import launch_lock
+
+    job = make_job("being_started", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/being_started"))
+    with launch_lock(home, "startingtoken"):
+        record = engine.store.insert_job(PROJECT, job, "startingtoken")
+        assert LocalEngine(home).recover_unlaunched() == []
+        assert engine.store.get_by_key(record.key).supervisor_pid is None
+    assert engine.recover_unlaunched() == ["being_started"]  # the lock is free: its submitter is gone
+    assert wait_for_end(engine, "being_started").state == JobState.SUCCEEDED
