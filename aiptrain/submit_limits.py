@@ -29,6 +29,8 @@ def object_name_problem(uri: str) -> str | None:
         segments.pop()  # `gs://b/dir/` names a folder: fine
     if any(segment in ("", ".", "..") for segment in segments) or "\0" in name:
         return "the object name must be a plain path (no '.', '..' or empty segments)"
+    if "\r" in name or "\n" in name:
+        return "object names cannot contain carriage returns or line feeds"
     return None
 
 
