@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from typing import Any
 
 from starlette.requests import Request
@@ -76,6 +77,13 @@ def _refuse_constant(name: str) -> Any:
     raise _invalid_json(f"{name} is not a JSON value; numbers must be finite.")
 
 
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):  # 1e999 overflows to infinity
+        raise _invalid_json(f"{text[:40]} is out of range for a number.")
+    return number
+
+
 def parse_json_body(raw: bytes) -> Any:
     """Strict JSON: UTF-8, no NaN/Infinity literals, nested at most MAX_JSON_DEPTH levels."""
     if not raw.strip():
@@ -85,7 +93,7 @@ def parse_json_body(raw: bytes) -> Any:
     except UnicodeDecodeError:
         raise _invalid_json("The body is not UTF-8.") from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
         raise _invalid_json(f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
     except ValueError:
