@@ -50,7 +50,10 @@ def timestamp_ns(text: str) -> int:
     if not match:
         raise FilterError(f"not an RFC 3339 timestamp: {text!r}")
     date, clock, fraction, offset = match.groups()
-    moment = datetime.fromisoformat(f"{date}T{clock}{'+00:00' if offset in ('Z', 'z') else offset}")
+    try:
+        moment = datetime.fromisoformat(f"{date}T{clock}{'+00:00' if offset in ('Z', 'z') else offset}")
+    except ValueError:  # the right shape, but no such date or time (month 13, 25:00, ...)
+        raise FilterError(f"not a valid date and time: {text!r}") from None
     seconds = int(moment.astimezone(UTC).timestamp())
     return seconds * 1_000_000_000 + int((fraction or "0").ljust(9, "0"))
 
@@ -116,7 +119,11 @@ def parse_filter(text: str | None, *, time_fields: frozenset[str] | None = None)
     leftover = parser.peek()
     if leftover is not None:
         raise FilterError(f"unexpected {leftover[1]!r} in the filter")
-    return Filter(root, fields)
+    parsed = Filter(root, fields)
+    for comparison in parsed.comparisons():  # a bad timestamp is the filter's error, found now
+        if ".".join(comparison.path) in fields and comparison.op != ":":
+            timestamp_ns(comparison.value)
+    return parsed
 
 
 # -- parsing ----------------------------------------------------------------------------------
