@@ -70,7 +70,7 @@ INVOCATIONS: list[tuple[str, Argv, dict[str, str], int, str]] = [
     ("job-id-trailing-cr", submit(job="my_job\r"), {}, 2, "jobId"),
     ("job-id-nul", submit(job="my\0job"), {}, 2, "jobId"),
     ("job-id-non-ascii", submit(job="jöb"), {}, 2, "jobId"),
-    ("job-id-fullwidth-digit", submit(job="job１"), {}, 2, "jobId"),
+    ("job-id-fullwidth-digit", submit(job="job\uff11"), {}, 2, "jobId"),
     ("job-id-129-chars", submit(job="j" * 129), {}, 2, "jobId"),
     ("job-id-empty", submit(job=""), {}, 2, "jobId"),
     *[(f"tuning-{bound}-{word}", with_config(tuning(**{bound: value})), {}, 2, bound)
@@ -139,7 +139,7 @@ INVOCATIONS: list[tuple[str, Argv, dict[str, str], int, str]] = [
      "--token-file"),
     ("serve-token-and-token-file", lambda tmp, pkg: ["local", "serve", "--token", "t", "--token-file",
                                                      str(_empty(tmp))], {}, 2, "--token-file"),
-    ("serve-remote-without-token", command("local", "serve", "--host", "0.0.0.0"), {}, 2, "loopback"),  # noqa: S104
+    ("serve-remote-without-token", command("local", "serve", "--host", "0.0.0.0"), {}, 2, "loopback"),
 ]
 
 

@@ -4,8 +4,9 @@ Every replica records its pid in JOB_DIR/pids/<task> and one line per start in
 JOB_DIR/starts/<task>. The primary waits for JOB_DIR/release, then exits with `--exit-code`
 (or raises `--fail-with MESSAGE`); the others run until they are stopped. `--escapee` makes a
 replica start a child in a session of its own (as a careless trainer might), whose pid goes to
-JOB_DIR/escapees/<task>; `--hidden-escapee` also clears that child's environment. With `--fail-if-peer-dies` the primary exits 1 once a worker it saw
-running is gone, as a synchronous trainer's collectives fail when a peer dies.
+JOB_DIR/escapees/<task>; `--hidden-escapee` also clears that child's environment. With
+`--fail-if-peer-dies` the primary exits 1 once a worker it saw running is gone, as a synchronous
+trainer's collectives fail when a peer dies.
 """
 
 from __future__ import annotations
