@@ -27,7 +27,7 @@ test: $(STAMP)
 # Property-based tests with random seeds and many more examples than `make test` runs
 # (tests/fuzz runs there too, with a fixed seed); HYPOTHESIS_MAX_EXAMPLES bounds each property.
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=fuzz HYPOTHESIS_MAX_EXAMPLES=$${HYPOTHESIS_MAX_EXAMPLES:-1000} $(BIN)/python -m pytest -q tests/fuzz
+	HYPOTHESIS_PROFILE=fuzz HYPOTHESIS_MAX_EXAMPLES=$${HYPOTHESIS_MAX_EXAMPLES:-300} $(BIN)/python -m pytest -q tests/fuzz
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

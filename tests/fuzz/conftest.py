@@ -2,7 +2,7 @@
 
 `ci` (the default, part of `make test`): a fixed seed and a few hundred examples per property,
 well under a minute for the whole folder. `fuzz` (`make fuzz`): random seeds and many more
-examples, bounded by HYPOTHESIS_MAX_EXAMPLES (default 2000 per property).
+examples, bounded by HYPOTHESIS_MAX_EXAMPLES (`make fuzz` sets 300 per property: about a minute).
 """
 
 from __future__ import annotations
