@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from aiptrain.cli.jobs import TrainingCommand
 
@@ -61,14 +62,14 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
     from aiptrain.emulator.serve import read_token_file
     from aiptrain.emulator.serve import serve as run_server
 
-    context = click.get_current_context()
-    if token is not None and context.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE:
+    on_command_line = click.get_current_context().get_parameter_source("token") == ParameterSource.COMMANDLINE
+    if token is not None and on_command_line:
         click.echo("warning: --token on the command line is visible to every user of this machine (ps); "
                    "use --token-file FILE or AIPTRAIN_SERVE_TOKEN instead", err=True)
     if token_file is not None:
-        if token is not None:
-            raise click.UsageError("pass either --token-file or --token (AIPTRAIN_SERVE_TOKEN), not both")
-        token = read_token_file(token_file)
+        if token is not None and on_command_line:
+            raise click.UsageError("pass either --token-file or --token, not both")
+        token = read_token_file(token_file)  # it wins over AIPTRAIN_SERVE_TOKEN
 
     def announce(url: str) -> None:
         click.echo(f"Serving ml v1, Vertex AI customJobs and logging v2 on {url}", err=True)
