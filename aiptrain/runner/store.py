@@ -19,6 +19,7 @@ import json
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -168,9 +169,14 @@ class JobStore:
             home.mkdir(parents=True, exist_ok=True)
             home.chmod(0o700)
             conn = self.connection()
-            conn.execute("PRAGMA journal_mode=WAL")
-            with self._write() as tx:
-                tx.executescript_in_tx(_SCHEMA)
+            # Readers never wait for a writer: a store already at this schema is opened without
+            # taking the write lock, so a long transaction elsewhere does not block `jobs list`.
+            version = zlib.crc32(_SCHEMA.encode()) & 0x7FFFFFFF
+            if conn.execute("PRAGMA user_version").fetchone()[0] != version:
+                conn.execute("PRAGMA journal_mode=WAL")
+                with self._write() as tx:
+                    tx.executescript_in_tx(_SCHEMA)
+                    tx.execute(f"PRAGMA user_version = {version}")
             self.path.chmod(0o600)
         except (OSError, sqlite3.Error) as error:
             self.close()
