@@ -15,14 +15,8 @@ from aiptrain.catalog import Catalog
 from aiptrain.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.errors import Problem
 from aiptrain.runner.settings import DEFAULT_MAX_REPLICAS, LocalSettings
-from aiptrain.spec import Job, ReplicaConfig, ScaleTier, TrainingInput
+from aiptrain.spec import ROLES, Job, ScaleTier, TrainingInput
 
-_CONFIG_FIELDS = {
-    "master": "masterConfig",
-    "worker": "workerConfig",
-    "parameter_server": "parameterServerConfig",
-    "evaluator": "evaluatorConfig",
-}
 _ROLE_LABELS = {"master": "master", "worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
 
 
@@ -30,15 +24,6 @@ _ROLE_LABELS = {"master": "master", "worker": "worker", "parameter_server": "ps"
 class LocalPlan:
     groups: list[ReplicaGroup]
     warnings: list[str]
-
-
-def _configs(training_input: TrainingInput) -> dict[str, ReplicaConfig | None]:
-    return {
-        "master": training_input.master_config,
-        "worker": training_input.worker_config,
-        "parameter_server": training_input.parameter_server_config,
-        "evaluator": training_input.evaluator_config,
-    }
 
 
 def _is_tpu(group: ReplicaGroup, catalog: Catalog) -> bool:
@@ -61,8 +46,9 @@ def local_problems(job: Job, catalog: Catalog, settings: LocalSettings) -> list[
     """Everything about `job` the local backend cannot do; [] if it can run it."""
     training_input = job.training_input or TrainingInput()
     problems: list[Problem] = []
-    for role, config in _configs(training_input).items():
-        field = f"trainingInput.{_CONFIG_FIELDS[role]}"
+    for role in ROLES:
+        config = role.config(training_input)
+        field = f"trainingInput.{role.config_field}"
         if config is None:
             continue
         if config.image_uri:
