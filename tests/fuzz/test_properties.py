@@ -58,7 +58,7 @@ def _strict_json(value: Any) -> str:
 
 @given(st.text(max_size=140))
 def test_job_ids_are_valid_exactly_when_they_fully_match_the_rule(job_id: str) -> None:
-    problems = check_job_id(job_id)
+    problems = check_job_id(job_id, load_catalog())
     assert (not problems) == bool(JOB_ID.fullmatch(job_id))
 
 
