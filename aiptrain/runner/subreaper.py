@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from aiptrain.runner.processes import kill_until_gone
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PROC = Path("/proc")
@@ -69,16 +69,7 @@ def kill_descendants(root: int | None = None, spare: Callable[[int], bool] = lam
     """SIGKILL everything below `root` (this process by default) but the `spare`d subtrees,
     repeatedly while it forks; then collect those that were our own children (no zombies)."""
     me = os.getpid() if root is None else root
-    killed: list[int] = []
-    for _ in range(10):
-        victims = descendants(me, spare)
-        if not victims:
-            break
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-        time.sleep(0.05)
+    killed = kill_until_gone(lambda: descendants(me, spare), rounds=10)
     if root is None:
         for pid in set(killed):
             with contextlib.suppress(ChildProcessError, OSError):
