@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench clean venv
+.PHONY: demo test fuzz lint bench clean venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ test: $(STAMP)
 	$(BIN)/ruff check aiptrain tests bench trainer_template
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+# Property-based tests with random seeds and many more examples than `make test` runs
+# (tests/fuzz runs there too, with a fixed seed); HYPOTHESIS_MAX_EXAMPLES bounds each property.
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz HYPOTHESIS_MAX_EXAMPLES=$${HYPOTHESIS_MAX_EXAMPLES:-300} $(BIN)/python -m pytest -q tests/fuzz
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

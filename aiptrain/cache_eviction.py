@@ -68,7 +68,7 @@ def configured_max_age_days() -> float:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not value >= 0:  # negative, or not a number
+    if not (value >= 0 and math.isfinite(value)):  # negative, NaN or infinite
         from aiptrain.errors import UsageError
 
         raise UsageError(f"{MAX_AGE_SETTING}={raw!r} is not a number of days",

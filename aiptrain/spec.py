@@ -61,6 +61,8 @@ class ApiModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         use_enum_values=False,
+        # NaN and infinities are no value of any field; a stored NaN cannot even be served as JSON.
+        allow_inf_nan=False,
     )
 
     def to_api(self) -> dict[str, Any]:
@@ -388,6 +390,7 @@ _VALUE_HINTS = {
     "int_type": "write a whole number, e.g. {field}: 2",
     "float_parsing": "write a number, e.g. {field}: 0.1",
     "float_type": "write a number, e.g. {field}: 0.1",
+    "finite_number": "write a finite number (not NaN or infinity), e.g. {field}: 0.1",
     "bool_parsing": "write true or false",
     "bool_type": "write true or false",
     "string_type": "write it as text, in quotes if it looks like a number",

@@ -33,6 +33,7 @@ from aiptrain.storage.base import (
     join_gs_uri,
     split_gs_uri,
 )
+from aiptrain.validate import check_gs_uri
 
 PACKAGES_PREFIX = "aiptrain/packages"
 
@@ -198,6 +199,8 @@ def check_package_entries(entries: Iterable[str]) -> list[Problem]:
         if not name or name.endswith("/"):
             problems.append(Problem("--packages", f"{uri} names a folder, not a package file",
                                     "give the full object name, e.g. gs://bucket/dist/pkg-1.0.tar.gz"))
+        else:
+            problems.extend(check_gs_uri("--packages", uri, need_object=True))
     for path in local:
         if not path.exists():
             problems.append(Problem("--packages", f"{path} does not exist",
@@ -207,6 +210,7 @@ def check_package_entries(entries: Iterable[str]) -> list[Problem]:
             problems.append(Problem("--packages", f"{path} is not a file",
                                     "--packages takes built archives; use --package-path for a "
                                     "source directory"))
+
     problems.extend(check_duplicate_basenames(local))
     return problems
 

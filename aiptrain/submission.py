@@ -103,14 +103,12 @@ def load_config(path: Path) -> dict[str, Any]:
     """Read a --config file (YAML or JSON; JSON is YAML) into a mapping."""
     import yaml
 
+    from aiptrain.config_file import parse_config_yaml, read_config_text
+
     where = f"--config {path}"
+    text = read_config_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ValidationFailed([Problem("--config", f"cannot read {path}: {error.strerror}",
-                                        "check the path")]) from None
-    try:
-        data = yaml.safe_load(text)
+        data = parse_config_yaml(path, text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -194,11 +192,13 @@ def staging_bucket_for(options: SubmitOptions, store_kind: str) -> tuple[str | N
 def _package_problems(options: SubmitOptions, config_uris: list[str], has_image: bool) -> list[Problem]:
     from aiptrain.packaging import check_package_path
     from aiptrain.staging import check_package_entries
+    from aiptrain.submit_limits import check_package_archives
 
     problems: list[Problem] = []
     if options.package_path is not None:
         problems += check_package_path(options.package_path)
     problems += check_package_entries(options.packages or [])
+    problems += check_package_archives(options.packages or [])
     has_program = bool(options.package_path or options.packages or config_uris)
     if not has_program and not has_image:
         problems.append(Problem("--package-path", "no trainer package to run",

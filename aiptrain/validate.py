@@ -30,17 +30,19 @@ from aiptrain.spec import (
     Scheduling,
     TrainingInput,
 )
+from aiptrain.submit_limits import args_problems, object_name_problem
 
-# The service's job-ID rule (its length limit is the catalog's job_id_max_length).
-JOB_ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-BUCKET_CHARS = re.compile(r"^[a-z0-9_.-]+$")
-IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+# The service's job-ID rule (its length limit is the catalog's job_id_max_length). `\Z`, not `$`:
+# `$` also matches before a trailing newline, and "job\n" is no job ID.
+JOB_ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*\Z")
+BUCKET_CHARS = re.compile(r"^[a-z0-9_.-]+\Z")
+IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+\Z")
 # Cloud Storage reserves "google" and look-alikes such as "g00gle" or "gogle" anywhere in a name.
 GOOGLE_LIKE = re.compile(r"g[o0]+g[l1]e")
-DURATION = re.compile(r"^(\d+)(\.\d+)?s$")
-SERVICE_ACCOUNT = re.compile(r"^(.+@.+\..+|[0-9]+)$")
-KMS_KEY = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
-NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
+DURATION = re.compile(r"^(\d+)(\.\d+)?s\Z")
+SERVICE_ACCOUNT = re.compile(r"^(.+@.+\..+|[0-9]+)\Z")
+KMS_KEY = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+\Z")
+NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+\Z")
 GRID_TYPES = {ParameterType.INTEGER, ParameterType.CATEGORICAL, ParameterType.DISCRETE}
 LOG_SCALES = {ScaleType.UNIT_LOG_SCALE, ScaleType.UNIT_REVERSE_LOG_SCALE}
 
@@ -115,6 +117,9 @@ def check_gs_uri(path: str, uri: str | None, *, bucket_only: bool = False,
         return [Problem(path, f"invalid bucket name {bucket!r}: {reason}", _bucket_hint(bucket))]
     if bucket_only and name.strip("/"):
         return [Problem(path, f"{uri!r} must name only a bucket", f"use gs://{bucket}")]
+    object_problem = object_name_problem(uri)
+    if object_problem:
+        return [Problem(path, f"{uri!r}: {object_problem}", f"write it as gs://{bucket}/dir/file")]
     if need_object and not name.strip("/"):
         return [Problem(path, f"{uri!r} names no object", f"write it as gs://{bucket}/FILE")]
     return []
@@ -369,6 +374,9 @@ def check_program(ti: TrainingInput, catalog: Catalog, *, require_packages: bool
                                     "pass --package-path trainer/ or --packages dist/trainer.tar.gz"))
     for index, uri in enumerate(uris):
         problems.extend(check_gs_uri(f"trainingInput.packageUris[{index}]", uri, need_object=True))
+    for arg_index, message in args_problems(ti.args):
+        where = "trainingInput.args" if arg_index is None else f"trainingInput.args[{arg_index}]"
+        problems.append(Problem(where, message, "pass large inputs as files (e.g. a gs:// path), not arguments"))
     return problems
 
 

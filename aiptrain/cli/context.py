@@ -38,6 +38,13 @@ class AppContext:
     def project_id(self) -> str:
         """The project jobs belong to; the local backend has a default, the cloud ones do not."""
         if self.project:
+            from aiptrain.project_id import project_id_problem, suggest_project_id
+
+            problem = project_id_problem(self.project)
+            if problem:
+                from aiptrain.errors import UsageError
+
+                raise UsageError(f"--project: {problem}", hint=f"use e.g. {suggest_project_id(self.project)}")
             return self.project
         if self.backend_name == "local":
             return DEFAULT_LOCAL_PROJECT

@@ -14,6 +14,7 @@ import click
 
 from aiptrain.cli import flags
 from aiptrain.cli.context import AppContext, common_options
+from aiptrain.cli.numbers import SECONDS, FiniteFloat
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
 from aiptrain.submit_flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
 
@@ -69,7 +70,7 @@ def submit() -> None:
 @submit_flag_options
 @click.option("--stream-logs", is_flag=True, help="Stream logs until the job ends; exit code follows the job.")
 @click.option("--async", "async_", is_flag=True, help="Deprecated no-op: submitting is asynchronous by default.")
-@click.option("--timeout", type=float, help="With --stream-logs: stop following after SECONDS (exit 12).")
+@click.option("--timeout", type=SECONDS, help="With --stream-logs: stop following after SECONDS (exit 12).")
 @click.option("--storage", type=click.Choice(["local", "gcs"]), envvar="AIPTRAIN_STORAGE",
               help="Where packages are staged (default: local for --backend local, else gcs). "
               "[env: AIPTRAIN_STORAGE]")
@@ -324,9 +325,9 @@ def cancel(app: AppContext, job: str) -> int:
 @click.argument("job")
 @click.option("--task-name", help="Only this replica, e.g. worker-replica-0.")
 @click.option("--allow-multiline-logs", is_flag=True, help="Keep multi-line messages together.")
-@click.option("--polling-interval", type=click.FloatRange(min=0.05),
+@click.option("--polling-interval", type=FiniteFloat(min=0.05),
               help="Fixed seconds between polls (default: adaptive).")
-@click.option("--timeout", type=float, help="Stop following after SECONDS (exit 12).")
+@click.option("--timeout", type=SECONDS, help="Stop following after SECONDS (exit 12).")
 @common_options
 def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multiline_logs: bool,
                 polling_interval: float | None, timeout: float | None) -> int:
@@ -338,7 +339,7 @@ def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multilin
 
 @jobs.command("wait")
 @click.argument("job")
-@click.option("--timeout", type=float, help="Give up after SECONDS (exit 12).")
+@click.option("--timeout", type=SECONDS, help="Give up after SECONDS (exit 12).")
 @common_options
 def wait(app: AppContext, job: str, timeout: float | None) -> int:
     """Wait for a job to end; exit 0 if it SUCCEEDED, 10 FAILED, 11 CANCELLED, 12 timeout."""

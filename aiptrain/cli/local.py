@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from aiptrain.cli.envs import envs
 from aiptrain.cli.jobs import TrainingCommand
@@ -62,7 +63,10 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
               help="Port (0 picks a free one and prints it).")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (needs --token).")
 @click.option("--token", envvar="AIPTRAIN_SERVE_TOKEN",
-              help="Bearer token clients must send. [env: AIPTRAIN_SERVE_TOKEN]")
+              help="Bearer token clients must send; prefer --token-file, since a command line is visible "
+              "to every user in `ps`. [env: AIPTRAIN_SERVE_TOKEN]")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read the bearer token from this file (its first line).")
 @click.option("--gcloud-config", "gcloud_config", metavar="NAME",
               help="Write the gcloud configuration NAME that sends gcloud's ml, aiplatform, logging and storage "
               "requests here (activate it with `gcloud config configurations activate NAME`).")
@@ -70,14 +74,23 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
               show_default=True, help="The project of the --gcloud-config configuration. [env: AIPTRAIN_PROJECT]")
 @click.option("--region", envvar=["AIPTRAIN_REGION", "CLOUDSDK_COMPUTE_REGION"], default="us-central1",
               show_default=True, help="The region of the --gcloud-config configuration. [env: AIPTRAIN_REGION]")
-def serve(host: str, port: int, allow_remote: bool, token: str | None, gcloud_config: str | None,
-          project: str, region: str) -> int:
+def serve(host: str, port: int, allow_remote: bool, token: str | None, token_file: Path | None,
+          gcloud_config: str | None, project: str, region: str) -> int:
     """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine."""
     import os
 
     from aiptrain.emulator.gcloud_config import check_name, write_configuration
+    from aiptrain.emulator.serve import read_token_file
     from aiptrain.emulator.serve import serve as run_server
 
+    on_command_line = click.get_current_context().get_parameter_source("token") == ParameterSource.COMMANDLINE
+    if token is not None and on_command_line:
+        click.echo("warning: --token on the command line is visible to every user of this machine (ps); "
+                   "use --token-file FILE or AIPTRAIN_SERVE_TOKEN instead", err=True)
+    if token_file is not None:
+        if token is not None and on_command_line:
+            raise click.UsageError("pass either --token-file or --token, not both")
+        token = read_token_file(token_file)  # it wins over AIPTRAIN_SERVE_TOKEN
     if gcloud_config is not None:
         check_name(gcloud_config)
         if token:

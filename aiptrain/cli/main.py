@@ -8,6 +8,8 @@ a short report (set AIPTRAIN_DEBUG=1 for the traceback).
 from __future__ import annotations
 
 import os
+import signal
+import sqlite3
 import sys
 import traceback
 from typing import Any
@@ -24,7 +26,7 @@ EPILOG = """\b
 Exit codes: 0 success; 1 operational error (network, permission, backend);
 2 usage or validation error (nothing was uploaded or created); 3 internal error;
 with --stream-logs / wait: 10 job FAILED, 11 CANCELLED, 12 still running at --timeout;
-130 interrupted (the job keeps running).
+130 interrupted, 143 terminated by SIGTERM (the job keeps running).
 """
 
 
@@ -42,6 +44,18 @@ def report_error(error: AiptrainError) -> None:
         click.echo(f"hint: {error.hint}", err=True)
 
 
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that `finally` blocks and context managers run: a
+    package build's subprocess is killed and its temporary directory removed, as on Ctrl-C."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 class AiptrainGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -52,8 +66,18 @@ class AiptrainGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("\nInterrupted.", err=True)
             ctx.exit(EXIT_INTERRUPTED)
+        except Terminated:
+            click.echo("\nTerminated.", err=True)
+            ctx.exit(EXIT_TERMINATED)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except sqlite3.Error as error:  # the local job store failing under a command, explained
+            from aiptrain.paths import aiptrain_home
+            from aiptrain.runner.store_errors import store_failure
+
+            failure = store_failure(error, aiptrain_home() / "jobs.db")
+            report_error(failure)
+            ctx.exit(failure.exit_code)
         except Exception as error:
             if os.environ.get("AIPTRAIN_DEBUG"):
                 raise
@@ -80,5 +104,6 @@ root.add_command(init)
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, _raise_terminated)
     root.main(prog_name="aiptrain")
     sys.exit(0)  # pragma: no cover - click exits itself

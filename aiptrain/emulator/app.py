@@ -26,7 +26,6 @@ synchronous (the engine uses SQLite and processes) and run in Starlette's thread
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -41,10 +40,13 @@ from starlette.routing import Route
 from aiptrain.emulator import logging_api, mlv1_api, tuning_api, vertex_api
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.faults import FaultPlan
+from aiptrain.emulator.limits import parse_json_body, read_capped_body
 from aiptrain.emulator.projects import ProjectDirectory
+from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services
 from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TUNING_JOBS, VertexJobStore
 from aiptrain.errors import AiptrainError
+from aiptrain.project_id import project_id_problem
 
 if TYPE_CHECKING:
     from aiptrain.runner.engine import LocalEngine
@@ -60,13 +62,7 @@ def _error_response(error: ApiError) -> Response:
 
 
 async def _read_body(request: Request) -> Any:
-    raw = await request.body()
-    if not raw.strip():
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise ApiError("INVALID_ARGUMENT", "Invalid JSON payload received. The body is not JSON.") from None
+    return parse_json_body(await read_capped_body(request))
 
 
 def _endpoint(handler: Handler, *, token: str | None, faults: FaultPlan | None
@@ -80,6 +76,7 @@ def _endpoint(handler: Handler, *, token: str | None, faults: FaultPlan | None
                     return _error_response(injected)
             body = await _read_body(request) if request.method in ("POST", "PATCH") else None
             params = dict(request.path_params)
+            _check_project(params.get("project"))
             query = dict(request.query_params)
             result = await run_in_threadpool(handler, params, query, body)
             return JSONResponse(result)
@@ -92,6 +89,13 @@ def _endpoint(handler: Handler, *, token: str | None, faults: FaultPlan | None
             return _error_response(ApiError("INTERNAL", "Internal error in the aiptrain emulator."))
 
     return endpoint
+
+
+def _check_project(project: str | None) -> None:
+    problem = project_id_problem(project) if project is not None else None
+    if problem:
+        raise ApiError("INVALID_ARGUMENT", f"Invalid resource name projects/{project}: {problem}.",
+                       (Violation("name", problem),))
 
 
 def _check_token(request: Request, token: str | None) -> None:

@@ -35,6 +35,7 @@ HTTP_STATUS = {
     "ABORTED": 409,
     "RESOURCE_EXHAUSTED": 429,
     "CANCELLED": 499,
+    "DEADLINE_EXCEEDED": 408,  # only a client too slow to send its request (limits.py) gets it
     "INTERNAL": 500,
     "UNIMPLEMENTED": 501,
     "UNAVAILABLE": 503,

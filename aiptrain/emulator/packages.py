@@ -51,7 +51,10 @@ def check_args(args: Sequence[str] | None, *, field_prefix: str) -> None:
     `..` there would only fail inside the running job, so it is refused here, with its index.
     """
     from aiptrain.runner.gs_paths import unmappable_args
+    from aiptrain.submit_limits import args_problems
 
+    for index, message in args_problems(args):
+        raise _bad(field_prefix if index is None else f"{field_prefix}[{index}]", f"The argument {message}.")
     refused = unmappable_args(list(args or []))
     if refused:
         index, error = refused[0]

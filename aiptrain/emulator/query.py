@@ -32,8 +32,11 @@ _TOKEN = re.compile(
 )
 DEFAULT_TIME_FIELDS = frozenset({"timestamp", "receiveTimestamp"})
 _RFC3339 = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$"
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})\Z"
 )
+# Cloud Logging's limit on a filter's length; the nesting cap keeps the parser's recursion bounded.
+MAX_FILTER_CHARS = 20_000
+MAX_FILTER_DEPTH = 64
 SEVERITIES = ("DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY")
 
 
@@ -47,7 +50,10 @@ def timestamp_ns(text: str) -> int:
     if not match:
         raise FilterError(f"not an RFC 3339 timestamp: {text!r}")
     date, clock, fraction, offset = match.groups()
-    moment = datetime.fromisoformat(f"{date}T{clock}{'+00:00' if offset in ('Z', 'z') else offset}")
+    try:
+        moment = datetime.fromisoformat(f"{date}T{clock}{'+00:00' if offset in ('Z', 'z') else offset}")
+    except ValueError:  # the right shape, but no such date or time (month 13, 25:00, ...)
+        raise FilterError(f"not a valid date and time: {text!r}") from None
     seconds = int(moment.astimezone(UTC).timestamp())
     return seconds * 1_000_000_000 + int((fraction or "0").ljust(9, "0"))
 
@@ -106,12 +112,18 @@ def parse_filter(text: str | None, *, time_fields: frozenset[str] | None = None)
     fields = time_fields if time_fields is not None else DEFAULT_TIME_FIELDS
     if text is None or not text.strip():
         return Filter(None, fields)
+    if len(text) > MAX_FILTER_CHARS:
+        raise FilterError(f"the filter is {len(text)} characters long; at most {MAX_FILTER_CHARS} are allowed")
     parser = _Parser(_tokenize(text))
     root = parser.expression()
     leftover = parser.peek()
     if leftover is not None:
         raise FilterError(f"unexpected {leftover[1]!r} in the filter")
-    return Filter(root, fields)
+    parsed = Filter(root, fields)
+    for comparison in parsed.comparisons():  # a bad timestamp is the filter's error, found now
+        if ".".join(comparison.path) in fields and comparison.op != ":":
+            timestamp_ns(comparison.value)
+    return parsed
 
 
 # -- parsing ----------------------------------------------------------------------------------
@@ -140,6 +152,7 @@ class _Parser:
     def __init__(self, tokens: list[tuple[str, str]]) -> None:
         self.tokens = tokens
         self.index = 0
+        self.depth = 0
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.index] if self.index < len(self.tokens) else None
@@ -174,6 +187,15 @@ class _Parser:
         return operands[0] if len(operands) == 1 else Or(tuple(operands))
 
     def unary(self) -> Expression:
+        self.depth += 1
+        if self.depth > MAX_FILTER_DEPTH:
+            raise FilterError(f"the filter nests NOT, '-' or parentheses more than {MAX_FILTER_DEPTH} deep")
+        try:
+            return self._unary()
+        finally:
+            self.depth -= 1
+
+    def _unary(self) -> Expression:
         if self._is_word("NOT"):
             self.take()
             return Not(self.unary())

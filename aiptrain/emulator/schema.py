@@ -16,14 +16,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
-_DURATION = re.compile(r"^-?\d+(\.\d{1,9})?s$")
-_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$")
-_INTEGER = re.compile(r"^-?\d+$")
-_NUMBER_WORDS = {"NaN", "Infinity", "-Infinity"}
+_DURATION = re.compile(r"^-?\d+(\.\d{1,9})?s\Z")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})\Z")
+_INTEGER = re.compile(r"^-?\d+\Z")
 _INT_RANGES = {
     "int32": (-(2**31), 2**31 - 1),
     "uint32": (0, 2**32 - 1),
@@ -149,8 +149,11 @@ class SchemaValidator:
                 # int64 travels as a decimal string in JSON (it does not fit a double).
                 value = str(number) if fmt in ("int64", "uint64") else number
         elif kind == "number":
-            ok = (isinstance(value, int | float) and not isinstance(value, bool)) or (
-                isinstance(value, str) and (_is_float(value) or value in _NUMBER_WORDS))
+            # Proto JSON would take "NaN" and "Infinity"; no field of these APIs means anything by
+            # them, and a stored NaN cannot be served back as JSON, so only finite numbers pass.
+            ok = (not isinstance(value, bool) and (isinstance(value, int) or (
+                isinstance(value, float) and math.isfinite(value)))) or (
+                isinstance(value, str) and _is_finite(value))
         elif kind == "string":
             ok = isinstance(value, str) and self._string_format_ok(value, fmt)
         if not ok:
@@ -167,8 +170,8 @@ class SchemaValidator:
                 return False
             value = int(value)
         if isinstance(value, str):
-            if not _INTEGER.match(value.strip()):
-                return False
+            if len(value) > 40 or not _INTEGER.match(value.strip()):
+                return False  # longer than any int64 (and than Python's int() accepts in bulk)
             value = int(value)
         if not isinstance(value, int):
             return False
@@ -194,9 +197,8 @@ class SchemaValidator:
         return Violation(path, f"Invalid value at '{path}' ({_proto_kind(schema)}), {json.dumps(value)}")
 
 
-def _is_float(text: str) -> bool:
+def _is_finite(text: str) -> bool:
     try:
-        float(text)
-    except ValueError:
+        return math.isfinite(float(text))
+    except (ValueError, OverflowError):
         return False
-    return True

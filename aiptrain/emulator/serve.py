@@ -31,10 +31,27 @@ def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
         return
     if not allow_remote:
         raise UsageError(f"refusing to serve on {host}: it is not a loopback address",
-                         hint="keep the default --host 127.0.0.1, or pass --allow-remote with --token")
+                         hint="keep the default --host 127.0.0.1, or pass --allow-remote with --token-file")
     if not token:
         raise UsageError(f"serving on {host} needs a token that clients must send",
-                         hint="pass --token (or set AIPTRAIN_SERVE_TOKEN); clients set AIPTRAIN_API_TOKEN")
+                         hint="pass --token-file FILE (or set AIPTRAIN_SERVE_TOKEN); clients set AIPTRAIN_API_TOKEN")
+
+
+def read_token_file(path: Path) -> str:
+    """The token in the first line of `path`; a usage error naming the file if there is none."""
+    try:
+        with path.open("rb") as stream:
+            first = stream.readline(4096)
+    except OSError as error:
+        raise UsageError(f"--token-file: cannot read {path}: {error.strerror or error}") from None
+    try:
+        token = first.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        token = ""
+    if not token or not token.isprintable():
+        raise UsageError(f"--token-file: {path} holds no token on its first line",
+                         hint="write the token (printable text) as the file's first line")
+    return token
 
 
 def base_url(host: str, port: int) -> str:
@@ -79,6 +96,7 @@ def serve(
     import uvicorn
 
     from aiptrain.emulator.app import create_app
+    from aiptrain.emulator.limits import UVICORN_LIMITS, GuardedH11Protocol
     from aiptrain.runner.engine import LocalEngine
     from aiptrain.runner.gcs_endpoint.service import UPSTREAM_VARIABLE
 
@@ -90,7 +108,10 @@ def serve(
     app = create_app(engine, token=token, faults=faults or FaultPlan.from_environment())
     sock = bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    # The token stays in this process: supervisors and trainers never inherit it.
+    os.environ.pop("AIPTRAIN_SERVE_TOKEN", None)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            http=GuardedH11Protocol, **UVICORN_LIMITS)
     server = uvicorn.Server(config)
     if on_ready is not None:
         on_ready(base_url(host, actual_port))

@@ -25,8 +25,10 @@ from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.paths import aiptrain_home
 from aiptrain.runner.clock import utc_now
 from aiptrain.runner.filters import compile_filter
+from aiptrain.runner.launch import launch_lock, recover_unlaunched
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK
+from aiptrain.runner.private_env import without_secrets
 from aiptrain.runner.processes import TOKEN_VARIABLE, is_running, process_start_ticks
 from aiptrain.runner.reaper import reap_dead_jobs, reap_if_supervisor_died
 from aiptrain.runner.settings import LocalSettings
@@ -65,6 +67,7 @@ class LocalEngine:
         self.store = JobStore(self.home)
         # Supervisors this process started: a thread waits on each, so none stays a zombie.
         self._children: list[subprocess.Popen[bytes]] = []
+        self.recover_unlaunched()
 
     # -- submit -------------------------------------------------------------------------------
 
@@ -76,20 +79,34 @@ class LocalEngine:
         # The store sets the state, the times and its own etag.
         fresh = Job.model_validate(without_output_fields(job.to_api(), "etag"))
         token = secrets.token_hex(12)
-        record = self.store.insert_job(project, fresh, token)
-        self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
+        with launch_lock(self.home, token):  # a sweep leaves the job alone until its supervisor is known
+            record = self.store.insert_job(project, fresh, token)
+            self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
+            self._start_or_fail(record)
+        return self.get(project, fresh.job_id or "")
+
+    def _start_or_fail(self, record: JobRecord) -> None:
         try:
             self._start_supervisor(record)
         except OSError as error:
             self.store.transition(
                 record.key, JobState.FAILED, error_message=f"The local supervisor could not be started: {error}"
             )
-        return self.get(project, fresh.job_id or "")
+
+    def recover_unlaunched(self) -> list[str]:
+        """Start the supervisors that submitters killed mid-submit never started (see `launch`)."""
+        def start(record: JobRecord) -> None:
+            self.store.append_logs(record.key, [PendingLine(
+                utc_now(), "WARNING", SERVICE_TASK,
+                "The command that submitted this job stopped before starting its supervisor; started now.")])
+            self._start_or_fail(record)
+
+        return recover_unlaunched(self.store, self.home, start)
 
     def _start_supervisor(self, record: JobRecord) -> None:
         layout = JobLayout.of(self.home, record.project, record.job_id, record.key)
         layout.root.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
+        env = without_secrets(os.environ)
         env[TOKEN_VARIABLE] = record.run_token
         env["AIPTRAIN_HOME"] = str(self.home)
         # The supervisor must import this very aiptrain, installed or not.

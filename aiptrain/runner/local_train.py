@@ -35,6 +35,7 @@ from aiptrain.runner.gcs_endpoint.service import replica_storage
 from aiptrain.runner.gs_paths import GS_PREFIX, localize
 from aiptrain.runner.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.runner.ports import consecutive_addresses
+from aiptrain.runner.private_env import without_secrets
 from aiptrain.runner.processes import TOKEN_VARIABLE
 from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.runner.settings import LocalSettings
@@ -149,7 +150,7 @@ def run_local_training(
             args, local_dir = local.args, local.job_dir
             if job_dir and job_dir.startswith(GS_PREFIX) and local_dir:
                 Path(local_dir).mkdir(parents=True, exist_ok=True)
-        base_env = dict(os.environ)
+        base_env = without_secrets(os.environ)
         base_env.pop(TOKEN_VARIABLE, None)
         if storage is not None:
             base_env.update(storage.environment(base_env))

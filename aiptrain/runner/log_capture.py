@@ -38,6 +38,8 @@ _TRACEBACK_HEADER = "Traceback (most recent call last):"
 MAX_LINE_BYTES = 64 * 1024
 # A state change waits at most this long for earlier lines to be stored.
 _FLUSH_TIMEOUT_SECONDS = 60.0
+# Lines read from replicas but not yet stored, per job, before reading pauses (back-pressure).
+MAX_PENDING_LINES = 10_000
 # Lines kept per replica for a failed job's errorMessage.
 TAIL_LINES = 20
 
@@ -158,7 +160,8 @@ class StoreLogWriter:
     """A LogSink that batches entries into the job store from one background thread.
 
     Lines reach the store within about `flush_interval` seconds of being read, in small
-    transactions instead of one per line, which keeps many chatty replicas cheap.
+    transactions instead of one per line, which keeps many chatty replicas cheap. At most
+    MAX_PENDING_LINES wait in memory; beyond that `emit` blocks until the writer catches up.
     """
 
     def __init__(self, store: JobStore, job_key: int, *, flush_interval: float = 0.05) -> None:
@@ -166,7 +169,9 @@ class StoreLogWriter:
         self._job_key = job_key
         self._flush_interval = flush_interval
         # None stops the writer; an Event is a flush request, set once everything before it is stored.
-        self._queue: queue.SimpleQueue[PendingLine | threading.Event | None] = queue.SimpleQueue()
+        # Bounded: when the store falls behind, emit() blocks, the pipe fills and the replica waits
+        # on its own write; memory stays flat and no line is dropped.
+        self._queue: queue.Queue[PendingLine | threading.Event | None] = queue.Queue(MAX_PENDING_LINES)
         self._thread = threading.Thread(target=self._run, name=f"log-writer-{job_key}", daemon=True)
         self._thread.start()
 

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,6 +163,11 @@ def _token_of(pid: int) -> str | None:
     return None
 
 
+def run_token_of(pid: int) -> str | None:
+    """The AIPTRAIN_RUN_TOKEN in the process's environment, if it has one we can read."""
+    return _token_of(pid)
+
+
 def tokened_processes(token: str) -> list[int]:
     """Live pids whose AIPTRAIN_RUN_TOKEN is `token` or starts with `token/`."""
     found: list[int] = []
@@ -178,12 +183,12 @@ def tokened_processes(token: str) -> list[int]:
     return found
 
 
-def kill_tokened_processes(token: str, *, exclude: Iterable[int] = ()) -> list[int]:
-    """SIGKILL every process carrying the token (repeatedly, in case one was forking)."""
-    skip = set(exclude) | {os.getpid()}
+def kill_until_gone(find: Callable[[], list[int]], rounds: int = 5) -> list[int]:
+    """SIGKILL what `find` returns, again and again while it returns something (a victim may be
+    forking); every pid killed, in order."""
     killed: list[int] = []
-    for _ in range(5):
-        victims = [pid for pid in tokened_processes(token) if pid not in skip]
+    for _ in range(rounds):
+        victims = find()
         if not victims:
             break
         for pid in victims:
@@ -192,3 +197,9 @@ def kill_tokened_processes(token: str, *, exclude: Iterable[int] = ()) -> list[i
             killed.append(pid)
         time.sleep(0.05)
     return killed
+
+
+def kill_tokened_processes(token: str, *, exclude: Iterable[int] = ()) -> list[int]:
+    """SIGKILL every process carrying the token (repeatedly, in case one was forking)."""
+    skip = set(exclude) | {os.getpid()}
+    return kill_until_gone(lambda: [pid for pid in tokened_processes(token) if pid not in skip])

@@ -6,6 +6,7 @@ at submit time is the one the job runs with.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -43,6 +44,8 @@ def _seconds_setting(env: Mapping[str, str], name: str, default: float) -> float
         value = float(raw)
     except ValueError:
         raise UsageError(f"{name}={raw!r} is not a number of seconds", hint=f"set {name} to e.g. 5") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{name}={raw!r} is not a finite number of seconds", hint=f"set {name} to e.g. 5")
     if value < 0:
         raise UsageError(f"{name}={value} is negative", hint=f"set {name} to 0 or more seconds")
     return value

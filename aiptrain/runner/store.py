@@ -19,6 +19,7 @@ import json
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from pathlib import Path
 from aiptrain.errors import AlreadyExists, NotFound
 from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.runner.clock import job_time, log_time, parse_log_time
+from aiptrain.runner.store_errors import store_failure
 from aiptrain.spec import TERMINAL_STATES, Job, JobState
 
 DB_NAME = "jobs.db"
@@ -163,13 +165,22 @@ class JobStore:
         self.home = home
         self.path = home / DB_NAME
         self._local = threading.local()
-        home.mkdir(parents=True, exist_ok=True)
-        home.chmod(0o700)
-        conn = self.connection()
-        conn.execute("PRAGMA journal_mode=WAL")
-        with self._write() as tx:
-            tx.executescript_in_tx(_SCHEMA)
-        self.path.chmod(0o600)
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            home.chmod(0o700)
+            conn = self.connection()
+            # Readers never wait for a writer: a store already at this schema is opened without
+            # taking the write lock, so a long transaction elsewhere does not block `jobs list`.
+            version = zlib.crc32(_SCHEMA.encode()) & 0x7FFFFFFF
+            if conn.execute("PRAGMA user_version").fetchone()[0] != version:
+                conn.execute("PRAGMA journal_mode=WAL")
+                with self._write() as tx:
+                    tx.executescript_in_tx(_SCHEMA)
+                    tx.execute(f"PRAGMA user_version = {version}")
+            self.path.chmod(0o600)
+        except (OSError, sqlite3.Error) as error:
+            self.close()
+            raise store_failure(error, self.path) from None
 
     # -- plumbing -----------------------------------------------------------------------------
 

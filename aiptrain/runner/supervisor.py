@@ -31,6 +31,7 @@ from aiptrain.catalog import load_catalog
 from aiptrain.errors import AiptrainError
 from aiptrain.runner.clock import utc_now
 from aiptrain.runner.cluster_plan import plan_cluster
+from aiptrain.runner.engine import LocalEngine
 from aiptrain.runner.envs.for_job import JobEnvironmentFailed, environment_for_job
 from aiptrain.runner.envs.store import BuildCancelled
 from aiptrain.runner.gcs_endpoint.service import replica_storage
@@ -41,11 +42,13 @@ from aiptrain.runner.preparation import install_packages
 from aiptrain.runner.processes import (
     kill_tokened_processes,
     process_start_ticks,
+    run_token_of,
 )
 from aiptrain.runner.reaper import reap_dead_jobs
 from aiptrain.runner.replica_set import ReplicaSetOutcome
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.store import JobRecord, JobStore, PendingLine
+from aiptrain.runner.subreaper import become_subreaper, kill_descendants
 from aiptrain.spec import JobState, TrainingInput
 
 _SLOT_POLL_SECONDS = 0.25
@@ -95,6 +98,7 @@ class Supervisor:
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, lambda _signum, _frame: self.stop.set())
+        become_subreaper()  # a trainer's setsid-ed, token-less child still ends up below us
         self.store.set_supervisor(self.key, os.getpid(), process_start_ticks(os.getpid()))
         watcher = threading.Thread(target=self._watch_for_cancel, name="cancel-watcher", daemon=True)
         watcher.start()
@@ -194,6 +198,7 @@ class Supervisor:
         """True once this job holds a run slot; False if it was cancelled while waiting."""
         announced = False
         last_reap = 0.0
+        sweeper: LocalEngine | None = None
         while not self.stop.is_set():
             if self.store.try_acquire_slot(self.key, settings.max_running):
                 return True
@@ -204,7 +209,12 @@ class Supervisor:
                 )
                 announced = True
             if time.monotonic() - last_reap > _REAP_EVERY_SECONDS:
-                # A dead supervisor must not hold a slot or a place in the queue forever.
+                # A job whose submitter died before starting its supervisor is started, and a dead
+                # supervisor must not hold a slot or a place in the queue forever.
+                if sweeper is None:
+                    sweeper = LocalEngine(self.home)  # its start-up sweep runs now
+                else:
+                    sweeper.recover_unlaunched()
                 reap_dead_jobs(self.store, self.home)
                 last_reap = time.monotonic()
             # Jitter keeps many waiting supervisors from polling in lockstep.
@@ -212,6 +222,11 @@ class Supervisor:
         return False
 
     def _finish(self, outcome: ReplicaSetOutcome) -> None:
+        # Whatever the replicas left behind goes before the job is reported as ended; a supervisor
+        # this one started for a job found unlaunched (`launch`) carries its own token and is spared.
+        mine = self.record.run_token
+        kill_descendants(spare=lambda pid: (run_token_of(pid) or mine).split("/")[0] != mine)
+        kill_tokened_processes(self.record.run_token)
         state = outcome.state
         done = False
         if state == JobState.SUCCEEDED:

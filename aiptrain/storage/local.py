@@ -38,7 +38,7 @@ _COPY_BLOCK = 1024 * 1024
 
 # GCS bucket naming: lowercase letters, digits, '-', '_' and '.', starting and ending with a
 # letter or digit, 3 to 222 characters (63 per dot-separated part, not checked here).
-_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]\Z")
 
 
 def default_storage_root() -> Path:

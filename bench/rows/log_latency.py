@@ -130,7 +130,7 @@ def rest_rows(ctx: BenchContext) -> list[RowResult]:
     url = f"http://127.0.0.1:{port}/"
     try:
         wait_for_server(url, server)
-        backend = ["--backend", "mlv1", "--api-endpoint", url, "--project", "bench"]
+        backend = ["--backend", "mlv1", "--api-endpoint", url, "--project", "bench-project"]
         # The submitter shares the server's home so `--storage local` stages where the engine reads;
         # the follower has a home of its own.
         submit_env = isolated_env(home)
@@ -152,7 +152,7 @@ def wait_for_server(url: str, server: subprocess.Popen[bytes]) -> None:
         if server.poll() is not None:
             raise BenchError(f"`aiptrain local serve` exited {server.returncode}")
         try:
-            with urllib.request.urlopen(f"{url}v1/projects/bench/jobs", timeout=1):
+            with urllib.request.urlopen(f"{url}v1/projects/bench-project/jobs", timeout=1):
                 return
         except OSError:
             time.sleep(0.1)

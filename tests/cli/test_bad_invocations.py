@@ -6,6 +6,7 @@ no object and no job, whatever the case got wrong.
 
 from __future__ import annotations
 
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +189,8 @@ def _same_name_as_built(tmp: Path) -> list[str]:
                                       "packages=['trainer'])\n")
     other = tmp / "dist" / "trainer-1.0.tar.gz"
     other.parent.mkdir()
-    other.write_bytes(b"an older build")
+    with tarfile.open(other, "w:gz") as archive:  # an older build: a real archive, as --packages needs
+        archive.add(project / "setup.py", arcname="trainer-1.0/setup.py")
     return ["--package-path", str(project / "trainer"), "--module-name", "trainer.task",
             "--region", "us-central1", "--packages", str(other)]
 

@@ -25,7 +25,7 @@ from aiptrain.polling import AdaptivePoller
 from aiptrain.spec import JobState, parse_job
 from tests.rest.harness import REPO, running_emulator, wait_until
 
-PROJECT = "ci"
+PROJECT = "ci-project"
 PACKAGE = "gs://unreachable-bucket/trainer.tar.gz"
 
 
@@ -59,9 +59,11 @@ def test_timeout_is_honoured_when_the_endpoint_never_answers(command: str, backe
                                "--timeout", "3", home=tmp_path)
     assert result.returncode == 12, result.stderr
     assert elapsed < 3 + 6  # the deadline, plus interpreter start-up; it used to run forever
-    # One warning when the failures start, not one per attempt; then why it gave up.
-    assert result.stderr.count("; retrying") == 1, result.stderr
-    assert "warning: " in result.stderr and "cannot reach http://127.0.0.1:" in result.stderr
+    # At most one warning when the failures start, not one per attempt; then why it gave up. (On a
+    # busy machine the backend's imports can take the whole 3 s, and the first failed attempt is
+    # already past the deadline: then there is no warning, only the reason it gave up.)
+    assert result.stderr.count("; retrying") <= 1, result.stderr
+    assert "cannot reach http://127.0.0.1:" in result.stderr
     assert "gave up on job [m1] after 3 s" in result.stderr
     assert result.stdout == ""
 

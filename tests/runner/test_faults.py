@@ -301,3 +301,52 @@ def test_evaluator_grace_is_bounded(
     service = _messages(engine, "hung_eval", "service")
     assert "Waiting up to 1 s for evaluator-replica-0 to finish." in service
     assert any(m.startswith("Stopping evaluator-replica-0") for m in service)
+
+
+@pytest.mark.parametrize("outcome", ["cancel", "success"])
+def test_a_setsid_grandchild_without_the_run_token_dies_with_the_job(
+    engine: LocalEngine, home: Path, package_uri: str, outcome: str
+) -> None:
+    job_id = f"hidden_{outcome}"
+    directory = local_dir(home, _control_job(engine, package_uri, job_id, args=["--hidden-escapee"], workers=0))
+    escapee = read_pid(directory / "escapees" / "master-replica-0")
+    assert is_running(escapee)
+    assert "AIPTRAIN_RUN_TOKEN" not in Path(f"/proc/{escapee}/environ").read_bytes().decode(errors="replace")
+    if outcome == "cancel":
+        wait_for_state(engine, job_id, {JobState.RUNNING})
+        engine.cancel(PROJECT, job_id)
+        final = {JobState.CANCELLED}
+    else:
+        _release(directory)
+        final = {JobState.SUCCEEDED}
+    wait_for_state(engine, job_id, final, timeout=60)
+    # The supervisor kills what is below it before it writes the final state: gone by now, not later.
+    assert processes_gone([escapee], timeout=0.5), "a setsid-ed, token-less grandchild outlived its job"
+
+
+def test_a_job_whose_submitter_died_before_starting_its_supervisor_is_started_by_the_next_engine(
+    engine: LocalEngine, home: Path, package_uri: str
+) -> None:
+    # What a submitter killed between storing the job and starting its supervisor leaves behind.
+    job = make_job("orphaned", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/orphaned"))
+    record = engine.store.insert_job(PROJECT, job, "orphanedtoken")
+    assert record.supervisor_pid is None
+    LocalEngine(home)  # any later command: its start-up sweep starts the supervisor at once
+    assert engine.store.get_by_key(record.key).supervisor_pid is not None
+    assert wait_for_end(engine, "orphaned").state == JobState.SUCCEEDED
+    messages = _messages(engine, "orphaned")
+    assert any("stopped before starting its supervisor" in message for message in messages)
+
+
+def test_the_sweep_leaves_a_job_alone_while_its_submitter_is_starting_it(
+    engine: LocalEngine, home: Path, package_uri: str
+) -> None:
+    from aiptrain.runner.launch import launch_lock
+
+    job = make_job("being_started", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/being_started"))
+    with launch_lock(home, "startingtoken"):
+        record = engine.store.insert_job(PROJECT, job, "startingtoken")
+        assert LocalEngine(home).recover_unlaunched() == []
+        assert engine.store.get_by_key(record.key).supervisor_pid is None
+    assert engine.recover_unlaunched() == ["being_started"]  # the lock is free: its submitter is gone
+    assert wait_for_end(engine, "being_started").state == JobState.SUCCEEDED

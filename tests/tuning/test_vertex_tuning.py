@@ -158,7 +158,8 @@ def test_dry_run_shows_the_tuning_job_for_vertex(tmp_path: Path) -> None:
     config = tmp_path / "tuning.yaml"
     config.write_text(json.dumps({"trainingInput": {"runtimeVersion": "2.8", "hyperparameters": SPEC}}))
     result = CliRunner().invoke(root, [
-        "jobs", "submit", "training", "tune_me", "--backend", "vertex", "--project", "p", "--region", "us-central1",
+        "jobs", "submit", "training", "tune_me", "--backend", "vertex", "--project", "my-project",
+        "--region", "us-central1",
         "--package-path", str(package), "--module-name", "trainer.task", "--config", str(config),
         "--job-dir", "gs://bkt/out", "--dry-run", "--format", "json"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
@@ -168,7 +169,7 @@ def test_dry_run_shows_the_tuning_job_for_vertex(tmp_path: Path) -> None:
     assert request["trialJobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["args"] == ["--job-dir=gs://bkt/out"]
     assert plan["vertex"] == {"hyperparameterTuningJob": request}
     text = CliRunner().invoke(root, [
-        "jobs", "submit", "training", "tune_me", "--project", "p", "--region", "us-central1",
+        "jobs", "submit", "training", "tune_me", "--project", "my-project", "--region", "us-central1",
         "--package-path", str(package), "--module-name", "trainer.task", "--config", str(config), "--dry-run"],
         catch_exceptions=False)
     assert text.exit_code == 0, text.stderr

@@ -4,9 +4,10 @@ Every replica records its pid in JOB_DIR/pids/<task> and one line per start in
 JOB_DIR/starts/<task>. The primary waits for JOB_DIR/release, then exits with `--exit-code`
 (or raises `--fail-with MESSAGE`); the others run until they are stopped. `--escapee` makes a
 replica start a child in a session of its own (as a careless trainer might), whose pid goes to
-JOB_DIR/escapees/<task>. With `--fail-if-peer-dies` the primary exits 1 once a worker it saw
-running is gone, as a synchronous trainer's collectives fail when a peer dies. With
-`--secondary-fail-with MESSAGE` every other replica raises at once (a worker's own bug).
+JOB_DIR/escapees/<task>; `--hidden-escapee` also clears that child's environment. With
+`--fail-if-peer-dies` the primary exits 1 once a worker it saw running is gone, as a synchronous
+trainer's collectives fail when a peer dies. With `--secondary-fail-with MESSAGE` every other
+replica raises at once (a worker's own bug).
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def main() -> None:
         write_json(directory / "escapees" / task, child.pid)
     if not is_primary() and flag("secondary-fail-with"):
         raise RuntimeError(flag("secondary-fail-with"))
+    if "--hidden-escapee" in sys.argv:
+        # setsid and an empty environment: neither the replica's group nor the run token reach it.
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
+                                 env={})
+        write_json(directory / "escapees" / task, child.pid)
     if is_primary():
         if "--fail-if-peer-dies" in sys.argv:
             _wait_for_release_unless_a_peer_dies(directory)

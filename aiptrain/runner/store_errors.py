@@ -1,0 +1,37 @@
+"""What a failing job store means to the user: SQLite's and the file system's errors, explained.
+
+The store lives in $AIPTRAIN_HOME; when that directory is read-only, or the database's
+write-ahead log (`jobs.db-wal`) is deleted while another aiptrain process has it open, SQLite
+answers "attempt to write a readonly database" or "disk I/O error". Those become an
+OperationalError (exit 1) that names the file and says what to do.
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from pathlib import Path
+
+from aiptrain.errors import OperationalError
+
+_READ_ONLY_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def store_failure(error: BaseException, database: Path) -> OperationalError:
+    """The OperationalError to raise for `error` met while using the store at `database`."""
+    home = database.parent
+    reason = (error.strerror if isinstance(error, OSError) else None) or str(error)
+    read_only = (isinstance(error, OSError) and error.errno in _READ_ONLY_ERRNOS) or (
+        isinstance(error, sqlite3.Error) and ("readonly" in reason or "unable to open" in reason))
+    if read_only:
+        return OperationalError(f"the job store {database} cannot be written: {reason}",
+                                hint=f"AIPTRAIN_HOME ({home}) must be a writable directory; fix its permissions "
+                                "or set AIPTRAIN_HOME to another one")
+    if isinstance(error, sqlite3.Error) and "disk I/O error" in reason:
+        return OperationalError(
+            f"the job store {database} cannot be read: {reason} (its write-ahead log {database.name}-wal "
+            "was probably deleted or damaged while another aiptrain process had it open)",
+            hint="stop the aiptrain processes using this AIPTRAIN_HOME (`local serve`, running jobs' "
+            "supervisors), then retry; never delete jobs.db-wal or jobs.db-shm by hand")
+    return OperationalError(f"the job store {database} failed: {reason}",
+                            hint=f"check the disk and the permissions of AIPTRAIN_HOME ({home})")
