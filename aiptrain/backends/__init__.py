@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 # name -> "module:factory"; the factory takes BackendSettings and returns a Backend.
 BACKENDS: dict[str, str] = {
     "local": "aiptrain.backends.local:LocalBackend",
+    "ray": "aiptrain.backends.ray:RayBackend",
     "vertex": "aiptrain.backends.vertex:VertexBackend",
     "mlv1": "aiptrain.backends.mlv1:MlV1Backend",
 }
