@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -75,9 +75,23 @@ class RayBackend:
     # -- submit ---------------------------------------------------------------------------------
 
     def unsupported(self, job: Job) -> list[Problem]:
+        """What Ray cannot run, plus a malformed address or scale (checked without a connection,
+        so a dry run needs no cluster; an unreachable one is found when the job is created)."""
         from aiptrain.catalog import load_catalog
+        from aiptrain.errors import UsageError
+        from aiptrain.raybackend.settings import jobs_api_address, resource_scale
 
-        return plan.ray_problems(job, load_catalog())
+        problems = plan.ray_problems(job, load_catalog())
+        checks: list[tuple[str, Callable[[], object]]] = [
+            ("--ray-resource-scale", lambda: resource_scale(self.settings.ray_resource_scale))]
+        if self.settings.ray_address:
+            checks.append(("--ray-address", lambda: jobs_api_address(self.settings.ray_address)))
+        for flag, check in checks:
+            try:
+                check()
+            except UsageError as error:
+                problems.append(Problem(flag, error.message, error.hint))
+        return problems
 
     def _document(self, job: Job, working_dir: str, scale: float) -> dict[str, Any]:
         from aiptrain.catalog import load_catalog

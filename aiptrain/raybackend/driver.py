@@ -42,6 +42,11 @@ from aiptrain.spec import Job, JobState, TrainingInput
 _ROOM_NOTICE_SECONDS = 3.0
 
 
+def actor_name(job_id: str, task_name: str) -> str:
+    """The name of a replica's actor, as Ray's state API and dashboard show it."""
+    return f"aiptrain-{job_id}-{task_name}"
+
+
 class LinePrinter:
     """A LogSink printing `joblog` lines on stdout, with non-decreasing timestamps."""
 
@@ -146,7 +151,7 @@ class Driver:
             strategy = PlacementGroupSchedulingStrategy(self.placement_group, placement_group_bundle_index=index)
             self.actors[bundle["taskName"]] = host_class.options(
                 num_cpus=res["CPU"], num_gpus=res.get("GPU", 0), memory=res["memory"],
-                max_concurrency=8, scheduling_strategy=strategy,
+                max_concurrency=8, scheduling_strategy=strategy, name=actor_name(self.job_id, bundle["taskName"]),
             ).remote(self.job_id, bundle["taskName"])
         packages = list(self.training_input.package_uris or [])
         # Relative: each actor finds the packages in its own node's copy of the working directory.
@@ -236,10 +241,12 @@ def main(argv: list[str] | None = None) -> int:
             printer.say(joblog.CANCEL_REQUESTED_LINE)
         stop.set()
 
-    signal.signal(signal.SIGTERM, on_term)
     import ray
 
     ray.init(log_to_driver=False, logging_level=logging.ERROR)
+    # After ray.init, which installs a SIGTERM handler of its own that exits at once: `ray job stop`
+    # must let the replicas be stopped and the job end with its own line.
+    signal.signal(signal.SIGTERM, on_term)
     driver = Driver(payload, printer, stop)
     try:
         outcome = driver.run()

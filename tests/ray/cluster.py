@@ -40,7 +40,6 @@ def node_environment() -> dict[str, str]:
         TF_CPP_MIN_LOG_LEVEL="2",
         OMP_NUM_THREADS="1",
         TF_NUM_INTRAOP_THREADS="1",
-        TF_NUM_INTEROP_THREADS="1",
         RAY_USAGE_STATS_ENABLED="0",
         RAY_DEDUP_LOGS="0",
     )
@@ -83,10 +82,9 @@ def _wait_for(url: str, process: subprocess.Popen[bytes], log: Path, timeout: fl
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"ray start exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                if answer.status == 200:
-                    return
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as answer:
+            if answer.status == 200:
+                return
         time.sleep(0.5)
     raise RuntimeError(f"{url} did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
 
