@@ -84,5 +84,11 @@ def _text(plan: SubmissionPlan, document: dict[str, Any]) -> str:
 def render_dry_run(app: AppContext, plan: SubmissionPlan, catalog: Catalog) -> None:
     if plan.backend_name == "local":
         _apply_local_plan(plan, catalog)
+    if plan.backend_name == "ray":
+        from aiptrain.raybackend.plan import notes
+        from aiptrain.raybackend.settings import resource_scale
+
+        assert plan.job.training_input is not None
+        plan.warnings.extend(notes(plan.job.training_input, resource_scale(app.ray_resource_scale)))
     document = plan_summary(plan, vertex=_vertex_translation(plan, catalog), tf_configs=_tf_configs(plan))
     emit(document, app.output_format, text=_text(plan, document))

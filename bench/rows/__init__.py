@@ -26,6 +26,7 @@ def all_groups() -> list[RowGroup]:
         log_latency,
         memory,
         packaging,
+        ray,
         store_scale,
         training,
         upload,
@@ -41,4 +42,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("store-scale", "7", "Scale of the store", store_scale.run),
         RowGroup("memory", "8", "Memory", memory.run),
         RowGroup("training", "9", "Training", training.run),
+        RowGroup("ray", "10", "Ray backend", ray.run),
     ]
