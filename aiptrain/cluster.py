@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aiptrain.catalog import Catalog
-from aiptrain.spec import ReplicaConfig, ScaleTier, TrainingInput
+from aiptrain.spec import ROLES, ScaleTier, TrainingInput
 
 # Role -> (TF_CONFIG task type, log task-name prefix).
 TASK_TYPES = {"worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
@@ -39,43 +39,17 @@ def primary_task_type(training_input: TrainingInput) -> str:
     return "chief" if major.isdigit() and int(major) >= 2 else "master"
 
 
-def replica_config(training_input: TrainingInput, role: str) -> ReplicaConfig | None:
-    """The *Config of a role (master, worker, parameter_server, evaluator)."""
-    return {
-        "master": training_input.master_config,
-        "worker": training_input.worker_config,
-        "parameter_server": training_input.parameter_server_config,
-        "evaluator": training_input.evaluator_config,
-    }[role]
-
-
-def custom_role(training_input: TrainingInput, role: str) -> tuple[int, str | None]:
-    """(replica count, machine type) a CUSTOM job asks for in `role`."""
-    if role == "master":
-        return 1, training_input.master_type
-    count = {
-        "worker": training_input.worker_count,
-        "parameter_server": training_input.parameter_server_count,
-        "evaluator": training_input.evaluator_count,
-    }[role]
-    machine = {
-        "worker": training_input.worker_type,
-        "parameter_server": training_input.parameter_server_type,
-        "evaluator": training_input.evaluator_type,
-    }[role]
-    return int(count or 0), machine
-
-
 def resolve_cluster(training_input: TrainingInput, catalog: Catalog) -> list[ReplicaGroup]:
     """Replica groups in role order (master, worker, parameter_server, evaluator); empty roles omitted."""
     tier = (training_input.scale_tier or ScaleTier.BASIC).value
     primary = primary_task_type(training_input)
     master_image = training_input.master_config.image_uri if training_input.master_config else None
     groups: list[ReplicaGroup] = []
-    for role in ("master", "worker", "parameter_server", "evaluator"):
-        config = replica_config(training_input, role)
+    for spec_role in ROLES:
+        role = spec_role.name
+        config = spec_role.config(training_input)
         if tier == ScaleTier.CUSTOM:
-            count, machine = custom_role(training_input, role)
+            count, machine = spec_role.count(training_input), spec_role.machine_type(training_input)
             accel = config.accelerator_config if config else None
             accel_type = accel.type.value if accel and accel.type else None
             accel_count = int(accel.count or 0) if accel else 0

@@ -79,6 +79,10 @@ class OperationalError(AiptrainError):
     exit_code = EXIT_OPERATIONAL
 
 
+class JobAlreadyFinished(OperationalError):
+    """Cancelling a job that already ended (the service answers FAILED_PRECONDITION)."""
+
+
 class NotFound(OperationalError):
     """A job, bucket or object that does not exist."""
 
@@ -107,3 +111,11 @@ class TransientError(OperationalError):
     def __init__(self, message: str, *, hint: str | None = None, retry_after: float | None = None) -> None:
         super().__init__(message, hint=hint)
         self.retry_after = retry_after
+
+
+class EndpointUnreachable(TransientError):
+    """No answer at all from a service (connection refused, DNS failure, dropped connection).
+
+    Followers tell it apart from a 429/5xx: before a job was ever found, an endpoint that does
+    not answer is most likely a wrong --api-endpoint, not a passing outage.
+    """

@@ -25,12 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from aiptrain.backends.rest import EndpointUnreachable, retry_deadline
-from aiptrain.errors import EXIT_JOB_TIMEOUT, OperationalError, TransientError
+from aiptrain.errors import EXIT_JOB_TIMEOUT, EndpointUnreachable, OperationalError, TransientError
+from aiptrain.polling import AdaptivePoller, retry_deadline
 from aiptrain.spec import Job, JobState
 
 if TYPE_CHECKING:
-    from aiptrain.backends.base import Backend, LogCursor, LogEntry
+    from aiptrain.backends.base import Backend
+    from aiptrain.logs import LogCursor, LogEntry
 
 READ_LIMIT = 1000
 T = TypeVar("T")
@@ -62,14 +63,11 @@ class _DeadlinePassed(Exception):
 
 
 def poller_for(backend: Backend, polling_interval: float | None = None) -> Poller:
-    """Fast polls for the local store, gentler ones for REST; a fixed interval when asked for."""
-    from aiptrain.polling import AdaptivePoller
-
+    """The pace the backend asks for (`Backend.poll_seconds`); a fixed interval when asked for."""
     if polling_interval is not None:
         return AdaptivePoller(fast=polling_interval, ceiling=polling_interval, jitter=0.0)
-    if backend.name == "local":
-        return AdaptivePoller(fast=0.05, ceiling=0.25)
-    return AdaptivePoller(fast=0.5, ceiling=10.0)
+    fast, ceiling = backend.poll_seconds
+    return AdaptivePoller(fast=fast, ceiling=ceiling)
 
 
 @dataclass

@@ -6,12 +6,37 @@ fast while lines arrive and backs off geometrically while the job is silent, wit
 many followers do not poll in lockstep, and it never polls sooner than a server's `Retry-After`.
 
 `next_delay` only computes; the caller sleeps (or, in tests, does not).
+
+`retry_deadline` is the other half of waiting: a follower with --timeout sets it, and any client
+that retries inside one call (the REST backends) stops retrying at it.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+
+# time.monotonic() by which retrying calls stop sleeping and raise their last error. A follower
+# with --timeout sets it, so that the retries inside one call cannot outlast the user's deadline.
+_RETRY_DEADLINE: ContextVar[float | None] = ContextVar("aiptrain_retry_deadline", default=None)
+
+
+@contextmanager
+def retry_deadline(deadline: float | None) -> Iterator[None]:
+    """Within the block, retrying calls give up rather than sleep past `deadline` (monotonic)."""
+    token = _RETRY_DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _RETRY_DEADLINE.reset(token)
+
+
+def current_retry_deadline() -> float | None:
+    """The deadline set by the innermost `retry_deadline` block, if any."""
+    return _RETRY_DEADLINE.get()
 
 
 @dataclass

@@ -12,7 +12,8 @@ import copy
 import difflib
 import enum
 from collections.abc import Mapping
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, cast
 
 from pydantic import (
     BaseModel,
@@ -22,7 +23,7 @@ from pydantic import (
     ValidationError,
     WithJsonSchema,
 )
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from aiptrain.errors import Problem, ValidationFailed
 
@@ -175,6 +176,38 @@ class ParameterSpec(ApiModel):
     scale_type: ScaleType | None = None
 
 
+@dataclass(frozen=True)
+class Role:
+    """One replica role of a TrainingInput and the REST names of its fields, read by every layer."""
+
+    name: str  # master | worker | parameter_server | evaluator
+    type_field: str  # its machine type: masterType
+    config_field: str  # its ReplicaConfig: masterConfig
+    count_field: str | None  # its replica count: workerCount (None: there is exactly one master)
+
+    def machine_type(self, training_input: TrainingInput) -> str | None:
+        return cast("str | None", getattr(training_input, to_snake(self.type_field)))
+
+    def config(self, training_input: TrainingInput) -> ReplicaConfig | None:
+        return cast("ReplicaConfig | None", getattr(training_input, to_snake(self.config_field)))
+
+    def count(self, training_input: TrainingInput) -> int:
+        """The replica count a CUSTOM job asks for: 1 for the master, 0 when a count is unset."""
+        if self.count_field is None:
+            return 1
+        return int(getattr(training_input, to_snake(self.count_field)) or 0)
+
+
+# In the service's order, which is also the order of Vertex AI's worker pools.
+ROLES = (
+    Role("master", "masterType", "masterConfig", None),
+    Role("worker", "workerType", "workerConfig", "workerCount"),
+    Role("parameter_server", "parameterServerType", "parameterServerConfig", "parameterServerCount"),
+    Role("evaluator", "evaluatorType", "evaluatorConfig", "evaluatorCount"),
+)
+ROLE = {role.name: role for role in ROLES}
+
+
 class HyperparameterSpec(ApiModel):
     goal: Goal | None = None
     params: list[ParameterSpec] | None = None
@@ -255,6 +288,17 @@ class Job(ApiModel):
     error_message: str | None = None
     etag: str | None = None
     job_position: Int64 | None = None
+
+
+# The Job fields only the service sets. A create request may carry them (a re-sent `describe`):
+# clients leave them out and servers ignore them.
+OUTPUT_ONLY_FIELDS = ("createTime", "startTime", "endTime", "state", "errorMessage", "trainingOutput",
+                      "predictionOutput", "jobPosition")
+
+
+def without_output_fields(body: Mapping[str, Any], *also: str) -> dict[str, Any]:
+    """`body` (a Job in REST form) without its output-only fields, nor the fields in `also`."""
+    return {key: value for key, value in body.items() if key not in OUTPUT_ONLY_FIELDS and key not in also}
 
 
 # `consumedMLUnits` does not follow the generic camelCase rule; give it its REST spelling.

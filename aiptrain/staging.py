@@ -172,12 +172,6 @@ def describe_result(result: UploadResult) -> str:
     return f"uploaded {human_size(result.bytes_sent)} in {result.seconds:.1f} s → {result.uri}"
 
 
-def describe_plan(plan: UploadPlan) -> str:
-    """One line for dry-run: what would happen to the file, and why."""
-    verb = {"reuse": "would reuse", "upload": "would upload", "unknown": "would stage"}[plan.status]
-    return f"{verb} {plan.local.name} ({human_size(plan.size)}, sha256 {plan.sha256[:12]}) → {plan.uri}"
-
-
 def human_size(size: int) -> str:
     value = float(size)
     for unit in ("B", "kB", "MB", "GB"):

@@ -1,7 +1,9 @@
 """The submit path from parsed flags to a created job: merge, validate, package, stage, create.
 
-Everything that can be wrong with the input is found by `prepare` before any build output is
-uploaded or any job created; `--dry-run` stops after `prepare` and prints the plan.
+`submit` is the whole of `jobs submit training` without a command line (a CI pipeline can call it
+with a `SubmitOptions`); `dry_run_document` is its `--dry-run`. Everything that can be wrong with
+the input is found by `prepare` before any build output is uploaded or any job created; a dry run
+stops after `prepare` and describes the plan.
 
 Merge rules (flags win over --config). Where gcloud's merge hurt users, this one differs:
 - `trainingInput.region` from the config is honoured (gcloud always overwrote it);
@@ -14,6 +16,7 @@ Merge rules (flags win over --config). Where gcloud's merge hurt users, this one
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from aiptrain.catalog import Catalog
 from aiptrain.errors import Problem, ValidationFailed
 from aiptrain.spec import Job, parse_job_lenient
-from aiptrain.validate import check_gs_uri, validate_job
+from aiptrain.submit_flags import OPTION_FLAGS, PAIRED_FLAGS, Kind, flag_field
+from aiptrain.validate import check_gs_uri, check_package_count, validate_job
 
 if TYPE_CHECKING:
     from aiptrain.backends.base import Backend
@@ -42,7 +46,11 @@ class Accelerator:
 
 @dataclass
 class SubmitOptions:
-    """What the command line said; None means the flag was not given."""
+    """What the command line said; None means the flag was not given.
+
+    One attribute per entry of `submit_flags.OPTION_FLAGS` (its `dest`), plus the job ID, the
+    region and the trainer's own arguments.
+    """
 
     job_id: str
     config_path: Path | None = None
@@ -117,26 +125,6 @@ def load_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def _set_accelerator(ti: dict[str, Any], config_key: str, accel: Accelerator | None) -> None:
-    if accel is None:
-        return
-    config = ti.setdefault(config_key, {})
-    if not isinstance(config, dict):
-        return
-    accel_config = config.setdefault("acceleratorConfig", {})
-    if isinstance(accel_config, dict):
-        accel_config["type"] = accel.type
-        accel_config["count"] = str(accel.count)
-
-
-def _set_image(ti: dict[str, Any], config_key: str, image: str | None) -> None:
-    if image is None:
-        return
-    config = ti.setdefault(config_key, {})
-    if isinstance(config, dict):
-        config["imageUri"] = image
-
-
 def merge_job(options: SubmitOptions, config: dict[str, Any] | None) -> dict[str, Any]:
     """The REST body (before package URIs are known) from the config file and the flags."""
     body: dict[str, Any] = copy.deepcopy(config) if config else {}
@@ -149,47 +137,45 @@ def merge_job(options: SubmitOptions, config: dict[str, Any] | None) -> dict[str
     ti = body.setdefault("trainingInput", {})
     if not isinstance(ti, dict):
         return body  # parse_job reports the wrong type with its path
-    scalars = {
-        "pythonModule": options.module_name,
-        "args": options.user_args,
-        "jobDir": _normalise_job_dir(options.job_dir),
-        "scaleTier": options.scale_tier,
-        "runtimeVersion": options.runtime_version,
-        "pythonVersion": options.python_version,
-        "serviceAccount": options.service_account,
-        "enableWebAccess": options.enable_web_access,
-        "masterType": options.master_machine_type,
-        "workerType": options.worker_machine_type,
-        "parameterServerType": options.parameter_server_machine_type,
-        "useChiefInTfConfig": options.use_chief_in_tf_config,
-    }
-    for key, value in scalars.items():
-        if value is not None:
-            ti[key] = value
+    if options.user_args is not None:
+        ti["args"] = options.user_args
+    for entry in OPTION_FLAGS:
+        value = getattr(options, entry.dest)
+        if entry.field is not None and value is not None:
+            _put(ti, entry.field.split("."), _rest_value(entry.kind, value))
     if options.region is not None:
         ti["region"] = options.region
     elif not ti.get("region") and options.default_region:
         ti["region"] = options.default_region
-    for key, count in (("workerCount", options.worker_count),
-                       ("parameterServerCount", options.parameter_server_count)):
-        if count is not None:
-            ti[key] = str(count)
-    if options.kms_key is not None:
-        ti.setdefault("encryptionConfig", {})["kmsKeyName"] = options.kms_key
-    _set_accelerator(ti, "masterConfig", options.master_accelerator)
-    _set_accelerator(ti, "workerConfig", options.worker_accelerator)
-    _set_accelerator(ti, "parameterServerConfig", options.parameter_server_accelerator)
-    _set_image(ti, "masterConfig", options.master_image_uri)
-    _set_image(ti, "workerConfig", options.worker_image_uri)
-    _set_image(ti, "parameterServerConfig", options.parameter_server_image_uri)
     return body
 
 
-def _normalise_job_dir(job_dir: str | None) -> str | None:
-    """gs://bucket becomes gs://bucket/, as the service stored it."""
-    if job_dir and job_dir.startswith("gs://") and "/" not in job_dir[5:]:
-        return job_dir + "/"
-    return job_dir
+def _rest_value(kind: Kind, value: Any) -> Any:
+    """A SubmitOptions value as the REST API spells it."""
+    if kind is Kind.COUNT:
+        return str(value)
+    if kind is Kind.ACCELERATOR:
+        return {"type": value.type, "count": str(value.count)}
+    if kind is Kind.GS_DIR and value.startswith("gs://") and "/" not in value[5:]:
+        return value + "/"  # gs://bucket becomes gs://bucket/, as the service stored it
+    return value
+
+
+def _put(node: dict[str, Any], path: list[str], value: Any) -> None:
+    """Set `value` at `path`, creating mappings on the way and merging into an existing one; a
+    config value of the wrong type is left for parse_job to report with its path."""
+    for key in path[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            return
+        node = child
+    existing = node.get(path[-1])
+    if isinstance(value, dict) and isinstance(existing, dict):
+        existing.update(value)
+    elif isinstance(value, dict) and path[-1] in node:
+        return
+    else:
+        node[path[-1]] = value
 
 
 def staging_bucket_for(options: SubmitOptions, store_kind: str) -> tuple[str | None, list[Problem]]:
@@ -289,11 +275,9 @@ def prepare(
         uploads = plan_uploads(files, staging, store, check_existing=check_existing)
     uris = _unique([*config_uris, *remote, *(plan.uri for plan in uploads)])
     ti.package_uris = uris
-    limit = int(catalog.limits["max_package_uris"])
-    if len(uris) > limit:
-        message = f"{len(uris)} packages; at most {limit}"
-        raise ValidationFailed([Problem("trainingInput.packageUris", message,
-                                        "combine dependencies into fewer packages")])
+    too_many = check_package_count(uris, catalog)
+    if too_many:
+        raise ValidationFailed(too_many)
     return SubmissionPlan(
         job=job,
         backend_name=backend.name,
@@ -307,20 +291,15 @@ def prepare(
     )
 
 
-# The job field each replica flag sets. A flag problem (e.g. "--worker-machine-type: required
-# when --worker-count is given") already tells the user what to type; the job-level complaint about
-# the same field ("workerCount is 2 but no workerType is set") would say it a second time.
-_FLAG_FIELDS = {
-    "--worker-machine-type": "trainingInput.workerType",
-    "--worker-count": "trainingInput.workerCount",
-    "--parameter-server-machine-type": "trainingInput.parameterServerType",
-    "--parameter-server-count": "trainingInput.parameterServerCount",
-}
+# The job fields of the paired replica flags. A flag problem (e.g. "--worker-machine-type:
+# required when --worker-count is given") already tells the user what to type; the job-level
+# complaint about the same field ("workerCount is 2 but no workerType is set") would say it again.
+_PAIRED_FIELDS = {flag: flag_field(flag) for pair in PAIRED_FLAGS for flag in pair}
 
 
 def _not_covered_by_flags(job_problems: list[Problem], flag_problems: list[Problem]) -> list[Problem]:
-    """`job_problems` minus those on a field whose flag already has a problem."""
-    covered = {_FLAG_FIELDS[p.path] for p in flag_problems if p.path in _FLAG_FIELDS}
+    """`job_problems` minus those on a field whose paired flag already has a problem."""
+    covered = {_PAIRED_FIELDS[p.path] for p in flag_problems if p.path in _PAIRED_FIELDS}
     return [problem for problem in job_problems if problem.path not in covered]
 
 
@@ -339,7 +318,7 @@ def _flag_only_problems(options: SubmitOptions, catalog: Catalog) -> list[Proble
     """Checks that need no parsed job, so a broken config still gets them reported too."""
     from aiptrain.validate import check_job_id
 
-    return check_job_id(options.job_id, int(catalog.limits["job_id_max_length"]))
+    return check_job_id(options.job_id, catalog)
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -402,3 +381,88 @@ def plan_summary(plan: SubmissionPlan, *, vertex: dict[str, Any] | None,
         "warnings": list(plan.warnings),
     }
 
+
+def submit(
+    options: SubmitOptions,
+    *,
+    backend: Backend,
+    catalog: Catalog,
+    store: ObjectStore,
+    project: str,
+    flag_problems: list[Problem] | None = None,
+    on_upload: Callable[[UploadResult], None] | None = None,
+    progress_factory: Any = None,
+) -> Job:
+    """Validate, build, stage and create the job; returns it as the backend reports it.
+
+    Raises ValidationFailed, with nothing uploaded or created, when the input is wrong.
+    `on_upload` hears of each staged package (uploaded or reused), after all of them are staged.
+    """
+    plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=False,
+                   flag_problems=flag_problems)
+    for result in upload(plan, store, progress_factory=progress_factory):
+        if on_upload is not None:
+            on_upload(result)
+    return backend.create_job(plan.job)
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What a submit would do: the plan, and the document `--dry-run --format json` prints."""
+
+    plan: SubmissionPlan
+    document: dict[str, Any]
+
+
+def dry_run_document(
+    options: SubmitOptions,
+    *,
+    backend: Backend,
+    catalog: Catalog,
+    store: ObjectStore,
+    project: str,
+    flag_problems: list[Problem] | None = None,
+) -> DryRun:
+    """Everything `submit` would send and start, computed with nothing uploaded or created.
+
+    The document (a stable schema a CI job can diff) holds the request body, the uploads, the
+    cluster (on the local backend: the one that will really start, after the replica cap), each
+    replica's TF_CONFIG and the Vertex AI body this job becomes, or why it cannot.
+    """
+    plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=True,
+                   flag_problems=flag_problems)
+    if plan.backend_name == "local":
+        _apply_local_plan(plan, catalog)
+    if plan.backend_name == "ray":
+        # What the Ray job's log will say first (bundles scaled down, the region unused).
+        plan.warnings.extend(plan.request_body.get("notes", []))
+    document = plan_summary(plan, vertex=_vertex_translation(plan, catalog), tf_configs=_tf_configs(plan))
+    return DryRun(plan, document)
+
+
+def _vertex_translation(plan: SubmissionPlan, catalog: Catalog) -> dict[str, Any]:
+    """The Vertex AI CustomJob (HyperparameterTuningJob for tuning) this job becomes, or why it cannot."""
+    from aiptrain.vertex.study import is_tuning_job, vertex_request_body
+
+    kind = "hyperparameterTuningJob" if is_tuning_job(plan.job) else "customJob"
+    try:
+        return {kind: vertex_request_body(plan.job, catalog)}
+    except ValidationFailed as failed:
+        return {"problems": [p.render() for p in failed.problems]}
+
+
+def _tf_configs(plan: SubmissionPlan) -> dict[str, Any]:
+    from aiptrain.runner.tf_config import tf_configs_for
+
+    return tf_configs_for(plan.job, plan.cluster)
+
+
+def _apply_local_plan(plan: SubmissionPlan, catalog: Catalog) -> None:
+    """On the local backend, show the cluster that will really start (AIPTRAIN_LOCAL_REPLICA_CAP)."""
+    from aiptrain.runner.cluster_plan import plan_cluster
+    from aiptrain.runner.settings import LocalSettings
+
+    assert plan.job.training_input is not None
+    local = plan_cluster(plan.job.training_input, catalog, LocalSettings.from_env())
+    plan.cluster = local.groups
+    plan.warnings.extend(local.warnings)

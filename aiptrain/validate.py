@@ -15,21 +15,23 @@ import unicodedata
 from collections.abc import Iterable
 
 from aiptrain.catalog import Catalog, MachineType
-from aiptrain.cluster import custom_role, replica_config
 from aiptrain.errors import Problem
 from aiptrain.spec import (
+    ROLES,
     Algorithm,
     HyperparameterSpec,
     Job,
     ParameterSpec,
     ParameterType,
     ReplicaConfig,
+    Role,
     ScaleTier,
     ScaleType,
     Scheduling,
     TrainingInput,
 )
 
+# The service's job-ID rule (its length limit is the catalog's job_id_max_length).
 JOB_ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 BUCKET_CHARS = re.compile(r"^[a-z0-9_.-]+$")
 IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
@@ -42,32 +44,26 @@ NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
 GRID_TYPES = {ParameterType.INTEGER, ParameterType.CATEGORICAL, ParameterType.DISCRETE}
 LOG_SCALES = {ScaleType.UNIT_LOG_SCALE, ScaleType.UNIT_REVERSE_LOG_SCALE}
 
-# (role, REST name of its *Type field, of its *Config field, of its *Count field)
-ROLE_FIELDS = (
-    ("master", "masterType", "masterConfig", None),
-    ("worker", "workerType", "workerConfig", "workerCount"),
-    ("parameter_server", "parameterServerType", "parameterServerConfig", "parameterServerCount"),
-    ("evaluator", "evaluatorType", "evaluatorConfig", "evaluatorCount"),
-)
 
-
-def suggest_job_id(job_id: str) -> str:
+def suggest_job_id(job_id: str, max_length: int) -> str:
     """A valid ID close to `job_id`: `my-job-1` -> `my_job_1`, `1job` -> `job_1job`."""
     cleaned = re.sub(r"[^A-Za-z0-9_]", "_", job_id) or "job"
     if not cleaned[0].isalpha():
         cleaned = f"job_{cleaned}"
-    return cleaned[:128]
+    return cleaned[:max_length]
 
 
-def check_job_id(job_id: str | None, max_length: int = 128) -> list[Problem]:
+def check_job_id(job_id: str | None, catalog: Catalog) -> list[Problem]:
+    """The job-ID rule every submit path and the emulator apply."""
+    max_length = int(catalog.limits["job_id_max_length"])
     if not job_id:
         return [Problem("jobId", "a job ID is required", "pass it as the JOB argument, e.g. my_job_1")]
     if len(job_id) > max_length:
         return [Problem("jobId", f"is {len(job_id)} characters long; at most {max_length} are allowed",
-                        f"shorten it, e.g. {suggest_job_id(job_id)[:max_length]}")]
+                        f"shorten it, e.g. {suggest_job_id(job_id, max_length)}")]
     if not JOB_ID_PATTERN.match(job_id):
         return [Problem("jobId", f"{job_id!r} must start with a letter and contain only letters, "
-                        "digits and underscores", f"use {suggest_job_id(job_id)}")]
+                        "digits and underscores", f"use {suggest_job_id(job_id, max_length)}")]
     return []
 
 
@@ -173,9 +169,8 @@ def check_region(region: str | None, catalog: Catalog) -> list[Problem]:
     return []
 
 
-def _role_values(ti: TrainingInput, role: str) -> tuple[str | None, ReplicaConfig | None, int | None]:
-    count, machine = custom_role(ti, role)
-    return machine, replica_config(ti, role), None if role == "master" else count
+def _role_values(ti: TrainingInput, role: Role) -> tuple[str | None, ReplicaConfig | None, int | None]:
+    return role.machine_type(ti), role.config(ti), None if role.count_field is None else role.count(ti)
 
 
 def _check_accelerator(path: str, machine: MachineType | None, accel_type: str | None, count: int,
@@ -236,8 +231,10 @@ def check_scale_tier(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
     tier = ti.scale_tier or ScaleTier.BASIC
     custom = tier == ScaleTier.CUSTOM
     families: dict[str, str] = {}
-    for role, type_field, config_field, count_field in ROLE_FIELDS:
-        machine_name, config, count = _role_values(ti, role)
+    for spec_role in ROLES:
+        role, type_field, config_field, count_field = (spec_role.name, spec_role.type_field,
+                                                       spec_role.config_field, spec_role.count_field)
+        machine_name, config, count = _role_values(ti, spec_role)
         type_path = f"trainingInput.{type_field}"
         if not custom:
             if machine_name is not None:
@@ -336,15 +333,19 @@ def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
     return problems
 
 
+def check_package_count(uris: list[str], catalog: Catalog) -> list[Problem]:
+    """The service's limit on packageUris."""
+    limit = int(catalog.limits["max_package_uris"])
+    if len(uris) > limit:
+        return [Problem("trainingInput.packageUris", f"{len(uris)} packages; at most {limit}",
+                        "combine dependencies into fewer packages")]
+    return []
+
+
 def check_program(ti: TrainingInput, catalog: Catalog, *, require_packages: bool) -> list[Problem]:
     """What runs: a Python package and module, or a custom container, not a mixture."""
     problems: list[Problem] = []
-    configs = [
-        ("masterConfig", ti.master_config),
-        ("workerConfig", ti.worker_config),
-        ("parameterServerConfig", ti.parameter_server_config),
-        ("evaluatorConfig", ti.evaluator_config),
-    ]
+    configs = [(role.config_field, role.config(ti)) for role in ROLES]
     image = ti.master_config.image_uri if ti.master_config else None
     for name, config in configs:
         if config is None:
@@ -357,11 +358,8 @@ def check_program(ti: TrainingInput, catalog: Catalog, *, require_packages: bool
         if has_container_args and not (config.image_uri or image):
             problems.append(Problem(f"trainingInput.{name}", "containerCommand/containerArgs need a custom "
                                     "container image", "set masterConfig.imageUri (--master-image-uri)"))
-    max_packages = int(catalog.limits["max_package_uris"])
     uris = ti.package_uris or []
-    if len(uris) > max_packages:
-        problems.append(Problem("trainingInput.packageUris", f"{len(uris)} packages; at most {max_packages}",
-                                "combine dependencies into fewer packages"))
+    problems.extend(check_package_count(uris, catalog))
     if not image:
         if not ti.python_module:
             problems.append(Problem("trainingInput.pythonModule", "a Python module to run is required",
@@ -514,7 +512,7 @@ def check_hyperparameters(spec: HyperparameterSpec | None, catalog: Catalog) -> 
                                 "set maxFailedTrials: 0 or more, or leave it out"))
     if spec.resume_previous_job_id is not None:
         problems.extend(Problem(f"{base}.resumePreviousJobId", p.message, p.hint)
-                        for p in check_job_id(spec.resume_previous_job_id))
+                        for p in check_job_id(spec.resume_previous_job_id, catalog))
     return problems
 
 
@@ -535,7 +533,7 @@ def check_identity(ti: TrainingInput) -> list[Problem]:
 
 def validate_job(job: Job, catalog: Catalog, *, require_packages: bool = True) -> list[Problem]:
     """Every problem with `job`, in field order; [] when it may be submitted."""
-    problems = check_job_id(job.job_id, int(catalog.limits["job_id_max_length"]))
+    problems = check_job_id(job.job_id, catalog)
     problems += check_labels(job.labels, catalog)
     ti = job.training_input
     if ti is None:

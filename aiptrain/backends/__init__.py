@@ -1,8 +1,12 @@
-"""The explicit registry of backends. Each is imported only when chosen, to keep the CLI fast."""
+"""The explicit registry of backends. Each is imported only when chosen, to keep the CLI fast.
+
+Every entry is a typed factory, so mypy checks that each backend class satisfies the `Backend`
+protocol, while the import inside it waits until the backend is asked for.
+"""
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aiptrain.errors import UsageError
@@ -10,23 +14,45 @@ from aiptrain.errors import UsageError
 if TYPE_CHECKING:
     from aiptrain.backends.base import Backend, BackendSettings
 
-# name -> "module:factory"; the factory takes BackendSettings and returns a Backend.
-BACKENDS: dict[str, str] = {
-    "local": "aiptrain.backends.local:LocalBackend",
-    "ray": "aiptrain.backends.ray:RayBackend",
-    "vertex": "aiptrain.backends.vertex:VertexBackend",
-    "mlv1": "aiptrain.backends.mlv1:MlV1Backend",
+
+def _local(settings: BackendSettings) -> Backend:
+    from aiptrain.backends.local import LocalBackend
+
+    return LocalBackend(settings)
+
+
+def _ray(settings: BackendSettings) -> Backend:
+    from aiptrain.backends.ray import RayBackend
+
+    return RayBackend(settings)
+
+
+def _vertex(settings: BackendSettings) -> Backend:
+    from aiptrain.backends.vertex import VertexBackend
+
+    return VertexBackend(settings)
+
+
+def _mlv1(settings: BackendSettings) -> Backend:
+    from aiptrain.backends.mlv1 import MlV1Backend
+
+    return MlV1Backend(settings)
+
+
+# name (`--backend NAME`) -> factory taking BackendSettings.
+BACKENDS: dict[str, Callable[[BackendSettings], Backend]] = {
+    "local": _local,
+    "ray": _ray,
+    "vertex": _vertex,
+    "mlv1": _mlv1,
 }
 
 
 def get_backend(name: str, settings: BackendSettings) -> Backend:
-    target = BACKENDS.get(name)
-    if target is None:
+    factory = BACKENDS.get(name)
+    if factory is None:
         raise UsageError(
             f"unknown backend {name!r}",
             hint=f"use --backend with one of: {', '.join(BACKENDS)}",
         )
-    module_name, _, attr = target.partition(":")
-    factory = getattr(importlib.import_module(module_name), attr)
-    backend: Backend = factory(settings)
-    return backend
+    return factory(settings)

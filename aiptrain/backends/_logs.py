@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from aiptrain.backends.base import LogCursor, LogEntry
 from aiptrain.backends.rest import call
+from aiptrain.logs import LogCursor, LogEntry
 
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$"

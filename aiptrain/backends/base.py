@@ -9,36 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from aiptrain.errors import Problem
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.spec import Job
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    """One log line of a job, as Cloud Logging would hold it."""
-
-    timestamp: datetime  # timezone-aware UTC
-    insert_id: str
-    severity: str  # DEFAULT, DEBUG, INFO, WARNING, ERROR, CRITICAL
-    task_name: str  # master-replica-0, worker-replica-1, ps-replica-0, evaluator-replica-0, service
-    message: str
-    trial_id: str | None = None
-
-    @property
-    def cursor(self) -> LogCursor:
-        return LogCursor(self.timestamp, self.insert_id)
-
-
-@dataclass(frozen=True, order=True)
-class LogCursor:
-    """A position in a job's log: entries strictly after (timestamp, insert_id) are new."""
-
-    timestamp: datetime
-    insert_id: str
 
 
 @dataclass(frozen=True)
@@ -60,6 +36,9 @@ class Backend(Protocol):
     name: ClassVar[str]
     # Where this backend's packages are staged by default: "local" or "gcs".
     default_storage: ClassVar[str]
+    # (fast, ceiling) seconds between two polls of a follower: quick for a local store, gentler
+    # for a REST service with quotas.
+    poll_seconds: ClassVar[tuple[float, float]]
 
     # Problems with a job this backend cannot run (custom containers locally, ...); [] if none.
     def unsupported(self, job: Job) -> list[Problem]: ...

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from aiptrain.backends.base import BackendSettings, LogCursor, LogEntry
+from aiptrain.backends.base import BackendSettings
 from aiptrain.errors import AiptrainError, Problem
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.spec import Job
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 class LocalBackend:
     name: ClassVar[str] = "local"
+    poll_seconds: ClassVar[tuple[float, float]] = (0.05, 0.25)
     default_storage: ClassVar[str] = "local"
 
     def __init__(self, settings: BackendSettings) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from aiptrain.backends import _logs
-from aiptrain.backends.base import BackendSettings, LogCursor, LogEntry
+from aiptrain.backends.base import BackendSettings
 from aiptrain.backends.rest import (
     DEFAULT_LOGGING_ENDPOINT,
     LOGGING_ENDPOINT_ENV,
@@ -23,13 +23,12 @@ from aiptrain.backends.rest import (
     resolve_endpoint,
 )
 from aiptrain.errors import NotFound, Problem
-from aiptrain.spec import Job, job_from_api
+from aiptrain.logs import LogCursor, LogEntry
+from aiptrain.spec import Job, job_from_api, without_output_fields
 
 DEFAULT_ENDPOINT = "https://ml.googleapis.com/"
 # The resource types ml v1 training jobs logged under (gcloud queries both).
 ML_JOB_RESOURCE = '(resource.type="ml_job" OR resource.type="cloudml_job")'
-# Fields a create request carries; the rest of a Job is output only.
-_INPUT_FIELDS = ("jobId", "labels", "trainingInput", "predictionInput", "etag")
 
 
 def logging_endpoint(api_endpoint: str | None, resolved_api: str) -> str:
@@ -42,6 +41,7 @@ def logging_endpoint(api_endpoint: str | None, resolved_api: str) -> str:
 
 class MlV1Backend:
     name: ClassVar[str] = "mlv1"
+    poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
     default_storage: ClassVar[str] = "gcs"
 
     def __init__(self, settings: BackendSettings) -> None:
@@ -72,8 +72,7 @@ class MlV1Backend:
         return []  # the endpoint speaks ml v1 itself; it refuses what it cannot run
 
     def request_body(self, job: Job) -> dict[str, Any]:
-        body = job.to_api()
-        return {key: body[key] for key in _INPUT_FIELDS if key in body}
+        return without_output_fields(job.to_api())
 
     def create_job(self, job: Job) -> Job:
         request = self._jobs.create(parent=f"projects/{self.project}", body=self.request_body(job))

@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import aiptrain
-from aiptrain.backends.base import BackendSettings, LogCursor, LogEntry
-from aiptrain.errors import OperationalError, Problem
+from aiptrain.backends.base import BackendSettings
+from aiptrain.errors import JobAlreadyFinished, OperationalError, Problem
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.raybackend import joblog, plan
 from aiptrain.raybackend.client import call, connect, require_ray
 from aiptrain.raybackend.settings import RaySettings, ray_settings
-from aiptrain.spec import Job, JobState
+from aiptrain.spec import Job, JobState, TrainingInput
 
 # Shown by --dry-run in place of the temporary directory created at submit time.
 WORKING_DIR_PLACEHOLDER = f"<a new directory holding {plan.PAYLOAD_FILE} and {plan.PACKAGE_STORE_DIR}/>"
@@ -46,6 +47,8 @@ def _rfc3339(millis: int | None) -> str | None:
 class RayBackend:
     name: ClassVar[str] = "ray"
     default_storage: ClassVar[str] = "local"
+    # Each poll reads the Ray job's whole log over HTTP: quick enough to follow, gentle when idle.
+    poll_seconds: ClassVar[tuple[float, float]] = (0.25, 2.0)
 
     def __init__(self, settings: BackendSettings) -> None:
         require_ray()
@@ -107,7 +110,10 @@ class RayBackend:
         """The Ray job as it will be submitted (dry-run needs no cluster, so no address check)."""
         from aiptrain.raybackend.settings import resource_scale
 
-        return self._document(job, WORKING_DIR_PLACEHOLDER, resource_scale(self.settings.ray_resource_scale))
+        scale = resource_scale(self.settings.ray_resource_scale)
+        document = self._document(job, WORKING_DIR_PLACEHOLDER, scale)
+        document["notes"] = plan.notes(job.training_input or TrainingInput(), scale)
+        return document
 
     def create_job(self, job: Job) -> Job:
         from aiptrain.catalog import load_catalog
@@ -188,8 +194,6 @@ class RayBackend:
             yield self._job_of(details)
 
     def cancel_job(self, job_id: str) -> None:
-        from aiptrain.runner.engine import JobAlreadyFinished
-
         job = self.get_job(job_id)
         if job.state is not None and job.state.is_terminal:
             raise JobAlreadyFinished(f"job {job_id!r} already ended ({job.state.value}); it cannot be cancelled")

@@ -23,9 +23,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +32,7 @@ from urllib.parse import urlsplit
 from aiptrain.errors import (
     AiptrainError,
     AlreadyExists,
+    EndpointUnreachable,
     NotFound,
     OperationalError,
     PermissionDenied,
@@ -42,6 +41,7 @@ from aiptrain.errors import (
     UsageError,
     ValidationFailed,
 )
+from aiptrain.polling import current_retry_deadline
 
 LOG = logging.getLogger("aiptrain.rest")
 
@@ -63,29 +63,6 @@ class ServiceUnavailable(TransientError):
     """The service is overloaded or down (HTTP 429/5xx, connection refused); trying later may work."""
 
     retryable = True
-
-
-class EndpointUnreachable(ServiceUnavailable):
-    """No HTTP answer at all (connection refused, DNS failure, dropped connection).
-
-    Followers tell it apart from a 429/5xx: before a job was ever found, an endpoint that does
-    not answer is most likely a wrong --api-endpoint, not a passing outage.
-    """
-
-
-# time.monotonic() by which retrying calls stop sleeping and raise their last error. A follower
-# with --timeout sets it, so that the retries inside one call cannot outlast the user's deadline.
-_RETRY_DEADLINE: ContextVar[float | None] = ContextVar("aiptrain_retry_deadline", default=None)
-
-
-@contextmanager
-def retry_deadline(deadline: float | None) -> Iterator[None]:
-    """Within the block, `call` gives up retrying rather than sleep past `deadline` (monotonic)."""
-    token = _RETRY_DEADLINE.set(deadline)
-    try:
-        yield
-    finally:
-        _RETRY_DEADLINE.reset(token)
 
 
 def redact(text: str) -> str:
@@ -233,11 +210,10 @@ def call(request: Any, *, what: str, retry: bool, policy: RetryPolicy = DEFAULT_
                 f"{what}: cannot reach {redact(_request_host(request))}: {reason}",
                 hint="check the endpoint and your network connection",
             )
-        retry_after = translated.retry_after if isinstance(translated, ServiceUnavailable) else None
-        if not (retry and isinstance(translated, ServiceUnavailable)) or attempt + 1 >= policy.attempts:
+        if not (retry and isinstance(translated, TransientError)) or attempt + 1 >= policy.attempts:
             raise translated
-        delay = policy.delay(attempt, retry_after, rng)
-        deadline = _RETRY_DEADLINE.get()
+        delay = policy.delay(attempt, translated.retry_after, rng)
+        deadline = current_retry_deadline()
         if deadline is not None and time.monotonic() + delay > deadline:
             raise translated
         LOG.debug("%s; retrying in %.1f s", translated.message, delay)

@@ -1,6 +1,6 @@
 """The `vertex` backend: the job runs as a Vertex AI CustomJob, and is shown as an ml v1 Job.
 
-A job with `hyperparameters` runs as a HyperparameterTuningJob instead (`vertex_study`), shown
+A job with `hyperparameters` runs as a HyperparameterTuningJob instead (`vertex.study`), shown
 as an ml v1 tuning job with `trainingOutput.trials`. The job ID becomes the display name. Vertex
 allows several jobs with one display name, but an aiptrain job ID names one job, so `create_job`
 refuses (AlreadyExists, exit 1) when a CustomJob or a HyperparameterTuningJob of that display
@@ -21,14 +21,15 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from aiptrain.backends import _logs
-from aiptrain.backends.base import BackendSettings, LogCursor, LogEntry
+from aiptrain.backends.base import BackendSettings
 from aiptrain.backends.mlv1 import logging_endpoint
 from aiptrain.backends.rest import call, resolve_endpoint
 from aiptrain.catalog import Catalog, load_catalog
 from aiptrain.errors import AlreadyExists, NotFound, Problem, UsageError
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.spec import Job
-from aiptrain.vertex_study import hyperparameter_tuning_job_to_job, is_tuning_job, vertex_request_body
-from aiptrain.vertex_translate import custom_job_to_job, ml_task_name, vertex_problems, vertex_task_name
+from aiptrain.vertex.study import hyperparameter_tuning_job_to_job, is_tuning_job, vertex_request_body
+from aiptrain.vertex.translate import custom_job_to_job, ml_task_name, vertex_problems, vertex_task_name
 
 VERTEX_LOG_RESOURCE = 'resource.type="ml_job"'
 CUSTOM_JOBS = "customJobs"
@@ -49,6 +50,7 @@ def default_endpoint(region: str) -> str:
 
 class VertexBackend:
     name: ClassVar[str] = "vertex"
+    poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
     default_storage: ClassVar[str] = "gcs"
 
     def __init__(self, settings: BackendSettings, catalog: Catalog | None = None) -> None:

@@ -1,42 +1,13 @@
-"""Rendering of `--dry-run`: the request body, the uploads, the cluster, TF_CONFIG, the Vertex body."""
+"""Rendering of `--dry-run` (`submission.dry_run_document` computes it): the request body, the
+uploads, the cluster, TF_CONFIG, the Vertex body."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aiptrain.catalog import Catalog
 from aiptrain.cli.context import AppContext
 from aiptrain.cli.output import dump_yaml, emit
-from aiptrain.errors import ValidationFailed
-from aiptrain.submission import SubmissionPlan, plan_summary
-
-
-def _vertex_translation(plan: SubmissionPlan, catalog: Catalog) -> dict[str, Any]:
-    """The Vertex AI CustomJob (HyperparameterTuningJob for tuning) this job becomes, or why it cannot."""
-    from aiptrain.vertex_study import is_tuning_job, vertex_request_body
-
-    kind = "hyperparameterTuningJob" if is_tuning_job(plan.job) else "customJob"
-    try:
-        return {kind: vertex_request_body(plan.job, catalog)}
-    except ValidationFailed as failed:
-        return {"problems": [p.render() for p in failed.problems]}
-
-
-def _tf_configs(plan: SubmissionPlan) -> dict[str, Any]:
-    from aiptrain.runner.tf_config import tf_configs_for
-
-    return tf_configs_for(plan.job, plan.cluster)
-
-
-def _apply_local_plan(plan: SubmissionPlan, catalog: Catalog) -> None:
-    """On the local backend, show the cluster that will really start (AIPTRAIN_LOCAL_REPLICA_CAP)."""
-    from aiptrain.runner.cluster_plan import plan_cluster
-    from aiptrain.runner.settings import LocalSettings
-
-    assert plan.job.training_input is not None
-    local = plan_cluster(plan.job.training_input, catalog, LocalSettings.from_env())
-    plan.cluster = local.groups
-    plan.warnings.extend(local.warnings)
+from aiptrain.submission import DryRun, SubmissionPlan
 
 
 def _human_size(size: int) -> str:
@@ -81,14 +52,5 @@ def _text(plan: SubmissionPlan, document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_dry_run(app: AppContext, plan: SubmissionPlan, catalog: Catalog) -> None:
-    if plan.backend_name == "local":
-        _apply_local_plan(plan, catalog)
-    if plan.backend_name == "ray":
-        from aiptrain.raybackend.plan import notes
-        from aiptrain.raybackend.settings import resource_scale
-
-        assert plan.job.training_input is not None
-        plan.warnings.extend(notes(plan.job.training_input, resource_scale(app.ray_resource_scale)))
-    document = plan_summary(plan, vertex=_vertex_translation(plan, catalog), tf_configs=_tf_configs(plan))
-    emit(document, app.output_format, text=_text(plan, document))
+def render_dry_run(app: AppContext, dry_run: DryRun) -> None:
+    emit(dry_run.document, app.output_format, text=_text(dry_run.plan, dry_run.document))

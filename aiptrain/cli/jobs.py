@@ -15,10 +15,29 @@ import click
 from aiptrain.cli import flags
 from aiptrain.cli.context import AppContext, common_options
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
+from aiptrain.submit_flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
 
 if TYPE_CHECKING:
-    from aiptrain.backends.base import Backend, LogEntry
+    from aiptrain.backends.base import Backend
+    from aiptrain.logs import LogEntry
     from aiptrain.spec import Job
+
+
+# click settings of the kinds that are not plain text.
+_CLICK_SETTINGS: dict[Kind, dict[str, Any]] = {
+    Kind.PATH: {"type": click.Path(path_type=Path)},
+    Kind.COUNT: {"type": int},
+    Kind.SWITCH: {"is_flag": True, "default": None},
+    Kind.LABELS: {"multiple": True},
+}
+
+
+def submit_flag_options(command: Any) -> Any:
+    """The click options of `submit_flags.SUBMIT_FLAGS`, in the table's order."""
+    for entry in reversed(SUBMIT_FLAGS):
+        settings = _CLICK_SETTINGS.get(entry.kind, {})
+        command = click.option(entry.flag, entry.dest, help=entry.help, **settings)(command)
+    return command
 
 
 class TrainingCommand(click.Command):
@@ -47,36 +66,7 @@ def submit() -> None:
 
 @submit.command("training", cls=TrainingCommand)
 @click.argument("job")
-@click.option("--package-path", type=click.Path(path_type=Path),
-              help="Directory of the trainer package (with __init__.py); its parent is built with setuptools.")
-@click.option("--packages", help="Comma-separated local package files or gs:// URIs to install too.")
-@click.option("--module-name", help="Module to run, e.g. trainer.task.")
-@click.option("--staging-bucket", help="gs://BUCKET for uploaded packages (default: the --job-dir bucket).")
-@click.option("--job-dir", help="gs:// directory for outputs; passed to the trainer as --job-dir.")
-@click.option("--config", "config_path", type=click.Path(path_type=Path),
-              help="YAML/JSON Job (trainingInput...); flags win over it.")
-@click.option("--scale-tier", help="basic, basic-gpu, basic-tpu, custom, premium-1, standard-1.")
-@click.option("--runtime-version", help="AI Platform runtime version, e.g. 2.11.")
-@click.option("--python-version", help="Python version of the runtime, e.g. 3.7.")
-@click.option("--master-machine-type", help="Machine type of the master (CUSTOM tier).")
-@click.option("--master-accelerator", help="type=nvidia-tesla-t4,count=1")
-@click.option("--master-image-uri", help="Custom container image of the master.")
-@click.option("--worker-machine-type", help="Machine type of the workers (with --worker-count).")
-@click.option("--worker-count", type=int, help="Number of workers (with --worker-machine-type).")
-@click.option("--worker-accelerator", help="type=...,count=... for each worker.")
-@click.option("--worker-image-uri", help="Custom container image of the workers.")
-@click.option("--parameter-server-machine-type", help="Machine type of the parameter servers.")
-@click.option("--parameter-server-count", type=int, help="Number of parameter servers.")
-@click.option("--parameter-server-accelerator", help="type=...,count=... for each parameter server.")
-@click.option("--parameter-server-image-uri", help="Custom container image of the parameter servers.")
-@click.option("--use-chief-in-tf-config", help="true/false: name the primary `chief` in TF_CONFIG.")
-@click.option("--labels", multiple=True, help="KEY=VALUE,... labels (merged into the config's).")
-@click.option("--service-account", help="Service account email the job runs as.")
-@click.option("--kms-key", help="Cloud KMS key (full name, or short with --kms-keyring/--kms-location).")
-@click.option("--kms-keyring", help="Key ring of a short --kms-key.")
-@click.option("--kms-location", help="Location of a short --kms-key.")
-@click.option("--kms-project", help="Project of a short --kms-key (default: --project).")
-@click.option("--enable-web-access", is_flag=True, default=None, help="Enable interactive shell access.")
+@submit_flag_options
 @click.option("--stream-logs", is_flag=True, help="Stream logs until the job ends; exit code follows the job.")
 @click.option("--async", "async_", is_flag=True, help="Deprecated no-op: submitting is asynchronous by default.")
 @click.option("--timeout", type=float, help="With --stream-logs: stop following after SECONDS (exit 12).")
@@ -91,8 +81,9 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     Trainer arguments go after `--`: aiptrain jobs submit training JOB [flags] -- --epochs 3
     """
     from aiptrain.catalog import load_catalog
+    from aiptrain.staging import describe_result
     from aiptrain.storage import open_store
-    from aiptrain.submission import prepare
+    from aiptrain.submission import dry_run_document, submit
 
     if kw["stream_logs"] and kw["async_"]:
         raise click.UsageError("--async and --stream-logs cannot be used together")
@@ -108,15 +99,15 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     backend = app.backend(options.region or options.default_region)
     store_kind = kw["storage"] or backend.default_storage
     store = open_store(store_kind, project=app.project)
-    plan = prepare(options, backend=backend, catalog=catalog, store=store, project=app.project_id(),
-                   dry_run=kw["dry_run"], flag_problems=problems.problems)
     if kw["dry_run"]:
         from aiptrain.cli.dry_run import render_dry_run
 
-        render_dry_run(app, plan, catalog)
+        render_dry_run(app, dry_run_document(options, backend=backend, catalog=catalog, store=store,
+                                             project=app.project_id(), flag_problems=problems.problems))
         return 0
-    _upload(app, plan, store)
-    created = backend.create_job(plan.job)
+    created = submit(options, backend=backend, catalog=catalog, store=store, project=app.project_id(),
+                     flag_problems=problems.problems, on_upload=lambda result: app.progress(describe_result(result)),
+                     progress_factory=_progress_factory(app))
     job_id = created.job_id or job
     app.progress(f"Job [{job_id}] submitted successfully.")
     if not kw["stream_logs"]:
@@ -129,67 +120,53 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
 
 def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, app: AppContext,
                     region_given: bool, problems: ProblemList) -> Any:
-    from aiptrain.submission import Accelerator, SubmitOptions
+    from aiptrain.submission import SubmitOptions
 
-    def accel(flag: str, key: str) -> Accelerator | None:
-        parsed = flags.parse_accelerator(flag, kw[key], problems)
-        return Accelerator(*parsed) if parsed else None
-
-    flags.group_pair(problems, "--worker-machine-type", kw["worker_machine_type"],
-                     "--worker-count", kw["worker_count"])
-    flags.group_pair(problems, "--parameter-server-machine-type", kw["parameter_server_machine_type"],
-                     "--parameter-server-count", kw["parameter_server_count"])
+    for type_flag, count_flag in PAIRED_FLAGS:
+        flags.group_pair(problems, type_flag, kw[FLAGS_BY_NAME[type_flag].dest],
+                         count_flag, kw[FLAGS_BY_NAME[count_flag].dest])
     if kw["master_image_uri"] and kw["runtime_version"]:
         problems.add("--runtime-version", "only one of --master-image-uri and --runtime-version can be set",
                      "a custom container brings its own runtime")
-    return SubmitOptions(
-        job_id=job,
-        config_path=kw["config_path"],
-        package_path=kw["package_path"],
-        packages=flags.parse_packages(kw["packages"]),
-        module_name=kw["module_name"],
-        staging_bucket=kw["staging_bucket"],
-        job_dir=kw["job_dir"],
-        region=app.region if region_given else None,
-        default_region=None if region_given else app.region,
-        scale_tier=flags.parse_scale_tier(kw["scale_tier"], problems),
-        runtime_version=kw["runtime_version"],
-        python_version=kw["python_version"],
-        master_machine_type=kw["master_machine_type"],
-        master_accelerator=accel("--master-accelerator", "master_accelerator"),
-        master_image_uri=kw["master_image_uri"],
-        worker_machine_type=kw["worker_machine_type"],
-        worker_count=flags.parse_count("--worker-count", kw["worker_count"], problems),
-        worker_accelerator=accel("--worker-accelerator", "worker_accelerator"),
-        worker_image_uri=kw["worker_image_uri"],
-        parameter_server_machine_type=kw["parameter_server_machine_type"],
-        parameter_server_count=flags.parse_count("--parameter-server-count", kw["parameter_server_count"],
-                                                 problems),
-        parameter_server_accelerator=accel("--parameter-server-accelerator", "parameter_server_accelerator"),
-        parameter_server_image_uri=kw["parameter_server_image_uri"],
-        use_chief_in_tf_config=flags.parse_bool_word("--use-chief-in-tf-config",
-                                                     kw["use_chief_in_tf_config"], problems),
-        labels=flags.parse_labels(kw["labels"], problems),
-        service_account=kw["service_account"],
-        kms_key=flags.kms_key_name(kw["kms_key"], kw["kms_keyring"], kw["kms_location"],
-                                   kw["kms_project"] or app.project, problems),
-        enable_web_access=kw["enable_web_access"],
-        user_args=user_args,
-    )
+    values = {entry.dest: _option_value(entry, kw, app, problems) for entry in OPTION_FLAGS}
+    return SubmitOptions(job_id=job, region=app.region if region_given else None,
+                         default_region=None if region_given else app.region, user_args=user_args, **values)
 
 
-def _upload(app: AppContext, plan: Any, store: Any) -> None:
-    from aiptrain.staging import describe_result
-    from aiptrain.submission import upload
+def _option_value(entry: SubmitFlag, kw: dict[str, Any], app: AppContext, problems: ProblemList) -> Any:
+    """The SubmitOptions value of one flag, its problems added to `problems`."""
+    value = kw[entry.dest]
+    if entry.kind is Kind.COUNT:
+        return flags.parse_count(entry.flag, value, problems)
+    if entry.kind is Kind.SCALE_TIER:
+        return flags.parse_scale_tier(value, problems)
+    if entry.kind is Kind.ACCELERATOR:
+        from aiptrain.submission import Accelerator
 
-    progress_factory = None
-    if sys.stderr.isatty() and app.verbosity >= 0:
-        from aiptrain.cli.progress import progress_bar_factory
+        parsed = flags.parse_accelerator(entry.flag, value, problems)
+        return Accelerator(*parsed) if parsed else None
+    if entry.kind is Kind.BOOL_WORD:
+        return flags.parse_bool_word(entry.flag, value, problems)
+    if entry.kind is Kind.LABELS:
+        return flags.parse_labels(value, problems)
+    if entry.kind is Kind.PACKAGES:
+        return flags.parse_packages(value)
+    if entry.kind is Kind.KMS_KEY:
+        return flags.kms_key_name(value, kw["kms_keyring"], kw["kms_location"], kw["kms_project"] or app.project,
+                                  problems)
+    return value
 
-        def progress_factory(upload_plan: Any) -> Any:
-            return progress_bar_factory(upload_plan.local.name, upload_plan.size)
-    for result in upload(plan, store, progress_factory=progress_factory):
-        app.progress(describe_result(result))
+
+def _progress_factory(app: AppContext) -> Any:
+    """A progress bar per upload on a terminal; None (no bars) otherwise."""
+    if not (sys.stderr.isatty() and app.verbosity >= 0):
+        return None
+    from aiptrain.cli.progress import progress_bar_factory
+
+    def progress_factory(upload_plan: Any) -> Any:
+        return progress_bar_factory(upload_plan.local.name, upload_plan.size)
+
+    return progress_factory
 
 
 def _follow_up(app: AppContext, job_id: str, *, active: bool) -> str:

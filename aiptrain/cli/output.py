@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 if TYPE_CHECKING:
-    from aiptrain.backends.base import LogEntry
+    from aiptrain.logs import LogEntry
 
 SEVERITY_COLORS = {
     "DEBUG": "bright_black",

@@ -14,6 +14,7 @@ from aiptrain.emulator.schema import Violation, snake_case
 from aiptrain.errors import (
     AiptrainError,
     AlreadyExists,
+    JobAlreadyFinished,
     NotFound,
     PermissionDenied,
     Problem,
@@ -86,8 +87,6 @@ def from_aiptrain_error(error: AiptrainError, *, root: str) -> ApiError:
         violations = [Violation(_problem_field(p, root), p.message + (f" ({p.hint})" if p.hint else ""))
                       for p in error.problems]
         return invalid_argument(violations)
-    from aiptrain.runner.engine import JobAlreadyFinished
-
     if isinstance(error, JobAlreadyFinished):
         return ApiError("FAILED_PRECONDITION", error.message)
     if isinstance(error, NotFound):

@@ -16,14 +16,10 @@ from aiptrain.emulator.errors import ApiError, field_error, from_aiptrain_error
 from aiptrain.emulator.packages import check_args, check_output_dir, stage_packages
 from aiptrain.emulator.services import Services, page_size
 from aiptrain.errors import AiptrainError, NotFound, ValidationFailed
-from aiptrain.spec import parse_job
-from aiptrain.validate import JOB_ID_PATTERN, check_hyperparameters
+from aiptrain.spec import parse_job, without_output_fields
+from aiptrain.validate import check_hyperparameters, check_job_id
 
 JOB_ID_RULE = "A name should start with a letter and contain only letters, numbers and underscores."
-JOB_ID_MAX_LENGTH = 128
-# Output-only Job fields: a create request may carry them (a re-sent describe), the server ignores them.
-OUTPUT_FIELDS = ("createTime", "startTime", "endTime", "state", "errorMessage", "trainingOutput",
-                 "predictionOutput", "jobPosition", "etag")
 LIST_DEFAULT_PAGE_SIZE = 20
 LIST_MAX_PAGE_SIZE = 100
 
@@ -33,11 +29,10 @@ def _not_found(project: str, job_id: str) -> ApiError:
 
 
 def create_job(services: Services, project: str, body: Any) -> dict[str, Any]:
-    job_data = services.validated("ml", "v1", body, "GoogleCloudMlV1__Job", "job")
-    for key in OUTPUT_FIELDS:
-        job_data.pop(key, None)
+    # The server sets its own etag as well.
+    job_data = without_output_fields(services.validated("ml", "v1", body, "GoogleCloudMlV1__Job", "job"), "etag")
     job_id = str(job_data.get("jobId") or "")
-    if not job_id or len(job_id) > JOB_ID_MAX_LENGTH or not JOB_ID_PATTERN.match(job_id):
+    if check_job_id(job_id, load_catalog()):
         raise field_error("job_id", JOB_ID_RULE)
     if "predictionInput" in job_data:
         raise ApiError("FAILED_PRECONDITION", "Batch prediction jobs are not supported by the aiptrain "

@@ -1,6 +1,6 @@
 """Vertex AI `projects.locations.hyperparameterTuningJobs`: create, get, list, cancel, over the engine.
 
-A HyperparameterTuningJob is reverse-translated into an ml v1 tuning job (`vertex_study`: its
+A HyperparameterTuningJob is reverse-translated into an ml v1 tuning job (`vertex.study`: its
 `trialJobSpec` read as the customJobs route reads a CustomJob, its `studySpec` as
 `hyperparameters`) and run by the engine's tuning body; it is reported with Vertex's JOB_STATE_*
 names and its trials as Vertex Trials. Bodies are checked against the discovery schema like every
@@ -27,7 +27,7 @@ from aiptrain.errors import AiptrainError, NotFound, Problem
 from aiptrain.spec import Job
 from aiptrain.tuning.trials import trial_number
 from aiptrain.validate import check_hyperparameters
-from aiptrain.vertex_study import hyperparameter_tuning_job_to_job, hyperparameters_from_study, output_to_trial
+from aiptrain.vertex.study import hyperparameter_tuning_job_to_job, hyperparameters_from_study, output_to_trial
 
 ROOT = "hyperparameter_tuning_job"
 INPUT_FIELDS = ("displayName", "studySpec", "maxTrialCount", "parallelTrialCount", "maxFailedTrialCount",

@@ -22,7 +22,7 @@ from aiptrain.emulator.services import Services, decode_token, encode_token, pag
 from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore
 from aiptrain.errors import AiptrainError, NotFound
 from aiptrain.spec import Job, JobState
-from aiptrain.vertex_translate import ML_TO_VERTEX_STATE, custom_job_to_job
+from aiptrain.vertex.translate import ML_TO_VERTEX_STATE, custom_job_to_job
 
 # The CustomJob fields a client sets; everything else is output only and ignored on create.
 INPUT_FIELDS = ("displayName", "jobSpec", "labels", "encryptionSpec")

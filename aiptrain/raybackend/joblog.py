@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from aiptrain.backends.base import LogEntry
+from aiptrain.logs import LogEntry
 from aiptrain.spec import JobState
 
 SERVICE_TASK = "service"

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiptrain.catalog import Catalog
-from aiptrain.cluster import ReplicaGroup, replica_config, resolve_cluster
+from aiptrain.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.errors import Problem
+from aiptrain.runner.cluster_plan import is_tpu
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.tf_config import replica_tasks
-from aiptrain.spec import Job, TrainingInput
+from aiptrain.spec import ROLES, Job, TrainingInput
 
 ENTRYPOINT = "python -m aiptrain.raybackend.driver"
 PAYLOAD_FILE = "aiptrain-job.json"
@@ -30,12 +31,6 @@ PLACEMENT_STRATEGY = "SPREAD"
 METADATA_PROJECT = "aiptrain.project"
 METADATA_JOB = "aiptrain.job"
 _GIB = 1024**3
-_CONFIG_FIELDS = {
-    "master": "masterConfig",
-    "worker": "workerConfig",
-    "parameter_server": "parameterServerConfig",
-    "evaluator": "evaluatorConfig",
-}
 
 
 @dataclass(frozen=True)
@@ -66,8 +61,9 @@ def ray_problems(job: Job, catalog: Catalog) -> list[Problem]:
 
     training_input = job.training_input or TrainingInput()
     problems: list[Problem] = []
-    for role, field in _CONFIG_FIELDS.items():
-        config = replica_config(training_input, role)
+    for role in ROLES:
+        config = role.config(training_input)
+        field = role.config_field
         if config is None:
             continue
         if config.image_uri:
@@ -103,7 +99,7 @@ def ray_problems(job: Job, catalog: Catalog) -> list[Problem]:
     except KeyError:
         return problems  # an unknown tier is the validator's to report
     for group in groups:
-        if _is_tpu(group, catalog):
+        if is_tpu(group, catalog):
             problems.append(Problem(
                 "trainingInput.scaleTier" if training_input.scale_tier == "BASIC_TPU" else "trainingInput",
                 f"the {group.role} replicas ask for Cloud TPUs ({group.accelerator_type or group.machine_type}), "
@@ -112,14 +108,6 @@ def ray_problems(job: Job, catalog: Catalog) -> list[Problem]:
             ))
             break
     return problems
-
-
-def _is_tpu(group: ReplicaGroup, catalog: Catalog) -> bool:
-    machine = catalog.machine_types.get(group.machine_type or "")
-    if machine is not None and machine.family == "tpu":
-        return True
-    kind = catalog.accelerators.get(group.accelerator_type or "", {}).get("kind")
-    return kind == "tpu" or (group.machine_type or "").startswith("cloud_tpu")
 
 
 def _machine_size(machine_type: str | None, catalog: Catalog) -> tuple[int, float]:
@@ -145,7 +133,7 @@ def bundles_for(groups: list[ReplicaGroup], catalog: Catalog, scale: float = 1.0
             machine_type=group.machine_type,
             cpus=cpus,
             memory_bytes=int(memory_gb * scale * 1e9),
-            gpus=group.accelerator_count if group.accelerator_type and not _is_tpu(group, catalog) else 0,
+            gpus=group.accelerator_count if group.accelerator_type and not is_tpu(group, catalog) else 0,
         ))
     return bundles
 

@@ -15,14 +15,8 @@ from aiptrain.catalog import Catalog
 from aiptrain.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.errors import Problem
 from aiptrain.runner.settings import DEFAULT_MAX_REPLICAS, LocalSettings
-from aiptrain.spec import Job, ReplicaConfig, ScaleTier, TrainingInput
+from aiptrain.spec import ROLES, Job, ScaleTier, TrainingInput
 
-_CONFIG_FIELDS = {
-    "master": "masterConfig",
-    "worker": "workerConfig",
-    "parameter_server": "parameterServerConfig",
-    "evaluator": "evaluatorConfig",
-}
 _ROLE_LABELS = {"master": "master", "worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
 
 
@@ -32,16 +26,7 @@ class LocalPlan:
     warnings: list[str]
 
 
-def _configs(training_input: TrainingInput) -> dict[str, ReplicaConfig | None]:
-    return {
-        "master": training_input.master_config,
-        "worker": training_input.worker_config,
-        "parameter_server": training_input.parameter_server_config,
-        "evaluator": training_input.evaluator_config,
-    }
-
-
-def _is_tpu(group: ReplicaGroup, catalog: Catalog) -> bool:
+def is_tpu(group: ReplicaGroup, catalog: Catalog) -> bool:
     machine = catalog.machine_types.get(group.machine_type or "")
     if machine is not None and machine.family == "tpu":
         return True
@@ -61,8 +46,9 @@ def local_problems(job: Job, catalog: Catalog, settings: LocalSettings) -> list[
     """Everything about `job` the local backend cannot do; [] if it can run it."""
     training_input = job.training_input or TrainingInput()
     problems: list[Problem] = []
-    for role, config in _configs(training_input).items():
-        field = f"trainingInput.{_CONFIG_FIELDS[role]}"
+    for role in ROLES:
+        config = role.config(training_input)
+        field = f"trainingInput.{role.config_field}"
         if config is None:
             continue
         if config.image_uri:
@@ -87,7 +73,7 @@ def local_problems(job: Job, catalog: Catalog, settings: LocalSettings) -> list[
         groups = resolve_cluster(training_input, catalog)
     except KeyError:
         return problems  # an unknown tier is the validator's to report
-    tpu_groups = [group for group in groups if _is_tpu(group, catalog)]
+    tpu_groups = [group for group in groups if is_tpu(group, catalog)]
     if tpu_groups:
         tier = (training_input.scale_tier or ScaleTier.BASIC).value
         problems.append(Problem(

@@ -16,13 +16,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiptrain
-from aiptrain.backends.base import LogCursor, LogEntry
-from aiptrain.errors import OperationalError, UsageError
+from aiptrain.errors import JobAlreadyFinished, UsageError
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.paths import aiptrain_home
 from aiptrain.runner.clock import utc_now
 from aiptrain.runner.filters import compile_filter
@@ -32,13 +31,9 @@ from aiptrain.runner.processes import TOKEN_VARIABLE, is_running, process_start_
 from aiptrain.runner.reaper import reap_dead_jobs, reap_if_supervisor_died
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
-from aiptrain.spec import Job, JobState
+from aiptrain.spec import Job, JobState, without_output_fields
 
 MAX_PAGE_SIZE = 1000
-
-
-class JobAlreadyFinished(OperationalError):
-    """Cancelling a job that already ended (the service answers FAILED_PRECONDITION)."""
 
 
 @dataclass(frozen=True)
@@ -78,12 +73,8 @@ class LocalEngine:
         if not job.job_id:
             raise UsageError("the job has no jobId", hint="pass a JOB id to `jobs submit training`")
         LocalSettings.from_env()  # a bad setting is the submitter's usage error, found now
-        fresh = Job.model_validate(job.to_api())
-        for output_field in (
-            "state", "create_time", "start_time", "end_time", "error_message", "job_position",
-            "training_output", "etag",
-        ):
-            setattr(fresh, output_field, None)
+        # The store sets the state, the times and its own etag.
+        fresh = Job.model_validate(without_output_fields(job.to_api(), "etag"))
         token = secrets.token_hex(12)
         record = self.store.insert_job(project, fresh, token)
         self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
@@ -194,17 +185,3 @@ class LocalEngine:
         """Entries strictly after `after`, in (timestamp, insert_id) order; at most `limit`."""
         key = self.store.get(project, job_id).key
         return self.store.read_logs(key, after=after, task_name=task_name, limit=limit)
-
-    def wait_for_change(self, timeout: float) -> bool:
-        """Block until any job or log changes in the store, or `timeout` seconds pass.
-
-        Lets a follower read logs the moment they land instead of polling on a fixed timer.
-        True if something changed.
-        """
-        start = self.store.data_version()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
-            if self.store.data_version() != start:
-                return True
-        return False

@@ -50,6 +50,27 @@ def rewrite_args(args: list[str], storage_root: Path) -> tuple[list[str], list[R
     return rewritten, changes
 
 
+@dataclass(frozen=True)
+class LocalCommandLine:
+    """A trainer's arguments and job dir with gs:// pointed at local storage."""
+
+    args: list[str]
+    job_dir: str | None
+    notes: list[str]  # one "Using local storage for ..." line per rewritten value
+
+
+def localize(args: list[str], job_dir: str | None, storage_root: Path) -> LocalCommandLine:
+    """`args` and `job_dir` as a replica on the local backend (or `local train`) sees them."""
+    rewritten, changes = rewrite_args(args, storage_root)
+    notes = [f"Using local storage for {change.uri}: {change.path}" for change in changes]
+    local_dir = None
+    if job_dir:
+        local_dir = local_location(job_dir, storage_root)
+        if job_dir.startswith(GS_PREFIX):
+            notes.append(f"Using local storage for --job-dir {job_dir}: {local_dir}")
+    return LocalCommandLine(rewritten, local_dir, notes)
+
+
 def unmappable_args(args: list[str] | None) -> list[tuple[int, UsageError]]:
     """(index, why) of each argument `rewrite_args` would refuse, e.g. `gs://b/../x`.
 

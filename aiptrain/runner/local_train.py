@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from aiptrain.cluster import ReplicaGroup
 from aiptrain.errors import OperationalError, UsageError
-from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
+from aiptrain.runner.gs_paths import GS_PREFIX, localize
 from aiptrain.runner.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.runner.ports import consecutive_addresses
 from aiptrain.runner.processes import TOKEN_VARIABLE
@@ -39,18 +39,6 @@ PRIMARY = "chief"
 DEFAULT_DISTRIBUTED_WORKERS = 2
 DEFAULT_DISTRIBUTED_PARAMETER_SERVERS = 2
 _OWN_PREFIX = "aiptrain"
-
-
-def local_train_warnings(distributed: bool, worker_count: int | None, parameter_server_count: int | None) -> list[str]:
-    """gcloud's warnings for counts that only mean something with --distributed."""
-    warnings = []
-    for flag, value in (("--parameter-server-count", parameter_server_count), ("--worker-count", worker_count)):
-        if not distributed and value:
-            warnings.append(
-                f"{flag} is ignored if --distributed is not provided.\n"
-                "Did you mean to run distributed training?"
-            )
-    return warnings
 
 
 def local_train_groups(
@@ -139,15 +127,12 @@ def run_local_training(
 
     sink = CallbackSink(write)
     root = storage_root or default_storage_root()
-    args, changes = rewrite_args(list(user_args), root)
-    for change in changes:
-        write(SERVICE_TASK, "INFO", f"Using local storage for {change.uri}: {change.path}")
-    local_dir = None
-    if job_dir:
-        local_dir = local_location(job_dir, root)
-        if job_dir.startswith(GS_PREFIX):
-            write(SERVICE_TASK, "INFO", f"Using local storage for --job-dir {job_dir}: {local_dir}")
-            Path(local_dir).mkdir(parents=True, exist_ok=True)
+    local = localize(list(user_args), job_dir, root)
+    for note in local.notes:
+        write(SERVICE_TASK, "INFO", note)
+    args, local_dir = local.args, local.job_dir
+    if job_dir and job_dir.startswith(GS_PREFIX) and local_dir:
+        Path(local_dir).mkdir(parents=True, exist_ok=True)
     groups = local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count)
     trainer_args = [*args, "--job-dir", local_dir] if local_dir else args
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from aiptrain.backends.base import LogCursor, LogEntry
 from aiptrain.errors import AlreadyExists, NotFound
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.runner.clock import job_time, log_time, parse_log_time
 from aiptrain.spec import TERMINAL_STATES, Job, JobState
 
@@ -204,11 +204,6 @@ class JobStore:
         if conn is not None:
             conn.close()
             self._local.conn = None
-
-    def data_version(self) -> int:
-        """Changes whenever another connection commits (cheap; for followers that wait)."""
-        row = self.connection().execute("PRAGMA data_version").fetchone()
-        return int(row[0])
 
     # -- jobs ---------------------------------------------------------------------------------
 

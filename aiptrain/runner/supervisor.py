@@ -23,26 +23,22 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from aiptrain.catalog import load_catalog
 from aiptrain.errors import AiptrainError
 from aiptrain.runner.clock import utc_now
-from aiptrain.runner.cluster_plan import LocalPlan, plan_cluster
-from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
+from aiptrain.runner.cluster_plan import plan_cluster
+from aiptrain.runner.job_context import JobBody, JobContext, run_single_training
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK, StoreLogWriter
 from aiptrain.runner.preparation import install_packages
 from aiptrain.runner.processes import (
-    TOKEN_VARIABLE,
-    ManagedProcess,
     kill_tokened_processes,
     process_start_ticks,
 )
 from aiptrain.runner.reaper import reap_dead_jobs
-from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
+from aiptrain.runner.replica_set import ReplicaSetOutcome
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.store import JobRecord, JobStore, PendingLine
 from aiptrain.spec import JobState, TrainingInput
@@ -52,112 +48,11 @@ _REAP_EVERY_SECONDS = 2.0
 _CANCEL_POLL_SECONDS = 0.25
 
 
-class _StoreObserver:
-    """Records each replica start and exit in the store (pids for the reaper, exit codes)."""
-
-    def __init__(self, store: JobStore, key: int, trial_id: str | None) -> None:
-        self._store = store
-        self._key = key
-        self._trial_id = trial_id
-
-    def started(self, task_name: str, process: ManagedProcess, restarts: int) -> None:
-        self._store.replica_started(
-            self._key, self._trial_id, task_name, process.pid, process.pgid, process.start_ticks, restarts
-        )
-
-    def exited(self, task_name: str, returncode: int) -> None:
-        self._store.replica_exited(self._key, self._trial_id, task_name, returncode)
-
-
-@dataclass
-class JobContext:
-    """What a job body gets: the job, where things go, and a way to run replica sets."""
-
-    store: JobStore
-    record: JobRecord
-    home: Path
-    layout: JobLayout
-    settings: LocalSettings
-    plan: LocalPlan
-    sink: StoreLogWriter
-    stop: threading.Event
-
-    @property
-    def storage_root(self) -> Path:
-        return self.home / "storage"
-
-    @property
-    def training_input(self) -> TrainingInput:
-        return self.record.job.training_input or TrainingInput()
-
-    def say(self, message: str, severity: str = "INFO", trial_id: str | None = None) -> None:
-        self.sink.emit(SERVICE_TASK, severity, message, trial_id=trial_id)
-
-    def run_replica_set(
-        self,
-        *,
-        extra_args: Sequence[str] = (),
-        extra_env: Mapping[str, str] | None = None,
-        trial_id: str | None = None,
-        job_dir: str | None = None,
-        stop: threading.Event | None = None,
-    ) -> ReplicaSetOutcome:
-        """Run the job's cluster once: the job's args plus `extra_args`, then `--job-dir`.
-
-        `job_dir` (gs:// or local) defaults to the job's jobDir; tuning passes JOB_DIR/TRIAL_ID.
-        `stop` ends this set alone (a tuning trial stopped early); it defaults to the job's
-        `stop`, and whoever passes another must also set it when the job's is set.
-        Blocks until every process of the set is gone. Thread-safe.
-        """
-        training_input = self.training_input
-        args, changes = rewrite_args([*(training_input.args or []), *extra_args], self.storage_root)
-        for change in changes:
-            self.say(f"Using local storage for {change.uri}: {change.path}", trial_id=trial_id)
-        wanted_dir = job_dir if job_dir is not None else training_input.job_dir
-        local_dir = None
-        if wanted_dir:
-            local_dir = local_location(wanted_dir, self.storage_root)
-            if wanted_dir.startswith(GS_PREFIX):
-                self.say(f"Using local storage for --job-dir {wanted_dir}: {local_dir}", trial_id=trial_id)
-            Path(local_dir).mkdir(parents=True, exist_ok=True)
-        base_env = dict(os.environ)
-        base_env.pop(TOKEN_VARIABLE, None)
-        base_env["PYTHONPATH"] = str(self.layout.site_dir)
-        spec = ReplicaSetSpec(
-            job=self.record.job,
-            groups=self.plan.groups,
-            python=self.settings.python,
-            module=training_input.python_module or "",
-            args=args,
-            job_dir=local_dir,
-            work_dir=self.layout.work_dir / trial_id if trial_id else self.layout.work_dir,
-            run_token=f"{self.record.run_token}/{trial_id or 'run'}",
-            base_env=base_env,
-            extra_env=dict(extra_env or {}),
-            trial_id=trial_id,
-        )
-        policy = ReplicaPolicy(
-            max_restarts=self.settings.max_restarts,
-            restart_delay=self.settings.restart_delay,
-            kill_grace=self.settings.kill_grace,
-            evaluator_grace=self.settings.evaluator_grace,
-        )
-        observer = _StoreObserver(self.store, self.record.key, trial_id)
-        return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
-
-
-JobBody = Callable[[JobContext], ReplicaSetOutcome]
-
-
-def run_single_training(context: JobContext) -> ReplicaSetOutcome:
-    return context.run_replica_set()
-
-
 def job_body_for(record: JobRecord) -> JobBody:
     """How to run this job: one replica set, or a tuning study for jobs with `hyperparameters`."""
     training_input = record.job.training_input
     if training_input is not None and training_input.hyperparameters is not None:
-        from aiptrain.runner.tuning_job import run_tuning
+        from aiptrain.runner.tuning_job import run_tuning  # only tuning jobs pay for its imports
 
         return run_tuning
     return run_single_training

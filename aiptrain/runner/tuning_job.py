@@ -26,14 +26,15 @@ from aiptrain.catalog import load_catalog
 from aiptrain.errors import NotFound, Problem
 from aiptrain.runner.clock import job_time
 from aiptrain.runner.cluster_plan import trials_at_once
+from aiptrain.runner.job_context import JobContext
 from aiptrain.runner.replica_set import ReplicaSetOutcome
 from aiptrain.runner.store import JobRecord, JobStore
-from aiptrain.runner.supervisor import JobContext
 from aiptrain.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, Job, JobState
+from aiptrain.tuning.ask_tell import PastTrial, Search, SearchSettings, Suggestion, seed_for
 from aiptrain.tuning.early_stopping import MedianStoppingRule
 from aiptrain.tuning.metrics import METRIC_FILE_VARIABLE, MetricFile, MetricReport
 from aiptrain.tuning.plan import TuningPlan
-from aiptrain.tuning.search import PastTrial, Search, SearchSettings, Suggestion, make_search, seed_for
+from aiptrain.tuning.search import make_search
 from aiptrain.tuning.trials import objective_of, tuning_output
 from aiptrain.validate import check_hyperparameters
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aiptrain.tuning.search import PastTrial, Suggestion
+from aiptrain.tuning.ask_tell import PastTrial, Suggestion
 from aiptrain.tuning.space import SearchSpace, grid_combination, grid_combinations_count
 
 

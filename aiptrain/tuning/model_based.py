@@ -20,7 +20,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from aiptrain.spec import Algorithm
-from aiptrain.tuning.search import SearchSettings, Suggestion
+from aiptrain.tuning.ask_tell import SearchSettings, Suggestion
 from aiptrain.tuning.space import (
     CategoricalParameter,
     DiscreteParameter,

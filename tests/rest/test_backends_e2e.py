@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.base import BackendSettings, LogEntry
+from aiptrain.backends.base import BackendSettings
 from aiptrain.backends.mlv1 import MlV1Backend
 from aiptrain.backends.vertex import VertexBackend
 from aiptrain.errors import AlreadyExists, NotFound, ValidationFailed
 from aiptrain.follow import follow_job
+from aiptrain.logs import LogEntry
 from aiptrain.polling import AdaptivePoller
 from aiptrain.spec import Job, JobState, parse_job
 from tests.fixtures.gcs import FakeGcsServer

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from aiptrain.backends import _logs
-from aiptrain.backends.base import LogCursor
 from aiptrain.emulator.query import FilterError, parse_filter, timestamp_ns
+from aiptrain.logs import LogCursor
 
 
 def entry(ts: str, insert_id: str, task: str = "master-replica-0", job: str = "j1") -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from googleapiclient.errors import HttpError
 
 from aiptrain.backends import _logs
-from aiptrain.backends.base import BackendSettings, LogCursor
+from aiptrain.backends.base import BackendSettings
 from aiptrain.backends.mlv1 import MlV1Backend
 from aiptrain.backends.rest import (
     ServiceUnavailable,
@@ -28,6 +28,7 @@ from aiptrain.errors import (
     UsageError,
     ValidationFailed,
 )
+from aiptrain.logs import LogCursor
 
 
 @pytest.mark.parametrize(("url", "loopback"), [

@@ -9,7 +9,7 @@ import pytest
 from aiptrain.catalog import load_catalog
 from aiptrain.errors import ValidationFailed
 from aiptrain.spec import JobState, parse_job
-from aiptrain.vertex_translate import (
+from aiptrain.vertex.translate import (
     VERTEX_TO_ML_STATE,
     custom_job_to_job,
     job_to_custom_job,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.runner.engine import JobAlreadyFinished, LocalEngine
+from aiptrain.errors import JobAlreadyFinished
+from aiptrain.runner.engine import LocalEngine
 from aiptrain.runner.processes import is_running
 from aiptrain.runner.replica_set import ReplicaPolicy
 from aiptrain.spec import JobState

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import aiptrain
-from aiptrain.runner.local_train import local_train_groups, local_train_warnings, run_local_training
+from aiptrain.runner.local_train import local_train_groups, run_local_training
 from aiptrain.runner.ports import free_ports
 
 from .conftest import TRAINERS, processes_gone, read_pid, wait_until
@@ -113,13 +113,10 @@ def test_gs_job_dir_points_at_the_local_store(home: Path) -> None:
     assert "[aiptrain]" not in out.getvalue()  # aiptrain's notes are progress, on stderr
 
 
-def test_defaults_and_warnings_follow_gcloud() -> None:
+def test_defaults_follow_gcloud() -> None:
     groups = local_train_groups(True, None, None, 0)
     assert [(g.task_type, g.count) for g in groups] == [("chief", 1), ("worker", 2), ("ps", 2)]
     assert [(g.task_type, g.count) for g in local_train_groups(False, 3, 3, 1)] == [("chief", 1)]
-    assert local_train_warnings(False, 2, None) == [
-        "--worker-count is ignored if --distributed is not provided.\nDid you mean to run distributed training?"]
-    assert local_train_warnings(True, 2, 2) == []
 
 
 def test_primary_killed_by_a_signal_gives_the_shell_code(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ import statistics
 from typing import Any
 
 from aiptrain.spec import HyperparameterSpec
+from aiptrain.tuning.ask_tell import PastTrial, Search, SearchSettings
 from aiptrain.tuning.plan import TuningPlan
-from aiptrain.tuning.search import PastTrial, Search, SearchSettings, make_search
+from aiptrain.tuning.search import make_search
 from tests.tuning.trainers.hptrainer.objective import objective
 
 OPTIMUM = objective(0.3, 2, "b", 1e-3)

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from aiptrain.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, JobState
+from aiptrain.tuning.ask_tell import PastTrial, SearchSettings
 from aiptrain.tuning.early_stopping import MedianStoppingRule
 from aiptrain.tuning.grid import GridSearch
 from aiptrain.tuning.metrics import MetricFile, MetricReport
 from aiptrain.tuning.plan import DEFAULT_METRIC_TAG, TuningPlan, default_failed_trials_limit
-from aiptrain.tuning.search import PastTrial, SearchSettings, make_search
+from aiptrain.tuning.search import make_search
 from aiptrain.tuning.space import (
     DiscreteParameter,
     DoubleParameter,

@@ -30,8 +30,8 @@ from aiptrain.follow import follow_job
 from aiptrain.polling import AdaptivePoller
 from aiptrain.spec import Job, JobState, parse_job
 from aiptrain.tuning.trials import objective_of
-from aiptrain.vertex_study import hyperparameter_tuning_job_to_job, job_to_hyperparameter_tuning_job
-from aiptrain.vertex_translate import vertex_problems
+from aiptrain.vertex.study import hyperparameter_tuning_job_to_job, job_to_hyperparameter_tuning_job
+from aiptrain.vertex.translate import vertex_problems
 from tests.rest.harness import Emulator, running_emulator
 from tests.tuning.harness import trials_of, tuning_job
 from tests.tuning.trainers.hptrainer.objective import objective

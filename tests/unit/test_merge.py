@@ -81,3 +81,41 @@ def test_config_is_not_mutated() -> None:
     merge_job(SubmitOptions(job_id="j", labels={"a": "b"}, master_accelerator=Accelerator("NVIDIA_TESLA_T4", 4)),
               CONFIG)
     assert before == CONFIG
+
+
+def test_one_flag_table_drives_options_and_fields() -> None:
+    import dataclasses
+
+    from aiptrain.spec import ReplicaConfig, TrainingInput, field_aliases
+    from aiptrain.submit_flags import OPTION_FLAGS, SUBMIT_FLAGS
+
+    own = {"job_id", "region", "default_region", "user_args"}
+    assert {f.name for f in dataclasses.fields(SubmitOptions)} == {e.dest for e in OPTION_FLAGS} | own
+    # Every field a flag names exists in the REST schema.
+    models = {"masterConfig": ReplicaConfig, "workerConfig": ReplicaConfig, "parameterServerConfig": ReplicaConfig}
+    for entry in SUBMIT_FLAGS:
+        if entry.field is None:
+            continue
+        head, _, rest = entry.field.partition(".")
+        assert head in field_aliases(TrainingInput), entry.flag
+        if rest and head in models:
+            assert rest in field_aliases(models[head]), entry.flag
+
+
+def test_every_flag_lands_on_its_field() -> None:
+    options = SubmitOptions(job_id="j", module_name="m", job_dir="gs://b", scale_tier="CUSTOM",
+                            runtime_version="2.11", python_version="3.7", service_account="sa@p.iam",
+                            kms_key="projects/p/locations/l/keyRings/r/cryptoKeys/k", enable_web_access=True,
+                            use_chief_in_tf_config=False, parameter_server_machine_type="n1-standard-4",
+                            parameter_server_count=3, parameter_server_image_uri="gcr.io/p/ps",
+                            parameter_server_accelerator=Accelerator("NVIDIA_TESLA_T4", 1))
+    ti = merge_job(options, None)["trainingInput"]
+    assert ti == {
+        "pythonModule": "m", "jobDir": "gs://b/", "scaleTier": "CUSTOM", "runtimeVersion": "2.11",
+        "pythonVersion": "3.7", "parameterServerType": "n1-standard-4", "parameterServerCount": "3",
+        "parameterServerConfig": {"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "1"},
+                                  "imageUri": "gcr.io/p/ps"},
+        "useChiefInTfConfig": False, "serviceAccount": "sa@p.iam",
+        "encryptionConfig": {"kmsKeyName": "projects/p/locations/l/keyRings/r/cryptoKeys/k"},
+        "enableWebAccess": True,
+    }

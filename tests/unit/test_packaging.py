@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain import packaging
 from aiptrain.errors import UsageError, ValidationFailed
 from aiptrain.packaging import (
     REPRODUCIBLE_MTIME,
@@ -25,6 +24,8 @@ from aiptrain.packaging import (
     check_package_path,
     collect_sources,
 )
+from aiptrain.packaging import cache as packaging_cache
+from aiptrain.packaging import sources as packaging_sources
 
 PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
 
@@ -149,7 +150,7 @@ def test_unchanged_sources_come_from_the_cache_without_building(
     for path in package_dir.parent.rglob("*"):
         os.utime(path, (1_600_000_000, 1_600_000_000))  # touched, not changed
     # Any build subprocess would now fail: a hit must not start one.
-    monkeypatch.setattr(packaging.sys, "executable", str(tmp_path / "no-such-python"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
     second = build_package(package_dir, cache_dir=tmp_path / "cache")
     assert second.reused_from_cache is True
     assert (second.path, second.sha256, second.files) == (first.path, first.sha256, first.files)
@@ -171,7 +172,7 @@ def test_cache_ignores_caches_vcs_and_build_output(tmp_path: Path, monkeypatch: 
     (root / ".venv/lib").mkdir(parents=True)
     (root / "env").mkdir()
     (root / "env/pyvenv.cfg").write_text("home = /usr\n")
-    monkeypatch.setattr(packaging.sys, "executable", str(tmp_path / "no-such-python"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
     again = build_package(package_dir, cache_dir=tmp_path / "cache")
     assert again.reused_from_cache is True
     assert again.sha256 == first.sha256
@@ -323,30 +324,30 @@ def fake_dist_info(directory: Path, dirname: str, name: str, version: str) -> Pa
 def test_setuptools_version_matches_importlib_metadata() -> None:
     import importlib.metadata
 
-    assert packaging._setuptools_version() == importlib.metadata.version("setuptools")
+    assert packaging_cache.setuptools_version() == importlib.metadata.version("setuptools")
 
 
 def test_another_setuptools_first_on_the_path_changes_the_cache_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = packaging._cache_key("trainer", "0" * 64)
+    before = packaging_cache.cache_key("trainer", "0" * 64)
     shadow = tmp_path / "shadow"
     # Look-alike names that are other projects must not be taken for setuptools.
     fake_dist_info(shadow, "setuptools_scm-8.0.dist-info", "setuptools_scm", "8.0")
     fake_dist_info(shadow, "setuptools-rust-1.5.dist-info", "setuptools-rust", "1.5")
-    monkeypatch.setattr(packaging.sys, "path", [str(shadow), *sys.path])
-    assert packaging._cache_key("trainer", "0" * 64) == before
+    monkeypatch.setattr(sys, "path", [str(shadow), *sys.path])
+    assert packaging_cache.cache_key("trainer", "0" * 64) == before
     fake_dist_info(shadow, "setuptools-99.1.0.dist-info", "setuptools", "99.1.0")
-    assert packaging._setuptools_version() == "99.1.0"
-    assert packaging._cache_key("trainer", "0" * 64) != before
+    assert packaging_cache.setuptools_version() == "99.1.0"
+    assert packaging_cache.cache_key("trainer", "0" * 64) != before
 
 
 def test_setuptools_version_falls_back_when_the_path_says_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(packaging.sys, "path", [str(tmp_path / "missing"), str(tmp_path)])
-    assert packaging._setuptools_version_on_path(packaging.sys.path) is None
-    assert packaging._setuptools_version() == "none"  # importlib.metadata agrees: nothing on this path
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(tmp_path)])
+    assert packaging_cache.setuptools_version_on_path(sys.path) is None
+    assert packaging_cache.setuptools_version() == "none"  # importlib.metadata agrees: nothing on this path
 
 
 def test_built_packages_compare_by_value(tmp_path: Path) -> None:
@@ -511,7 +512,7 @@ def test_generated_build_does_not_walk_beside_the_package(tmp_path: Path, monkey
     for index in range(30):
         (data / f"shard-{index}.csv").write_text("x\n")
     # More files beside the package than the limit allows: only a walk of the whole root hits it.
-    monkeypatch.setattr(packaging, "MAX_SOURCE_FILES", 20)
+    monkeypatch.setattr(packaging_sources, "MAX_SOURCE_FILES", 20)
     assert build_package(package_dir, cache_dir=tmp_path / "cache").generated_setup is True
     with pytest.raises(UsageError):
         collect_sources(package_dir.parent)

@@ -14,7 +14,6 @@ from aiptrain.staging import (
     UploadResult,
     check_package_entries,
     classify_packages,
-    describe_plan,
     describe_result,
     execute_uploads,
     human_size,
@@ -277,13 +276,6 @@ def test_describe_result_lines() -> None:
     uploaded = UploadResult(Path("a"), "gs://b/x/a", "0" * 64, 1_234_567, "uploaded", 1_234_567, 0.31)
     assert describe_result(reused) == "reused gs://b/x/a"
     assert describe_result(uploaded) == "uploaded 1.2 MB in 0.3 s → gs://b/x/a"
-
-
-def test_describe_plan_line(packages: list[Path]) -> None:
-    [plan] = plan_uploads(packages[:1], "gs://stage", None, check_existing=False)
-    line = describe_plan(plan)
-    assert line.startswith("would stage trainer-0.1.tar.gz (8.0 kB, sha256 ")
-    assert line.endswith(plan.uri)
 
 
 @pytest.mark.parametrize(

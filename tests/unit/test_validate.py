@@ -38,7 +38,7 @@ def test_good_jobs_have_no_problems() -> None:
     ("my-job-1", "my_job_1"), ("1job", "job_1job"), ("a b", "a_b"), ("x" * 200, "x" * 128),
 ])
 def test_job_id_suggestions_are_valid(job_id: str, suggestion: str) -> None:
-    assert suggest_job_id(job_id) == suggestion
+    assert suggest_job_id(job_id, 128) == suggestion
     data = job()
     data["jobId"] = job_id
     problems = validate_job(parse_job(data), CATALOG)

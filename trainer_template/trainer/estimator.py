@@ -1,27 +1,20 @@
-"""Estimator-style training on tf.distribute: ``RunConfig``, ``TrainSpec``, ``EvalSpec``, ``train_and_evaluate``.
+"""Estimator-style training on tf.distribute: ``RunConfig``, ``ModelSpec``, ``TrainSpec``, ``EvalSpec``.
 
 ``tf.estimator`` is gone from TensorFlow 2.16 on, and Keras 3's ``fit`` cannot drive
 MultiWorkerMirroredStrategy or ParameterServerStrategy. These classes keep the Estimator's
 vocabulary (and its flags' meaning) over a custom training loop; the docstrings name the
 Estimator argument each field replaces. The strategy is chosen from TF_CONFIG, never by a flag,
-exactly as ``tf.estimator.RunConfig`` did.
+exactly as ``tf.estimator.RunConfig`` did. ``trainer.train_and_evaluate`` runs them.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from trainer.cluster import (
-    EVALUATION,
-    PARAMETER_SERVER,
-    ClusterRole,
-    expose_to_tensorflow,
-    role_from_environment,
-)
+from trainer.cluster import ClusterRole, role_from_environment
 
 if TYPE_CHECKING:
     import keras
@@ -29,8 +22,6 @@ if TYPE_CHECKING:
 
     from trainer.export import Exporter
     from trainer.inputs import InputFn
-
-logger = logging.getLogger("trainer")
 
 COMPLETION_MARKER = "TRAINING_COMPLETE"
 
@@ -150,33 +141,3 @@ class EvalSpec:
     exporters: Sequence[Exporter] | None = None
     metric_tag: str = "accuracy"
     evaluator_idle_timeout_secs: float = 1800.0
-
-
-def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> int:
-    """Replaces ``tf.estimator.train_and_evaluate``; returns the process exit code.
-
-    TF_CONFIG decides what this process does: train alone, train as one of the synchronous
-    MultiWorkerMirroredStrategy replicas, coordinate ParameterServerStrategy training (chief),
-    serve variables or computation for it (ps and workers, which never return), or evaluate
-    checkpoints as they appear (evaluator).
-    """
-    role = estimator.config.role
-    expose_to_tensorflow(role)
-    logger.info("task %s, training mode %s", role.label, role.mode)
-
-    if role.mode == EVALUATION:
-        from trainer.evaluator_task import run_evaluator
-
-        return run_evaluator(estimator, train_spec, eval_spec)
-    if role.mode == PARAMETER_SERVER:
-        if not role.is_primary:
-            from trainer.strategy import serve_forever
-
-            serve_forever(role)
-        from trainer.ps_loop import run_parameter_server_training
-
-        return run_parameter_server_training(estimator, train_spec, eval_spec)
-
-    from trainer.sync_loop import run_synchronous_training
-
-    return run_synchronous_training(estimator, train_spec, eval_spec)

@@ -150,9 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.info("hyperparameter tuning trial %s: writing to %s", role.trial, model_dir)
 
     # TensorFlow is imported only now, after the flags are known to be good.
-    from trainer.estimator import Estimator, EvalSpec, ModelSpec, RunConfig, TrainSpec, train_and_evaluate
+    from trainer.estimator import Estimator, EvalSpec, ModelSpec, RunConfig, TrainSpec
     from trainer.inputs import NUM_FEATURES, EvalInput, TrainInput
     from trainer.model import build_classifier, build_optimizer
+    from trainer.train_and_evaluate import train_and_evaluate
 
     config = RunConfig(
         model_dir=model_dir,

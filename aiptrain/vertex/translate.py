@@ -1,7 +1,7 @@
 """An ml v1 training Job as a Vertex AI CustomJob, and a CustomJob presented as an ml v1 Job.
 
 A job with `hyperparameters` becomes a HyperparameterTuningJob whose trials run this CustomJob
-(`vertex_study`); `job_to_custom_job` gives the trial job and leaves the tuning to that module.
+(`vertex.study`); `job_to_custom_job` gives the trial job and leaves the tuning to that module.
 
 Forward (`job_to_custom_job`): the replicas come from `resolve_cluster`, so scale tiers expand
 exactly as they do locally. Worker pool positions carry the roles (0 master, 1 workers, 2
@@ -30,28 +30,12 @@ from __future__ import annotations
 from typing import Any
 
 from aiptrain.catalog import Catalog, load_catalog
-from aiptrain.cluster import ReplicaGroup, replica_config, resolve_cluster
+from aiptrain.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.errors import Problem, ProblemList, ValidationFailed
-from aiptrain.spec import AcceleratorType, Job, JobState, ReplicaConfig, TrainingInput
+from aiptrain.spec import ROLE, ROLES, AcceleratorType, Job, JobState, ReplicaConfig, TrainingInput
 
-# Worker pool index -> ml v1 role; the order is Vertex's contract.
-POOL_ROLES = ("master", "worker", "parameter_server", "evaluator")
-
-# Role -> REST names of its TrainingInput fields: config, machine type, replica count.
-_ROLE_CONFIG = {
-    "master": "masterConfig",
-    "worker": "workerConfig",
-    "parameter_server": "parameterServerConfig",
-    "evaluator": "evaluatorConfig",
-}
-_ROLE_TYPE = {
-    "master": "masterType",
-    "worker": "workerType",
-    "parameter_server": "parameterServerType",
-    "evaluator": "evaluatorType",
-}
-_ROLE_COUNT = {"worker": "workerCount", "parameter_server": "parameterServerCount",
-               "evaluator": "evaluatorCount"}
+# Worker pool index -> ml v1 role; the order is Vertex's contract (and the service's role order).
+POOL_ROLES = tuple(role.name for role in ROLES)
 
 # Vertex JobState -> ml v1 Job state. API facts, not catalog data.
 # PAUSED waits to be resumed, like a queued job; EXPIRED and PARTIALLY_SUCCEEDED did not run to
@@ -126,22 +110,23 @@ def _check_unmappable_fields(ti: TrainingInput, refusals: ProblemList) -> None:
         refusals.add("trainingInput.useChiefInTfConfig",
                      "Vertex AI always names the primary replica `chief` in TF_CONFIG, never `master`",
                      "make the trainer accept `chief`, then set useChiefInTfConfig to true or remove it")
-    for role in POOL_ROLES:
-        config = replica_config(ti, role)
+    for role in ROLES:
+        config = role.config(ti)
         if config is not None and config.tpu_tf_version is not None:
-            refusals.add(f"trainingInput.{_ROLE_CONFIG[role]}.tpuTfVersion",
+            refusals.add(f"trainingInput.{role.config_field}.tpuTfVersion",
                          "Vertex AI chooses the TPU software from the container image",
                          "remove tpuTfVersion")
 
 
 def _accelerator_path(ti: TrainingInput, group: ReplicaGroup) -> str:
-    config = replica_config(ti, group.role)
+    role = ROLE[group.role]
+    config = role.config(ti)
     if config is not None and config.accelerator_config is not None:
-        return f"trainingInput.{_ROLE_CONFIG[group.role]}.acceleratorConfig.type"
+        return f"trainingInput.{role.config_field}.acceleratorConfig.type"
     # The accelerator came from the scale tier or from a legacy machine type.
     if (ti.scale_tier or "BASIC") != "CUSTOM":
         return "trainingInput.scaleTier"
-    return f"trainingInput.{_ROLE_TYPE[group.role]}"
+    return f"trainingInput.{role.type_field}"
 
 
 def _check_accelerator(ti: TrainingInput, group: ReplicaGroup, catalog: Catalog,
@@ -236,7 +221,7 @@ def _worker_pool(ti: TrainingInput, group: ReplicaGroup, images: dict[str, str] 
         machine["acceleratorCount"] = group.accelerator_count
     pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(group.count)}
 
-    config = replica_config(ti, group.role)
+    config = ROLE[group.role].config(ti)
     if group.image_uri:
         pool["containerSpec"] = _container_spec(ti, group.image_uri, config)
     else:
@@ -381,11 +366,12 @@ def _ml_accelerator(vertex_name: str | None, catalog: Catalog) -> str | None:
     return None
 
 
-def _role_into(ti: dict[str, Any], role: str, pool: dict[str, Any], catalog: Catalog) -> None:
+def _role_into(ti: dict[str, Any], role_name: str, pool: dict[str, Any], catalog: Catalog) -> None:
+    role = ROLE[role_name]
     machine = pool.get("machineSpec") or {}
-    ti[_ROLE_TYPE[role]] = _ml_machine_type(machine.get("machineType"), catalog)
-    if role in _ROLE_COUNT:
-        ti[_ROLE_COUNT[role]] = str(pool.get("replicaCount") or "1")
+    ti[role.type_field] = _ml_machine_type(machine.get("machineType"), catalog)
+    if role.count_field is not None:
+        ti[role.count_field] = str(pool.get("replicaCount") or "1")
     config: dict[str, Any] = {}
     accelerator = _ml_accelerator(machine.get("acceleratorType"), catalog)
     if accelerator and machine.get("acceleratorCount"):
@@ -402,7 +388,7 @@ def _role_into(ti: dict[str, Any], role: str, pool: dict[str, Any], catalog: Cat
     if disk_config:
         config["diskConfig"] = disk_config
     if config:
-        ti[_ROLE_CONFIG[role]] = config
+        ti[role.config_field] = config
 
 
 def _program_into(ti: dict[str, Any], pool: dict[str, Any], job_dir: str | None, catalog: Catalog) -> None:

@@ -1,7 +1,7 @@
 """An ml v1 tuning job as a Vertex AI HyperparameterTuningJob, and back.
 
 Forward (`job_to_hyperparameter_tuning_job`): the trial job is the CustomJob spec of
-`vertex_translate.job_to_custom_job` (`trialJobSpec`); the HyperparameterSpec becomes:
+`vertex.translate.job_to_custom_job` (`trialJobSpec`); the HyperparameterSpec becomes:
 
 - `hyperparameterMetricTag` (default `training/hptuning/metric`) and `goal` (unspecified:
   MAXIMIZE) -> `studySpec.metrics[0]` `{metricId, goal}`;
@@ -13,7 +13,7 @@ Forward (`job_to_hyperparameter_tuning_job`): the trial job is the CustomJob spe
 - `maxTrials`, `maxParallelTrials`, `maxFailedTrials` -> `maxTrialCount`, `parallelTrialCount`,
   `maxFailedTrialCount` (0 or unset is left out: the service decides).
 
-`resumePreviousJobId` has no Vertex counterpart and is refused by `vertex_translate`.
+`resumePreviousJobId` has no Vertex counterpart and is refused by `vertex.translate`.
 
 Reverse (`hyperparameter_tuning_job_to_job`): the ml v1 Job `describe` shows, with the trials as
 `trainingOutput.trials` (best first). Trial states fold onto ml v1's: REQUESTED -> QUEUED,
@@ -40,7 +40,7 @@ from aiptrain.spec import (
 from aiptrain.tuning.plan import DEFAULT_METRIC_TAG, maximizes
 from aiptrain.tuning.space import CategoricalParameter, IntegerParameter, Parameter, format_value, parameter_from_spec
 from aiptrain.tuning.trials import tuning_output
-from aiptrain.vertex_translate import custom_job_to_job, job_to_custom_job, vertex_problems
+from aiptrain.vertex.translate import custom_job_to_job, job_to_custom_job, vertex_problems
 
 _VALUE_SPEC = {
     ParameterType.DOUBLE: "doubleValueSpec",
