@@ -80,7 +80,11 @@ def cluster_node_ids(cluster: RayCluster) -> set[str]:
     return {node.node_id for node in list_nodes(address=cluster.address) if node.state == "ALIVE"}
 
 
-def test_chief_and_worker_train_with_multi_worker_mirrored_strategy_across_both_nodes(on_cluster, digits_dir):
+def test_mirrored_chief_and_worker_train_across_both_nodes_while_a_job_too_big_waits_queued(on_cluster, digits_dir):
+    # A job asking for more than the cluster has waits beside it without holding anything back.
+    too_big = "ray_too_big"
+    submitted = aiptrain(*submit_args(too_big, digits_dir, workers=0, master="n1-highcpu-96", scale=None))
+    assert submitted.returncode == 0, submitted.stderr
     job_id = "ray_mwms"
     result = aiptrain(*submit_args(job_id, digits_dir, workers=1, flags=("--stream-logs",)))
     assert result.returncode == 0, result.stderr[-4000:]
@@ -108,6 +112,13 @@ def test_chief_and_worker_train_with_multi_worker_mirrored_strategy_across_both_
     only_worker = aiptrain("jobs", "stream-logs", job_id, "--backend", "ray", "--task-name", "worker-replica-0")
     assert only_worker.returncode == 0
     assert {line.split("\t")[2] for line in only_worker.stdout.splitlines() if line} == {"worker-replica-0"}
+
+    wait_until(lambda: "Waiting for the cluster:" in log_text(on_cluster, too_big), "the waiting message", 120)
+    logs = log_text(on_cluster, too_big)
+    assert "master-replica-0 96 CPU" in logs and "The job stays QUEUED" in logs
+    assert backend(on_cluster).get_job(too_big).state == "QUEUED"
+    assert aiptrain("jobs", "cancel", too_big, "--backend", "ray").returncode == 0
+    assert aiptrain("jobs", "wait", too_big, "--backend", "ray", "--timeout", "120").returncode == 11
 
 
 def test_chief_two_workers_and_a_parameter_server_succeed(on_cluster, digits_dir):
@@ -151,18 +162,6 @@ def test_a_killed_worker_is_restarted_and_cancel_stops_every_replica_on_every_no
     wait_until(lambda: tokened_processes(token) == [], "every replica process to be gone", timeout=60)
     again = aiptrain("jobs", "cancel", job_id, "--backend", "ray")
     assert again.returncode == 1 and "already ended (CANCELLED)" in again.stderr
-
-
-def test_a_job_bigger_than_the_cluster_stays_queued_with_a_message_and_can_be_cancelled(on_cluster, digits_dir):
-    job_id = "ray_too_big"
-    submitted = aiptrain(*submit_args(job_id, digits_dir, workers=0, master="n1-highcpu-96", scale=None))
-    assert submitted.returncode == 0, submitted.stderr
-    wait_until(lambda: "Waiting for the cluster:" in log_text(on_cluster, job_id), "the waiting message", 120)
-    logs = log_text(on_cluster, job_id)
-    assert "master-replica-0 96 CPU" in logs and "The job stays QUEUED" in logs
-    assert backend(on_cluster).get_job(job_id).state == "QUEUED"
-    assert aiptrain("jobs", "cancel", job_id, "--backend", "ray").returncode == 0
-    assert aiptrain("jobs", "wait", job_id, "--backend", "ray", "--timeout", "120").returncode == 11
 
 
 def test_an_address_where_no_ray_cluster_answers_exits_2_with_a_hint(digits_dir, tmp_path):
