@@ -209,6 +209,10 @@ class Driver:
         )
 
     def release(self, ray: Any) -> None:
+        """Remove the replicas' directories from their nodes, then the actors and the bundles."""
+        with contextlib.suppress(Exception):  # an actor whose node is gone took its files with it
+            ray.wait([actor.cleanup.remote() for actor in self.actors.values()], num_returns=len(self.actors),
+                     timeout=30)
         for actor in self.actors.values():
             with contextlib.suppress(Exception):  # already gone
                 ray.kill(actor)

@@ -16,7 +16,9 @@ went away, its worker was killed) ends its replica as if killed by SIGKILL, with
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -145,6 +147,12 @@ class ReplicaHost:
 
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
+
+    def cleanup(self) -> None:
+        """Remove this replica's directory (site-packages, working directory) from its node."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the job's directory, once its last replica's is gone
+            self.root.parent.rmdir()
 
 
 class RemoteReplicaProcess:

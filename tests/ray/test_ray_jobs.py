@@ -15,6 +15,7 @@ from pathlib import Path
 from aiptrain.backends.base import BackendSettings
 from aiptrain.backends.ray import RayBackend
 from aiptrain.raybackend.driver import actor_name
+from aiptrain.raybackend.replica_host import SCRATCH_ROOT
 from aiptrain.runner.processes import tokened_processes
 from tests.ray.cluster import RayCluster
 from tests.template.harness import TEMPLATE_DIR, TINY_HYPERPARAMETERS
@@ -99,6 +100,7 @@ def test_mirrored_chief_and_worker_train_across_both_nodes_while_a_job_too_big_w
     assert "[chief:0]" in logs and "[worker:0]" in logs
     home = Path(os.environ["AIPTRAIN_HOME"])
     assert (home / "storage" / "ray-jobs" / job_id / "model" / "saved_model.pb").exists()
+    assert not (SCRATCH_ROOT / "jobs" / job_id).exists()  # the replicas' directories left with them
     # One bundle per replica, on both nodes (SPREAD), seen by Ray's own state API.
     nodes = actor_nodes(on_cluster, job_id, ["master-replica-0", "worker-replica-0"])
     assert set(nodes.values()) == cluster_node_ids(on_cluster)
