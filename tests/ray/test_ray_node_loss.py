@@ -17,7 +17,8 @@ def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster, digi
     job_id = "ray_node_loss"
     submitted = aiptrain(*submit_args(job_id, digits_dir, workers=1, steps=100000))
     assert submitted.returncode == 0, submitted.stderr
-    wait_until(lambda: "[worker:0] training from step" in log_text(on_cluster, job_id), "the worker to train")
+    # The primary starts last: once it is starting, every replica runs on its node.
+    wait_until(lambda: "Starting master-replica-0" in log_text(on_cluster, job_id), "the replicas to start")
     second = next(node.node_id for node in list_nodes(address=on_cluster.address, detail=True)
                   if "node_second" in (node.resources_total or {}))
     nodes = actor_nodes(on_cluster, job_id, ["master-replica-0", "worker-replica-0"])
