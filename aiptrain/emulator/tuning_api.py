@@ -17,13 +17,20 @@ from __future__ import annotations
 from typing import Any
 
 from aiptrain.catalog import load_catalog
-from aiptrain.emulator.errors import ApiError, from_aiptrain_error, invalid_argument
-from aiptrain.emulator.packages import check_args, check_output_dir, stage_packages
+from aiptrain.emulator.errors import ApiError, invalid_argument
+from aiptrain.emulator.packages import check_output_dir
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services
-from aiptrain.emulator.vertex_api import cancel_vertex_job, check_pools, list_vertex_jobs, present_vertex_job
+from aiptrain.emulator.vertex_api import (
+    cancel_vertex_job,
+    check_chief_program,
+    check_pools,
+    list_vertex_jobs,
+    present_vertex_job,
+    submit_to_engine,
+)
 from aiptrain.emulator.vertex_jobs import VertexJobRecord
-from aiptrain.errors import AiptrainError, NotFound, Problem
+from aiptrain.errors import NotFound, Problem
 from aiptrain.spec import Job
 from aiptrain.tuning.trials import trial_number
 from aiptrain.validate import check_hyperparameters
@@ -111,22 +118,9 @@ def create_tuning_job(services: Services, project: str, location: str, body: Any
     problems = check_hyperparameters(hyperparameters_from_study(request), load_catalog())
     if problems:
         raise invalid_argument([_violation(problem) for problem in problems])
-    check_args(spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("args"),
-               field_prefix=f"{pools_root}[0].python_package_spec.args")
-    uris = spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("packageUris") or []
-    stage_packages(uris, services.storage_root, field_prefix=f"{pools_root}[0].python_package_spec.package_uris")
-
-    record = services.tuning_jobs.reserve(project, location, request)
-    try:
-        job = hyperparameter_tuning_job_to_job({**request, "name": record.name})
-        job.job_id = record.engine_job_id
-        services.engine.submit(project, job)
-    except AiptrainError as error:
-        services.tuning_jobs.forget(record.numeric_id)
-        raise from_aiptrain_error(error, root=ROOT) from None
-    except BaseException:
-        services.tuning_jobs.forget(record.numeric_id)
-        raise
+    check_chief_program(services, spec, pools_root)
+    record = submit_to_engine(services, services.tuning_jobs, project, location, request,
+                              hyperparameter_tuning_job_to_job, root=ROOT)
     return present(services, record)
 
 

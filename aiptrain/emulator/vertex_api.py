@@ -85,25 +85,40 @@ def create_custom_job(services: Services, project: str, location: str, body: Any
     check_pools(spec)
     check_output_dir((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix"), services.storage_root,
                      field="custom_job.job_spec.base_output_directory.output_uri_prefix")
-    # check_pools made every pool run the chief's args, so the chief's are all there is to check.
-    check_args(spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("args"),
-               field_prefix="custom_job.job_spec.worker_pool_specs[0].python_package_spec.args")
-    uris = (spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("packageUris")) or []
-    stage_packages(uris, services.storage_root,
-                   field_prefix="custom_job.job_spec.worker_pool_specs[0].python_package_spec.package_uris")
+    check_chief_program(services, spec, "custom_job.job_spec.worker_pool_specs")
+    record = submit_to_engine(services, services.custom_jobs, project, location, custom_job, custom_job_to_job,
+                              root="custom_job")
+    return present(services, record)
 
-    record = services.custom_jobs.reserve(project, location, custom_job)
+
+def check_chief_program(services: Services, spec: dict[str, Any], pools_root: str) -> None:
+    """Refuse the chief pool's unmappable args and stage its packages (`pools_root`: for errors).
+
+    check_pools made every pool run the chief's program, so the chief's is all there is to check.
+    """
+    package_spec = spec["workerPoolSpecs"][0]["pythonPackageSpec"]
+    check_args(package_spec.get("args"), field_prefix=f"{pools_root}[0].python_package_spec.args")
+    stage_packages(package_spec.get("packageUris") or [], services.storage_root,
+                   field_prefix=f"{pools_root}[0].python_package_spec.package_uris")
+
+
+def submit_to_engine(services: Services, store: VertexJobStore, project: str, location: str,
+                     request: dict[str, Any], to_job: Callable[[dict[str, Any]], Job], *,
+                     root: str) -> VertexJobRecord:
+    """Reserve the resource's name, then run its ml v1 translation on the engine; the name is
+    given back if the engine refuses (the API error names fields under `root`) or anything fails."""
+    record = store.reserve(project, location, request)
     try:
-        job = custom_job_to_job({**custom_job, "name": record.name})
+        job = to_job({**request, "name": record.name})
         job.job_id = record.engine_job_id
         services.engine.submit(project, job)
     except AiptrainError as error:
-        services.custom_jobs.forget(record.numeric_id)
-        raise from_aiptrain_error(error, root="custom_job") from None
+        store.forget(record.numeric_id)
+        raise from_aiptrain_error(error, root=root) from None
     except BaseException:
-        services.custom_jobs.forget(record.numeric_id)
+        store.forget(record.numeric_id)
         raise
-    return present(services, record)
+    return record
 
 
 def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:

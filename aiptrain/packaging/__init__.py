@@ -24,8 +24,9 @@ parent. What aiptrain does differently, on purpose:
   versions: unchanged sources skip the build entirely. Entries unused for a month are removed
   (`aiptrain.cache_eviction`).
 
-Modules: `sources` (checks and discovery), `setup_py` (the generated setup.py), `sdist` (the
-build and its reproducible rewrite), `cache` (keys and entries); `build_package` runs them.
+Modules: `sources` (checks and discovery), `ignore_file` (`.gcloudignore`), `setup_py` (the
+generated setup.py), `sdist` (the build and its reproducible rewrite), `cache` (keys and
+entries); `build_package` runs them.
 """
 
 from __future__ import annotations

@@ -115,10 +115,10 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = (), only: str | None =
 
     Skipped: VCS metadata, caches, virtualenvs (any directory holding a pyvenv.cfg), egg-info
     directories, compiled bytecode, setuptools' top-level build/ and dist/, and whatever the
-    root's `.gcloudignore` names (see `aiptrain.ignore_file`). Symlinked files and directories
+    root's `.gcloudignore` names (see `aiptrain.packaging.ignore_file`). Symlinked files and directories
     are followed (each real directory once).
     """
-    from aiptrain.ignore_file import load_ignore_file
+    from aiptrain.packaging.ignore_file import load_ignore_file
 
     ignored = load_ignore_file(root)
     skipped = {Path(os.path.abspath(p)) for p in skip}
@@ -169,7 +169,7 @@ def check_package_survives_ignore_file(sources: list[SourceFile], name: str) -> 
     init = f"{name}/__init__.py"
     if not any(source.relative == init for source in sources):
         from aiptrain.errors import ValidationFailed
-        from aiptrain.ignore_file import IGNORE_FILE_NAME
+        from aiptrain.packaging.ignore_file import IGNORE_FILE_NAME
 
         raise ValidationFailed([_problem(
             IGNORE_FILE_NAME,
