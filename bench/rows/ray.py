@@ -14,6 +14,7 @@ cost of the Ray plumbing, not of a network).
 from __future__ import annotations
 
 import itertools
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -40,7 +41,9 @@ def _submit(ctx: BenchContext, backend: str, project: str, job_id: str, extra: l
 def run(ctx: BenchContext) -> list[RowResult]:
     from tests.ray.cluster import VENV_BIN, node_environment, start_cluster
 
-    cluster = start_cluster(Path(tempfile.mkdtemp(prefix="aipr-")))
+    # A short path: Ray's Unix sockets live under it, and their paths are limited to 107 bytes.
+    temp_dir = Path(tempfile.mkdtemp(prefix="aipr-"))
+    cluster = start_cluster(temp_dir)
     try:
         env = isolated_env(ctx.cleanup.new_home("ray"), {"AIPTRAIN_RAY_ADDRESS": cluster.address})
         scale = ["--ray-resource-scale", "0.25"]
@@ -94,4 +97,5 @@ def run(ctx: BenchContext) -> list[RowResult]:
         return [noop_row, training_row]
     finally:
         cluster.stop()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
