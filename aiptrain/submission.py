@@ -435,6 +435,9 @@ def dry_run_document(
     if plan.backend_name == "local":
         _apply_local_plan(plan, catalog)
         runtime = _local_runtime(plan, catalog)
+    if plan.backend_name == "ray":
+        # What the Ray job's log will say first (bundles scaled down, the region unused).
+        plan.warnings.extend(plan.request_body.get("notes", []))
     document = plan_summary(plan, vertex=_vertex_translation(plan, catalog), tf_configs=_tf_configs(plan))
     if runtime:
         document["localRuntime"] = runtime

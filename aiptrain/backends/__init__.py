@@ -21,6 +21,12 @@ def _local(settings: BackendSettings) -> Backend:
     return LocalBackend(settings)
 
 
+def _ray(settings: BackendSettings) -> Backend:
+    from aiptrain.backends.ray import RayBackend
+
+    return RayBackend(settings)
+
+
 def _vertex(settings: BackendSettings) -> Backend:
     from aiptrain.backends.vertex import VertexBackend
 
@@ -36,6 +42,7 @@ def _mlv1(settings: BackendSettings) -> Backend:
 # name (`--backend NAME`) -> factory taking BackendSettings.
 BACKENDS: dict[str, Callable[[BackendSettings], Backend]] = {
     "local": _local,
+    "ray": _ray,
     "vertex": _vertex,
     "mlv1": _mlv1,
 }

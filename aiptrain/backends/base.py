@@ -1,4 +1,4 @@
-"""The Backend protocol: what every place a job can run (local, vertex, mlv1) must offer.
+"""The Backend protocol: what every place a job can run (local, ray, vertex, mlv1) must offer.
 
 Backends receive a validated `Job` and speak in `Job`s, whatever their wire format, so every
 command works the same on every backend. Each backend says what it cannot do (`unsupported`),
@@ -26,6 +26,9 @@ class BackendSettings:
     home: Path | None = None
     api_endpoint: str | None = None
     verbosity: int = 0
+    # The ray backend: the Jobs API address (--ray-address) and the bundle scale (--ray-resource-scale).
+    ray_address: str | None = None
+    ray_resource_scale: float | None = None
 
 
 class Backend(Protocol):

@@ -30,6 +30,8 @@ class AppContext:
     output_format: str
     verbosity: int
     region: str | None = None
+    ray_address: str | None = None
+    ray_resource_scale: float | None = None
 
     @property
     def color(self) -> bool:
@@ -46,7 +48,7 @@ class AppContext:
 
                 raise UsageError(f"--project: {problem}", hint=f"use e.g. {suggest_project_id(self.project)}")
             return self.project
-        if self.backend_name == "local":
+        if self.backend_name in ("local", "ray"):
             return DEFAULT_LOCAL_PROJECT
         from aiptrain.errors import UsageError
 
@@ -67,6 +69,8 @@ class AppContext:
             home=aiptrain_home(),
             api_endpoint=self.api_endpoint,
             verbosity=self.verbosity,
+            ray_address=self.ray_address,
+            ray_resource_scale=self.ray_resource_scale,
         )
         return get_backend(self.backend_name, settings)
 
@@ -100,7 +104,7 @@ def common_options(func: F) -> F:
     """Add the shared options and pass an AppContext as the first argument."""
 
     @click.option("--backend", envvar="AIPTRAIN_BACKEND", default="local", show_default=True,
-                  type=click.Choice(["local", "vertex", "mlv1"]),
+                  type=click.Choice(["local", "ray", "vertex", "mlv1"]),
                   help="Where jobs run. [env: AIPTRAIN_BACKEND]")
     @click.option("--project", envvar=["AIPTRAIN_PROJECT", "CLOUDSDK_CORE_PROJECT"],
                   help="Project ID (default for local: local-project). [env: AIPTRAIN_PROJECT]")
@@ -109,12 +113,19 @@ def common_options(func: F) -> F:
     @click.option("--api-endpoint", envvar="AIPTRAIN_API_ENDPOINT",
                   help="REST endpoint for mlv1/vertex, e.g. http://127.0.0.1:8080/ for `aiptrain local serve`."
                   " [env: AIPTRAIN_API_ENDPOINT]")
+    @click.option("--ray-address", envvar="AIPTRAIN_RAY_ADDRESS",
+                  help="Ray Jobs API of the cluster for --backend ray, e.g. http://127.0.0.1:8265 (else RAY_ADDRESS)."
+                  " [env: AIPTRAIN_RAY_ADDRESS]")
+    @click.option("--ray-resource-scale", type=float, envvar="AIPTRAIN_RAY_RESOURCE_SCALE",
+                  help="--backend ray: reserve this fraction (0-1] of each machine type's CPUs and memory."
+                  " [env: AIPTRAIN_RAY_RESOURCE_SCALE]")
     @click.option("--format", "output_format", envvar="AIPTRAIN_FORMAT", default="text", show_default=True,
                   type=click.Choice(["text", "json", "yaml"]), help="Result format on stdout. [env: AIPTRAIN_FORMAT]")
     @click.option("-v", "--verbose", count=True, help="More detail on stderr (repeatable).")
     @click.option("-q", "--quiet", count=True, help="Less output on stderr.")
     @functools.wraps(func)
     def wrapper(*args: Any, backend: str, project: str | None, region: str | None, api_endpoint: str | None,
+                ray_address: str | None, ray_resource_scale: float | None,
                 output_format: str, verbose: int, quiet: int, **kwargs: Any) -> Any:
         app = AppContext(
             backend_name=backend,
@@ -123,6 +134,8 @@ def common_options(func: F) -> F:
             output_format=output_format,
             verbosity=verbose - quiet,
             region=region,
+            ray_address=ray_address,
+            ray_resource_scale=ray_resource_scale,
         )
         _configure_logging(app.verbosity)
         return func(app, *args, **kwargs)

@@ -26,7 +26,7 @@ class LocalPlan:
     warnings: list[str]
 
 
-def _is_tpu(group: ReplicaGroup, catalog: Catalog) -> bool:
+def is_tpu(group: ReplicaGroup, catalog: Catalog) -> bool:
     machine = catalog.machine_types.get(group.machine_type or "")
     if machine is not None and machine.family == "tpu":
         return True
@@ -73,7 +73,7 @@ def local_problems(job: Job, catalog: Catalog, settings: LocalSettings) -> list[
         groups = resolve_cluster(training_input, catalog)
     except KeyError:
         return problems  # an unknown tier is the validator's to report
-    tpu_groups = [group for group in groups if _is_tpu(group, catalog)]
+    tpu_groups = [group for group in groups if is_tpu(group, catalog)]
     if tpu_groups:
         tier = (training_input.scale_tier or ScaleTier.BASIC).value
         problems.append(Problem(

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 TOKEN_VARIABLE = "AIPTRAIN_RUN_TOKEN"  # noqa: S105 - a variable name, not a secret
 _LAUNCHER = Path(__file__).with_name("_die_with_parent.py")
@@ -92,6 +93,16 @@ class ManagedProcess:
     @property
     def pgid(self) -> int:
         return self.popen.pid  # a session leader's group id is its pid
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        assert self.popen.stdout is not None  # started with stdout=PIPE
+        return self.popen.stdout
+
+    @property
+    def stderr(self) -> IO[bytes]:
+        assert self.popen.stderr is not None  # started with stderr=PIPE
+        return self.popen.stderr
 
     def has_exited(self) -> bool:
         """True once the leader exited; it is not reaped, so the group id stays ours."""

@@ -32,6 +32,10 @@ cluster would on the service.
 
 All processes are started from the calling thread, which does not return before every one of
 them is gone: the kernel's parent-death signal is tied to that thread.
+
+Where a replica runs is the `ReplicaLauncher`'s business: by default a process of this machine
+(`LocalLauncher`); the Ray backend passes one that runs each replica on its own cluster node, so
+both backends share these rules.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from aiptrain.cluster import ReplicaGroup
 from aiptrain.runner.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
@@ -99,6 +103,47 @@ def service_environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -
     }
 
 
+class ReplicaProcess(Protocol):
+    """A started replica wherever it runs: its output pipes, whether it ended, its exit status."""
+
+    @property
+    def stdout(self) -> IO[bytes]: ...
+
+    @property
+    def stderr(self) -> IO[bytes]: ...
+
+    def has_exited(self) -> bool: ...
+
+    # Kill what is left of it and return its exit status (negative: killed by that signal).
+    def reap(self) -> int: ...
+
+
+class ReplicaLauncher(Protocol):
+    """Starts, stops and sweeps up replica processes (on this machine, or on a cluster's nodes)."""
+
+    def start(self, task_name: str, argv: list[str], env: dict[str, str], cwd: Path) -> ReplicaProcess: ...
+
+    # SIGTERM, then SIGKILL after `grace` seconds, and reap.
+    def stop(self, processes: list[ReplicaProcess], grace: float) -> None: ...
+
+    # Kill every process left carrying AIPTRAIN_RUN_TOKEN `token` (or one under it).
+    def sweep(self, token: str) -> None: ...
+
+
+class LocalLauncher:
+    """Replicas as process groups of this machine, tied to the calling thread."""
+
+    def start(self, task_name: str, argv: list[str], env: dict[str, str], cwd: Path) -> ReplicaProcess:
+        cwd.mkdir(parents=True, exist_ok=True)
+        return start_process(argv, env=env, cwd=cwd)
+
+    def stop(self, processes: list[ReplicaProcess], grace: float) -> None:
+        stop_processes([p for p in processes if isinstance(p, ManagedProcess)], grace)
+
+    def sweep(self, token: str) -> None:
+        kill_tokened_processes(token)
+
+
 @dataclass(frozen=True)
 class ReplicaSetSpec:
     """Everything needed to start one cluster."""
@@ -120,6 +165,8 @@ class ReplicaSetSpec:
     cluster_environment: ClusterEnvironment | None = None
     # Every replica runs here instead of work_dir/<task name> (`local train` runs in the package root).
     shared_cwd: Path | None = None
+    # Where the replicas run; None: processes of this machine.
+    launcher: ReplicaLauncher | None = None
 
     def command(self) -> list[str]:
         argv = [self.python, "-m", self.module, *self.args]
@@ -166,7 +213,7 @@ class _Replica:
     env: dict[str, str]
     cwd: Path
     tail: OutputTail = field(default_factory=OutputTail)
-    process: ManagedProcess | None = None
+    process: ReplicaProcess | None = None
     pumps: list[threading.Thread] = field(default_factory=list)
     restarts: int = 0
     done: bool = False
@@ -227,6 +274,7 @@ class _ReplicaSetRun:
         # The last secondary failure (task name, monotonic time), for telling casualties apart.
         self.last_peer_failure: tuple[str, float] | None = None
         self.cluster_restarts = 0
+        self.launcher: ReplicaLauncher = spec.launcher or LocalLauncher()
 
     def say(self, message: str, severity: str = "INFO") -> None:
         self.sink.emit(SERVICE_TASK, severity, message, trial_id=self.spec.trial_id)
@@ -245,12 +293,11 @@ class _ReplicaSetRun:
             # One token per replica, under the set's: its strays can be swept when it exits.
             env[TOKEN_VARIABLE] = f"{spec.run_token}/{task.task_name}"
             cwd = spec.shared_cwd or spec.work_dir / task.task_name
-            cwd.mkdir(parents=True, exist_ok=True)
             self.replicas.append(_Replica(task, argv, env, cwd))
 
     def start(self, replica: _Replica) -> None:
         replica.tail.clear()
-        process = start_process(replica.argv, env=replica.env, cwd=replica.cwd)
+        process = self.launcher.start(replica.task.task_name, replica.argv, replica.env, replica.cwd)
         replica.started_at = time.monotonic()
         replica.process = process
         replica.done = False
@@ -268,11 +315,11 @@ class _ReplicaSetRun:
                 name=f"pump-{replica.task.task_name}-{'err' if from_stderr else 'out'}",
                 daemon=True,
             )
-            for stream, from_stderr in ((process.popen.stdout, False), (process.popen.stderr, True))
+            for stream, from_stderr in ((process.stdout, False), (process.stderr, True))
         ]
         for pump in replica.pumps:
             pump.start()
-        if self.observer is not None:
+        if self.observer is not None and isinstance(process, ManagedProcess):
             self.observer.started(replica.task.task_name, process, replica.restarts)
 
     def collect(self, replica: _Replica) -> int:
@@ -280,7 +327,7 @@ class _ReplicaSetRun:
         assert replica.process is not None
         returncode = replica.process.reap()
         # Children that left its process group would otherwise keep its pipes (and readers) open.
-        kill_tokened_processes(replica.env[TOKEN_VARIABLE])
+        self.launcher.sweep(replica.env[TOKEN_VARIABLE])
         for pump in replica.pumps:
             pump.join(_PUMP_JOIN_SECONDS)
         replica.done = True
@@ -489,10 +536,10 @@ class _ReplicaSetRun:
                 "Stopping " + ", ".join(r.task.task_name for r in running)
                 + f" (SIGTERM, then SIGKILL after {self.policy.kill_grace:g} s)."
             )
-        stop_processes([r.process for r in running if r.process is not None], self.policy.kill_grace)
+        self.launcher.stop([r.process for r in running if r.process is not None], self.policy.kill_grace)
         for replica in running:
             self.collect(replica)
-        kill_tokened_processes(self.spec.run_token)
+        self.launcher.sweep(self.spec.run_token)
 
 
 def run_replica_set(

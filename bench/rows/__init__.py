@@ -28,6 +28,7 @@ def all_groups() -> list[RowGroup]:
         log_latency,
         memory,
         packaging,
+        ray,
         runtime_envs,
         store_scale,
         training,
@@ -47,4 +48,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("runtime-envs", "10", "Runtime environments", runtime_envs.run),
         RowGroup("gcloud", "11", "aiptrain vs Google's gcloud", gcloud_compare.run),
         RowGroup("gcs-endpoint", "12", "gs:// from trainer code on the local backend", gcs_endpoint.run),
+        RowGroup("ray", "13", "Ray backend", ray.run),
     ]

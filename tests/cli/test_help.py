@@ -1,4 +1,4 @@
-"""`aiptrain --help` is fast because it imports no google library, no TensorFlow, no pydantic model."""
+"""`aiptrain --help` is fast because it imports no google library, no TensorFlow, no Ray, no pydantic model."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from aiptrain.cli.main import root
 
 FORBIDDEN = ("googleapiclient", "google.cloud.storage", "google.auth", "tensorflow", "pydantic", "uvicorn",
-             "starlette", "optuna", "aiptrain.spec")
+             "starlette", "optuna", "aiptrain.spec", "ray.")
 
 PROBE = """
 import sys

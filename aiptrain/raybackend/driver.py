@@ -1,0 +1,269 @@
+"""The entrypoint of an aiptrain job on Ray: `python -m aiptrain.raybackend.driver`.
+
+It runs inside the Ray job (its working directory holds `aiptrain-job.json` and the staged
+packages) and prints the job's log on stdout in `joblog`'s line format. Its life:
+
+1. QUEUED: reserve one placement-group bundle per replica (SPREAD across nodes); while the
+   cluster has no room, say what is missing and keep waiting (an autoscaler may add nodes);
+2. PREPARING: start one `ReplicaHost` actor on each bundle; each installs the packages on its
+   node and probes a free port there; the real node addresses make TF_CONFIG;
+3. RUNNING: `run_replica_set` of the local engine, with replicas on the actors: the same
+   TF_CONFIG contract, log prefixes and restart rules as on the local backend;
+4. the end: `Job completed successfully.` (exit 0), `Job failed: MESSAGE` (exit 1) or
+   `Job cancelled.` (SIGTERM from `ray job stop`).
+
+The placement group and the actors belong to this process: when it ends, or is killed, Ray
+removes them, and each trainer dies with its actor (parent-death signal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import signal
+import sys
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from aiptrain.catalog import load_catalog
+from aiptrain.cluster import resolve_cluster
+from aiptrain.raybackend import joblog
+from aiptrain.raybackend.plan import PACKAGE_STORE_DIR, PAYLOAD_FILE
+from aiptrain.runner.clock import utc_now
+from aiptrain.runner.gs_paths import GS_PREFIX, local_location, rewrite_args
+from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
+from aiptrain.runner.tf_config import replica_tasks
+from aiptrain.spec import Job, JobState, TrainingInput
+
+# Seconds the placement group may take before the job says it is waiting for room.
+_ROOM_NOTICE_SECONDS = 3.0
+
+
+def actor_name(job_id: str, task_name: str) -> str:
+    """The name of a replica's actor, as Ray's state API and dashboard show it."""
+    return f"aiptrain-{job_id}-{task_name}"
+
+
+class LinePrinter:
+    """A LogSink printing `joblog` lines on stdout, with non-decreasing timestamps."""
+
+    def __init__(self, out: Any = None) -> None:
+        self.out = out or sys.stdout
+        self.lock = threading.Lock()
+        self.last: datetime | None = None
+
+    def emit(self, task_name: str, severity: str, message: str, *, trial_id: str | None = None,
+             captured: datetime | None = None, from_stderr: bool = False) -> None:
+        with self.lock:
+            now = utc_now()
+            stamp = now if self.last is None else max(self.last, now)
+            self.last = stamp
+            self.out.write(joblog.format_line(stamp, severity, task_name, message, trial_id) + "\n")
+            self.out.flush()
+
+    def say(self, message: str, severity: str = "INFO") -> None:
+        self.emit(joblog.SERVICE_TASK, severity, message)
+
+
+def _available(ray: Any) -> str:
+    free = ray.available_resources()
+    parts = [f"{free.get('CPU', 0):g} CPU", f"{free.get('memory', 0) / 1024**3:.2f} GiB"]
+    if free.get("GPU"):
+        parts.append(f"{free['GPU']:g} GPU")
+    return ", ".join(parts)
+
+
+def _bundle_text(bundle: dict[str, Any]) -> str:
+    res = bundle["resources"]
+    gpus = f", {res['GPU']:g} GPU" if res.get("GPU") else ""
+    return f"{bundle['taskName']} {res['CPU']:g} CPU, {res['memory'] / 1024**3:.2f} GiB{gpus}"
+
+
+class Driver:
+    def __init__(self, payload: dict[str, Any], printer: LinePrinter, stop: threading.Event) -> None:
+        self.payload = payload
+        self.job = Job.model_validate(payload["job"])
+        self.training_input = self.job.training_input or TrainingInput()
+        self.job_id = self.job.job_id or ""
+        self.printer = printer
+        self.stop = stop
+        policy = payload["restartPolicy"]
+        self.policy = ReplicaPolicy(max_restarts=int(policy["maxRestarts"]),
+                                    restart_delay=float(policy["restartDelay"]),
+                                    kill_grace=float(policy["killGrace"]),
+                                    evaluator_grace=float(policy["evaluatorGrace"]))
+        self.groups = resolve_cluster(self.training_input, load_catalog())
+        self.run_token = f"aiptrain-ray/{self.job_id}"
+        self.placement_group: Any = None
+        self.actors: dict[str, Any] = {}
+
+    def run(self) -> ReplicaSetOutcome:
+        import ray
+
+        for note in self.payload.get("notes", []):
+            self.printer.say(note, "WARNING")
+        if not self.reserve(ray):
+            return ReplicaSetOutcome(JobState.CANCELLED)
+        self.printer.say(joblog.PREPARING_LINE)
+        failure = self.start_hosts(ray)
+        if failure is not None:
+            return failure
+        addresses = self.addresses(ray)
+        if self.stop.is_set():
+            return ReplicaSetOutcome(JobState.CANCELLED)
+        self.printer.say(joblog.RUNNING_LINE)
+        return run_replica_set(self.replica_set(addresses), self.policy, self.printer, self.stop)
+
+    def reserve(self, ray: Any) -> bool:
+        """Wait until the placement group is placed; False if the job was cancelled meanwhile."""
+        from ray.util.placement_group import placement_group
+
+        bundles = self.payload["bundles"]
+        self.placement_group = placement_group([b["resources"] for b in bundles],
+                                               strategy=self.payload["placementStrategy"],
+                                               name=f"aiptrain-{self.job_id}")
+        ready = self.placement_group.ready()
+        waited = 0.0
+        while not self.stop.is_set():
+            done, _ = ray.wait([ready], timeout=0.5)
+            if done:
+                return True
+            waited += 0.5
+            if waited == _ROOM_NOTICE_SECONDS:
+                self.printer.say(
+                    f"{joblog.WAITING_PREFIX}{len(bundles)} replica(s) need "
+                    f"{'; '.join(_bundle_text(b) for b in bundles)}; the cluster has {_available(ray)} free. "
+                    "The job stays QUEUED until they fit (or it is cancelled).", "WARNING")
+        return False
+
+    def start_hosts(self, ray: Any) -> ReplicaSetOutcome | None:
+        """One actor per bundle; each installs the packages on its node. The failure, if any."""
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        from aiptrain.raybackend.replica_host import ReplicaHost
+
+        host_class = ray.remote(ReplicaHost)
+        for index, bundle in enumerate(self.payload["bundles"]):
+            res = bundle["resources"]
+            strategy = PlacementGroupSchedulingStrategy(self.placement_group, placement_group_bundle_index=index)
+            self.actors[bundle["taskName"]] = host_class.options(
+                num_cpus=res["CPU"], num_gpus=res.get("GPU", 0), memory=res["memory"],
+                max_concurrency=8, scheduling_strategy=strategy, name=actor_name(self.job_id, bundle["taskName"]),
+            ).remote(self.job_id, bundle["taskName"])
+        packages = list(self.training_input.package_uris or [])
+        # Relative: each actor finds the packages in its own node's copy of the working directory.
+        prepared = {name: actor.prepare.remote(packages, PACKAGE_STORE_DIR, f"{self.run_token}/install",
+                                               self.policy.kill_grace)
+                    for name, actor in self.actors.items()}
+        places = {name: actor.where.remote() for name, actor in self.actors.items()}
+        for name, ref in prepared.items():
+            try:
+                error, lines = ray.get(ref)
+                where = ray.get(places[name])
+            except ray.exceptions.RayError as crash:
+                message = f"The replica {name} could not be placed on the cluster: {crash}"
+                return ReplicaSetOutcome(JobState.FAILED, message, failed_task=name)
+            self.printer.say(f"{name} runs on node {where['ip']} ({where['hostname']}, "
+                             f"node id {where['nodeId'][:12]}).")
+            for severity, message in lines:
+                self.printer.say(f"{name}: {message}", severity)
+            if error is not None:
+                return ReplicaSetOutcome(JobState.FAILED, f"{name}: {error}", failed_task=name)
+        return None
+
+    def addresses(self, ray: Any) -> dict[str, list[str]]:
+        """TF_CONFIG task type -> `IP:PORT` per replica, each probed on the replica's own node."""
+        refs = {task.task_name: self.actors[task.task_name].address.remote() for task in replica_tasks(self.groups)}
+        table: dict[str, list[str]] = {}
+        for task in replica_tasks(self.groups):
+            table.setdefault(task.task_type, []).append(ray.get(refs[task.task_name]))
+        return table
+
+    def replica_set(self, addresses: dict[str, list[str]]) -> ReplicaSetSpec:
+        from aiptrain.raybackend.replica_host import RayLauncher
+
+        storage_root = Path(self.payload["storageRoot"])
+        args, changes = rewrite_args(list(self.training_input.args or []), storage_root)
+        for change in changes:
+            self.printer.say(f"Using storage for {change.uri}: {change.path}")
+        job_dir = self.training_input.job_dir
+        if job_dir and job_dir.startswith(GS_PREFIX):
+            mapped = local_location(job_dir, storage_root)
+            self.printer.say(f"Using storage for --job-dir {job_dir}: {mapped}")
+            job_dir = mapped
+        return ReplicaSetSpec(
+            job=self.job,
+            groups=self.groups,
+            python="python",  # each node runs the trainer with its own interpreter
+            module=self.training_input.python_module or "",
+            args=args,
+            job_dir=job_dir,
+            work_dir=Path("replicas"),
+            run_token=self.run_token,
+            base_env={},
+            addresses=addresses,
+            launcher=RayLauncher(self.actors),
+        )
+
+    def release(self, ray: Any) -> None:
+        """Remove the replicas' directories from their nodes, then the actors and the bundles."""
+        with contextlib.suppress(Exception):  # an actor whose node is gone took its files with it
+            ray.wait([actor.cleanup.remote() for actor in self.actors.values()], num_returns=len(self.actors),
+                     timeout=30)
+        for actor in self.actors.values():
+            with contextlib.suppress(Exception):  # already gone
+                ray.kill(actor)
+        if self.placement_group is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            with contextlib.suppress(Exception):
+                remove_placement_group(self.placement_group)
+
+
+def finish(printer: LinePrinter, outcome: ReplicaSetOutcome) -> int:
+    """The final line (the state the backend reports) and the driver's exit code."""
+    if outcome.state == JobState.SUCCEEDED:
+        printer.say(joblog.SUCCEEDED_LINE)
+        return 0
+    if outcome.state == JobState.FAILED:
+        printer.say(joblog.FAILED_PREFIX + (outcome.error_message or "the job failed"), "ERROR")
+        return 1
+    printer.say(joblog.CANCELLED_LINE)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    payload = json.loads(Path(PAYLOAD_FILE).read_text(encoding="utf-8"))
+    printer = LinePrinter()
+    stop = threading.Event()
+
+    def on_term(_signum: int, _frame: Any) -> None:
+        if not stop.is_set():
+            printer.say(joblog.CANCEL_REQUESTED_LINE)
+        stop.set()
+
+    import ray
+
+    ray.init(log_to_driver=False, logging_level=logging.ERROR)
+    # After ray.init, which installs a SIGTERM handler of its own that exits at once: `ray job stop`
+    # must let the replicas be stopped and the job end with its own line.
+    signal.signal(signal.SIGTERM, on_term)
+    driver = Driver(payload, printer, stop)
+    try:
+        outcome = driver.run()
+    except Exception as error:
+        import traceback
+
+        for line in "".join(traceback.format_exception(error)).rstrip().splitlines():
+            printer.say(line, "ERROR")
+        outcome = ReplicaSetOutcome(JobState.FAILED, f"Internal error in the aiptrain Ray driver: {error!r}")
+    finally:
+        driver.release(ray)
+    return finish(printer, outcome)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""The driver's log lines, and reading them back as log entries and lifecycle states.
+
+The driver prints one line per entry on stdout, which the Ray job's log keeps:
+
+    2026-01-02T03:04:05.123456Z<TAB>INFO<TAB>worker-replica-0<TAB><trial><TAB>message
+
+(backslashes and newlines in the message escaped as `\\\\` and `\\n`), so `ray job logs` stays
+readable and aiptrain gets the task names and severities back. Lines from anything else (Ray's own
+messages) become `service` entries. Timestamps are the driver's print times, never earlier than
+the line before, so a (timestamp, insertId) cursor never skips a line; insertId is the line number.
+
+The driver's own lines carry the lifecycle: `Job PREPARING.`, `Job RUNNING.`, and for a failure
+`Job failed: <errorMessage>`; `Cancel requested.` marks a stop in progress.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from aiptrain.logs import LogEntry
+from aiptrain.spec import JobState
+
+SERVICE_TASK = "service"
+PREPARING_LINE = "Job PREPARING."
+RUNNING_LINE = "Job RUNNING."
+SUCCEEDED_LINE = "Job completed successfully."
+CANCELLED_LINE = "Job cancelled."
+CANCEL_REQUESTED_LINE = "Cancel requested."
+FAILED_PREFIX = "Job failed: "
+WAITING_PREFIX = "Waiting for the cluster: "
+
+
+def escape(message: str) -> str:
+    return message.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "")
+
+
+def unescape(text: str) -> str:
+    out = []
+    chars = iter(text)
+    for char in chars:
+        if char != "\\":
+            out.append(char)
+            continue
+        following = next(chars, "")
+        out.append("\n" if following == "n" else following)
+    return "".join(out)
+
+
+def format_line(timestamp: datetime, severity: str, task_name: str, message: str, trial_id: str | None) -> str:
+    stamp = timestamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{stamp}\t{severity}\t{task_name}\t{trial_id or ''}\t{escape(message)}"
+
+
+def _parse_stamp(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def parse_log(text: str, *, since: datetime) -> list[LogEntry]:
+    """Every line of a Ray job's log as an entry; foreign lines get the previous line's time."""
+    entries: list[LogEntry] = []
+    last = since
+    for number, line in enumerate(text.splitlines()):
+        parts = line.split("\t", 4)
+        stamp = _parse_stamp(parts[0]) if len(parts) == 5 else None
+        if stamp is None:
+            entries.append(LogEntry(last, f"{number:012d}", "INFO", SERVICE_TASK, line))
+            continue
+        last = max(last, stamp)
+        entries.append(LogEntry(last, f"{number:012d}", parts[1], parts[2], unescape(parts[4]),
+                                trial_id=parts[3] or None))
+    return entries
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """What the driver's lines say about a job Ray reports as RUNNING."""
+
+    state: JobState
+    start_time: datetime | None = None
+    error_message: str | None = None
+    waiting: str | None = None  # why it still waits for the cluster
+
+
+def lifecycle(entries: list[LogEntry]) -> Lifecycle:
+    state = JobState.QUEUED
+    started: datetime | None = None
+    error: str | None = None
+    waiting: str | None = None
+    cancelling = False
+    for entry in entries:
+        if entry.task_name != SERVICE_TASK or entry.trial_id:
+            continue
+        message = entry.message
+        if message == PREPARING_LINE:
+            state, waiting = JobState.PREPARING, None
+        elif message == RUNNING_LINE:
+            state, started = JobState.RUNNING, entry.timestamp
+        elif message.startswith(FAILED_PREFIX):
+            error = message[len(FAILED_PREFIX):]
+        elif message.startswith(WAITING_PREFIX):
+            waiting = message[len(WAITING_PREFIX):]
+        elif message == CANCEL_REQUESTED_LINE:
+            cancelling = True
+    if cancelling:
+        state = JobState.CANCELLING
+    return Lifecycle(state, started, error, waiting)

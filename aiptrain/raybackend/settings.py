@@ -1,0 +1,75 @@
+"""Where the Ray cluster is and how jobs are fitted onto it, from flags and the environment.
+
+The address is the Ray Jobs API (the dashboard URL, `http://HEAD:8265`), from `--ray-address`,
+`AIPTRAIN_RAY_ADDRESS` or Ray's own `RAY_ADDRESS`, in that order. A bare `HOST:PORT` means http.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from aiptrain.errors import UsageError
+
+DEFAULT_DASHBOARD_PORT = 8265
+# Ports of a Ray cluster that are not its Jobs API: the GCS and the Ray Client server.
+_NOT_JOBS_API_PORTS = {6379: "the GCS port", 10001: "the Ray Client port"}
+ADDRESS_HINT = (
+    f"pass --ray-address http://HEAD:{DEFAULT_DASHBOARD_PORT} (the Ray dashboard, which serves the Jobs API) "
+    "or set AIPTRAIN_RAY_ADDRESS; start a cluster with `ray start --head`"
+)
+SCALE_VARIABLE = "AIPTRAIN_RAY_RESOURCE_SCALE"
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    address: str  # http(s)://HOST:PORT of the Jobs API
+    # Every bundle's CPUs and memory are multiplied by this (1: exactly the machine type's).
+    resource_scale: float = 1.0
+
+
+def jobs_api_address(given: str | None, env: Mapping[str, str] | None = None) -> str:
+    """The Jobs API URL from the flag or the environment; UsageError if none or malformed."""
+    source = os.environ if env is None else env
+    raw = (given or source.get("AIPTRAIN_RAY_ADDRESS") or source.get("RAY_ADDRESS") or "").strip()
+    if not raw:
+        raise UsageError("the ray backend needs the address of a Ray cluster", hint=ADDRESS_HINT)
+    if raw.startswith("ray://"):
+        raise UsageError(f"{raw!r} is a Ray Client address; jobs are submitted through the Jobs API",
+                         hint=ADDRESS_HINT)
+    url = raw if "://" in raw else f"http://{raw}"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{raw!r} is not an http(s) address of a Ray cluster", hint=ADDRESS_HINT)
+    try:
+        port = parts.port
+    except ValueError:
+        raise UsageError(f"{raw!r} has an invalid port", hint=ADDRESS_HINT) from None
+    if port in _NOT_JOBS_API_PORTS:
+        raise UsageError(f"{raw!r} is {_NOT_JOBS_API_PORTS[port]} of a Ray cluster, not its Jobs API",
+                         hint=ADDRESS_HINT)
+    return url.rstrip("/")
+
+
+def resource_scale(given: float | None, env: Mapping[str, str] | None = None) -> float:
+    """--ray-resource-scale / AIPTRAIN_RAY_RESOURCE_SCALE: a factor in (0, 1]; 1 when unset."""
+    source = os.environ if env is None else env
+    if given is None:
+        raw = source.get(SCALE_VARIABLE, "").strip()
+        if not raw:
+            return 1.0
+        try:
+            given = float(raw)
+        except ValueError:
+            raise UsageError(f"{SCALE_VARIABLE}={raw!r} is not a number",
+                             hint=f"set {SCALE_VARIABLE} to a factor such as 0.25") from None
+    if not 0 < given <= 1:
+        raise UsageError(f"the Ray resource scale {given:g} is not in (0, 1]",
+                         hint="pass --ray-resource-scale 0.25 to reserve a quarter of each machine type")
+    return given
+
+
+def ray_settings(address: str | None, scale: float | None) -> RaySettings:
+    return RaySettings(jobs_api_address(address), resource_scale(scale))
