@@ -221,6 +221,7 @@ class _Replica:
     restart_at: float | None = None
     # monotonic() time of its last start.
     started_at: float = 0.0
+    returncode: int | None = None  # set once the replica's exit was collected
 
 
 def is_retryable(returncode: int) -> bool:
@@ -331,6 +332,7 @@ class _ReplicaSetRun:
         for pump in replica.pumps:
             pump.join(_PUMP_JOIN_SECONDS)
         replica.done = True
+        replica.returncode = returncode
         if self.observer is not None:
             self.observer.exited(replica.task.task_name, returncode)
         return returncode
@@ -473,10 +475,7 @@ class _ReplicaSetRun:
         name = blamed.task.task_name
         self.say(failure_headline(name, blamed_code, blamed.restarts), "ERROR")
         message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts)
-        primary_code: int | None = None
-        if primary.done and primary.process is not None:
-            primary_code = primary.process.popen.returncode
-        return self.fail(name, message, primary_code)
+        return self.fail(name, message, primary.returncode if primary.done else None)
 
     def restart_cluster(self, reason: str) -> ReplicaSetOutcome | None:
         """Stop every replica and start them all again after the back-off; None once restarted."""
