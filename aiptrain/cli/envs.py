@@ -101,17 +101,17 @@ def remove_envs(app: AppContext, targets: tuple[str, ...], remove_all: bool) -> 
     if not targets and not remove_all:
         raise UsageError("nothing to remove", hint="name environments by KEY or runtime version, or pass --all")
     store = _store()
-    keys = [info.environment.key for info in store.entries()] if remove_all else []
+    wanted = {info.environment.key: info.environment.key for info in store.entries()} if remove_all else {}
     catalog = load_catalog()
     for target in targets:
         resolution = resolve_version(target, catalog)
-        keys.append(store.key_for(resolution) if resolution is not None else target)
+        wanted[store.key_for(resolution) if resolution is not None else target] = target
     missing = []
-    for key in dict.fromkeys(keys):
+    for key, label in wanted.items():
         if store.remove(key):
             app.progress(f"Removed {store.root / key}")
         else:
-            missing.append(key)
+            missing.append(label)
     if missing and not remove_all:
         raise UsageError("no such environment: " + ", ".join(missing),
                          hint="`aiptrain local envs list` shows the built ones")

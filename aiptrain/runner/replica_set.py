@@ -253,7 +253,9 @@ def failure_message(task_name: str, returncode: int, tail: list[str], restarts: 
     text = failure_headline(task_name, returncode, restarts)
     lines = [line for line in tail if line.strip()]
     if lines:
-        text += f" {lines[-1].strip()}\n" + "\n".join(tail)
+        text += f" {lines[-1].strip()}"
+    if len(lines) > 1:  # a single line is already all there is
+        text += "\n" + "\n".join(tail)
     return text
 
 

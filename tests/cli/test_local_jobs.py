@@ -154,7 +154,7 @@ def test_stream_logs_failure_exits_10_with_the_reason(trainer: Path) -> None:
     described = run(["jobs", "describe", "stream_fail", "--format", "json"])
     job = json.loads(described.stdout)
     assert job["state"] == "FAILED"
-    assert "master-replica-0" in job["errorMessage"]
+    assert job["errorMessage"] == "The replica master 0 exited with a non-zero status of 1. the trainer gave up"
 
 
 def test_cancel_ends_in_cancelled_and_followers_exit_11(trainer: Path) -> None:

@@ -66,5 +66,8 @@ def test_replicas_are_named_as_the_service_named_them() -> None:
     message = failure_message("worker-replica-3", 1, ["Traceback (most recent call last):", '  File "x"',
                                                       "ValueError: bad", ""])
     assert message.splitlines()[0] == "The replica worker 3 exited with a non-zero status of 1. ValueError: bad"
+    assert message.splitlines()[1:] == ["Traceback (most recent call last):", '  File "x"', "ValueError: bad"]
+    assert failure_message("ps-replica-0", 2, ["usage: bad flag"]) == (
+        "The replica ps 0 exited with a non-zero status of 2. usage: bad flag")
 
 

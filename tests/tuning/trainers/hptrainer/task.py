@@ -53,7 +53,8 @@ def main() -> int:
     # The trial's own directory: Vertex gives every trial the same --job-dir (if the job passes one
     # at all) and its own AIP_MODEL_DIR (TRIAL_DIR/model/), as the local backend does too.
     model_dir = os.environ.get("AIP_MODEL_DIR")
-    output_dir = str(Path(model_dir).parent) if model_dir else args.job_dir
+    # The parent as a string: Path() would fold a gs:// URI's double slash.
+    output_dir = model_dir.rstrip("/").rsplit("/", 1)[0] if model_dir else args.job_dir
     target = _local(output_dir) / "record.json" if output_dir else None
 
     def save() -> None:
