@@ -506,7 +506,7 @@ class _ReplicaSetRun:
             self.start(replica)
         except OSError as error:
             name = replica.task.task_name
-            return self.fail(name, f"The replica {name} could not be restarted: {error}")
+            return self.fail(name, f"The replica {service_replica_name(name)} could not be restarted: {error}")
         return None
 
     def wait_for(self, replicas: list[_Replica], seconds: float) -> None:

@@ -31,16 +31,16 @@ def test_a_job_created_through_the_emulator_runs_in_its_runtime_environment(
         body = {"jobId": "served_env", "trainingInput": {
             "scaleTier": "BASIC", "region": "us-central1", "runtimeVersion": "1.15", "packageUris": [uri],
             "pythonModule": "trainer.task", "jobDir": "gs://served-bucket/out"}}
-        jobs.create(parent="projects/p", body=body).execute()
+        jobs.create(parent="projects/envs-project", body=body).execute()
 
         def finished() -> dict[str, Any] | None:
-            job: dict[str, Any] = jobs.get(name="projects/p/jobs/served_env").execute()
+            job: dict[str, Any] = jobs.get(name="projects/envs-project/jobs/served_env").execute()
             return job if job.get("state") in TERMINAL else None
 
         job = wait_until(finished, timeout=300)
         assert job["state"] == "SUCCEEDED", job
         engine = served.engine()
-        record = engine.store.get("p", "served_env")
+        record = engine.store.get("envs-project", "served_env")
         lines = [entry.message for entry in engine.store.read_logs(record.key, limit=1000)]
         started = f"Starting master-replica-0: {built_environment.python} -m trainer.task"
         assert any(line.startswith(started) for line in lines), lines

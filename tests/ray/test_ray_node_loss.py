@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 
+from aiptrain.runner.replica_set import service_replica_name
 from tests.ray.test_ray_jobs import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, submit_args, wait_until
 
 
@@ -39,5 +40,5 @@ def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster, digi
     wait_until(ended, "the job to end", JOB_TIMEOUT)
     job = backend(on_cluster).get_job(job_id)
     assert job.state == "FAILED"
-    assert job.error_message is not None and f"The replica {lost[0]}" in job.error_message
+    assert job.error_message is not None and f"The replica {service_replica_name(lost[0])} " in job.error_message
     assert "Ray actor" in log_text(on_cluster, job_id)
