@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiptrain.runner.cluster_plan import LocalPlan
+from aiptrain.runner.gcs_endpoint.service import replica_base_environment
 from aiptrain.runner.gs_paths import local_location, localize
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK, StoreLogWriter
-from aiptrain.runner.processes import TOKEN_VARIABLE, ManagedProcess
+from aiptrain.runner.processes import ManagedProcess
 from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.store import JobRecord, JobStore
@@ -73,11 +74,8 @@ class JobContext:
 
     def replica_base_env(self) -> dict[str, str]:
         """The environment every replica starts from (TF_CONFIG and the rest come on top)."""
-        base_env = dict(os.environ)
-        base_env.pop(TOKEN_VARIABLE, None)
+        base_env = replica_base_environment(os.environ, self.storage)
         base_env["PYTHONPATH"] = str(self.layout.site_dir)
-        if self.storage is not None:
-            base_env.update(self.storage.environment(base_env))
         return base_env
 
     def output_location(self, uri: str) -> str:

@@ -31,12 +31,10 @@ from typing import Any, TextIO
 from aiptrain.cluster import ReplicaGroup
 from aiptrain.errors import OperationalError, UsageError
 from aiptrain.paths import aiptrain_home
-from aiptrain.runner.gcs_endpoint.service import replica_storage
+from aiptrain.runner.gcs_endpoint.service import replica_base_environment, replica_storage
 from aiptrain.runner.gs_paths import GS_PREFIX, localize
 from aiptrain.runner.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.runner.ports import consecutive_addresses
-from aiptrain.runner.private_env import without_secrets
-from aiptrain.runner.processes import TOKEN_VARIABLE
 from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.tf_config import replica_tasks
@@ -150,10 +148,7 @@ def run_local_training(
             args, local_dir = local.args, local.job_dir
             if job_dir and job_dir.startswith(GS_PREFIX) and local_dir:
                 Path(local_dir).mkdir(parents=True, exist_ok=True)
-        base_env = without_secrets(os.environ)
-        base_env.pop(TOKEN_VARIABLE, None)
-        if storage is not None:
-            base_env.update(storage.environment(base_env))
+        base_env = replica_base_environment(os.environ, storage)
         groups = local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count)
         outcome = _run_cluster(module_name, args, local_dir, groups, base_env, sink, settings=settings,
                                distributed=distributed, interpreter=interpreter, start_port=start_port,

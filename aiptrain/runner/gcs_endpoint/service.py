@@ -31,6 +31,8 @@ from aiptrain.runner.gcs_endpoint.api import StorageServer
 from aiptrain.runner.gcs_endpoint.certificates import storage_identity
 from aiptrain.runner.gcs_endpoint.objects import Buckets, DirectoryBuckets
 from aiptrain.runner.gcs_endpoint.upstream import EmulatorBuckets
+from aiptrain.runner.private_env import without_secrets
+from aiptrain.runner.processes import TOKEN_VARIABLE
 
 # What TensorFlow sends as its bearer token instead of looking for credentials.
 _TEST_TOKEN = "aiptrain-local-storage"  # noqa: S105 - not a secret: the endpoint checks no token
@@ -108,3 +110,14 @@ def replica_storage(
         where = f"the storage emulator {upstream}" if upstream else f"the local store {storage_root}"
         say(f"gs:// is served to the replicas from {where} (storage endpoint {storage.endpoint}).")
         yield storage
+
+
+def replica_base_environment(inherited: Mapping[str, str], storage: ReplicaStorage | None) -> dict[str, str]:
+    """What every replica starts from (TF_CONFIG and the rest come on top): the inherited variables
+    without aiptrain's secrets and run token (each replica gets a token of its own), plus the
+    storage endpoint's variables when one serves gs://."""
+    env = without_secrets(inherited)
+    env.pop(TOKEN_VARIABLE, None)
+    if storage is not None:
+        env.update(storage.environment(env))
+    return env
