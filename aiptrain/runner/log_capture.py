@@ -2,8 +2,10 @@
 
 Severity follows what Cloud Logging showed for AI Platform replicas, made a little smarter:
 - a line that is a JSON object uses its `severity` and `message` fields;
-- a line with a glog/absl prefix (`I0102 ...`, `W...`, `E...`, `F...`) or Python logging's default
-  prefix (`INFO:root:...`, `WARNING:...`) takes that level, wherever it was written;
+- a line with a glog/absl prefix (`I0102 ...`, `W...`, `E...`, `F...`), TensorFlow's C++ prefix
+  (`2024-01-02 03:04:05.678901: I tensorflow/...`) or Python logging's default prefix
+  (`INFO:root:...`, `WARNING:...`) takes that level, wherever it was written (TensorFlow writes
+  all of its C++ messages, INFO included, to stderr);
 - any other stderr line is ERROR; on stdout a Python traceback (the `Traceback (most recent call
   last):` header, its indented frames and the exception line) is ERROR, the rest INFO.
 """
@@ -31,6 +33,7 @@ SERVICE_TASK = "service"
 SEVERITIES = ("DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY")
 _SEVERITY_ALIASES = {"WARN": "WARNING", "FATAL": "CRITICAL", "ERR": "ERROR", "TRACE": "DEBUG"}
 _GLOG = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d")
+_TF_CPP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: ([IWEF]) ")
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 _PY_LOGGING = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):")
 _TRACEBACK_HEADER = "Traceback (most recent call last):"
@@ -68,7 +71,7 @@ class LineClassifier:
                 message = parsed.get("message")
                 if severity is not None or isinstance(message, str):
                     return (severity or self._default()), (message if isinstance(message, str) else line)
-        glog = _GLOG.match(line)
+        glog = _GLOG.match(line) or _TF_CPP.match(line)
         if glog:
             return _GLOG_LEVELS[glog.group(1)], line
         logging_prefix = _PY_LOGGING.match(line)

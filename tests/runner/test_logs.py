@@ -25,6 +25,12 @@ from .conftest import PROJECT, make_job, training_input, wait_for_end
         (False, '{"severity": "BOGUS"}', ("INFO", '{"severity": "BOGUS"}')),
         (False, "[1, 2]", ("INFO", "[1, 2]")),
         (True, "W0102 03:04:05.000000 1 f.cc:1] absl", ("WARNING", "W0102 03:04:05.000000 1 f.cc:1] absl")),
+        (True, "2026-11-24 09:02:01.965629: I tensorflow/core/platform/cpu_feature_guard.cc:182] fast",
+         ("INFO", "2026-11-24 09:02:01.965629: I tensorflow/core/platform/cpu_feature_guard.cc:182] fast")),
+        (True, "2026-11-24 09:02:10.394291: W tensorflow/core/framework/dataset.cc:959] slow",
+         ("WARNING", "2026-11-24 09:02:10.394291: W tensorflow/core/framework/dataset.cc:959] slow")),
+        (True, "2026-11-24 09:02:10.394291: looks like a prefix but is not",
+         ("ERROR", "2026-11-24 09:02:10.394291: looks like a prefix but is not")),
         (True, "INFO:root:python logging", ("INFO", "INFO:root:python logging")),
     ],
 )
