@@ -57,7 +57,11 @@ def test_master_and_worker_train_in_lockstep_with_an_evaluator(tmp_path, digits,
         )
         replicas[task_type] = launcher.start(f"{task_type}-{index}", args, env=env)
 
-    for name in ("master", "worker", "evaluator"):
+    assert launcher.wait(replicas["worker"], timeout=180) == 0, launcher.dump()
+    # The worker stays until the master has evaluated and exported (a last all-reduce): one that
+    # left earlier would make TensorFlow's coordination service on the master log heartbeat errors.
+    assert "training complete at step" in replicas["master"].log(), launcher.dump()
+    for name in ("master", "evaluator"):
         assert launcher.wait(replicas[name], timeout=180) == 0, launcher.dump()
 
     master_log, worker_log = replicas["master"].log(), replicas["worker"].log()

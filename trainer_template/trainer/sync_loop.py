@@ -172,4 +172,16 @@ def run_synchronous_training(estimator: Estimator, train_spec: TrainSpec, eval_s
         logger.info("training complete at step %d: %s", state.step, format_metrics(metrics))
     else:
         logger.info("training complete at step %d", state.step)
+    _leave_together(strategy)
     return 0
+
+
+def _leave_together(strategy: tf.distribute.Strategy) -> None:
+    """One last all-reduce, so that the workers wait for the primary's evaluation and export.
+
+    A worker that exits while the primary is still exporting stops sending heartbeats to
+    TensorFlow's coordination service on the primary, which then logs "heartbeat timeout" errors
+    in a job that succeeded.
+    """
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
