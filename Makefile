@@ -3,6 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+# `make test` runs the suite on this many pytest-xdist workers (tests/conftest.py keeps each test
+# file, and each directory sharing an expensive session fixture, on one worker).
+TEST_WORKERS ?= 2
 
 .PHONY: demo test fuzz lint bench clean venv
 
@@ -22,7 +25,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check aiptrain tests bench trainer_template
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 # Property-based tests with random seeds and many more examples than `make test` runs
 # (tests/fuzz runs there too, with a fixed seed); HYPOTHESIS_MAX_EXAMPLES bounds each property.

@@ -119,9 +119,9 @@ def test_a_primary_that_fails_because_a_peer_died_restarts_the_whole_cluster(
     master_starts = directory / "starts" / "master-replica-0"
     first_master = read_pid(directory / "pids" / "master-replica-0")
     os.kill(read_pid(directory / "pids" / "worker-replica-0"), signal.SIGKILL)
-    wait_until(lambda: len(master_starts.read_text().split()) == 2, 60, "the master to start again")
+    wait_until(lambda: len(master_starts.read_text().split()) == 2, 180, "the master to start again")
     second_master = int(master_starts.read_text().split()[1])
-    wait_until(lambda: read_pid(directory / "pids" / "master-replica-0") == second_master, 30, "the new master")
+    wait_until(lambda: read_pid(directory / "pids" / "master-replica-0") == second_master, 120, "the new master")
     _release(directory)
     done = wait_for_end(engine, "gang")
     assert done.state == JobState.SUCCEEDED, done.error_message
