@@ -124,7 +124,7 @@ def _credentials_for(endpoint: str) -> tuple[Any, bool]:
     return credentials, True
 
 
-def _logging_http(timeout: float) -> Any:
+def _logging_http(timeout: float, endpoint: str) -> Any:
     """An httplib2.Http that logs each request at DEBUG, with credentials redacted."""
     import httplib2
 
@@ -141,7 +141,25 @@ def _logging_http(timeout: float) -> Any:
                       (time.monotonic() - started) * 1000)
             return response, content
 
-    return LoggingHttp(timeout=timeout)
+    return LoggingHttp(timeout=timeout, proxy_info=_proxy_for(endpoint))
+
+
+def _proxy_for(endpoint: str) -> Any:
+    """The HTTPS_PROXY/HTTP_PROXY to reach `endpoint` through, or None.
+
+    None for a loopback endpoint (an emulator on this machine is never behind a proxy) and for a
+    host that NO_PROXY exempts: httplib2 refuses every request of a client given a proxy
+    without PySocks, even to an exempt host, so the client gets none.
+    """
+    import httplib2
+
+    parts = urlsplit(endpoint)
+    if is_loopback(endpoint):
+        return None
+    info = httplib2.proxy_info_from_environment(parts.scheme or "https")
+    if info is None or not info.applies_to(parts.hostname or ""):
+        return None
+    return info
 
 
 def build_client(api: str, version: str, endpoint: str) -> Any:
@@ -152,7 +170,7 @@ def build_client(api: str, version: str, endpoint: str) -> Any:
     credentials, refreshable = _credentials_for(endpoint)
     http = AuthorizedHttp(
         credentials,
-        http=_logging_http(HTTP_TIMEOUT_SECONDS),
+        http=_logging_http(HTTP_TIMEOUT_SECONDS, endpoint),
         # Static and anonymous credentials cannot be refreshed: a 401 is an answer, not a cue.
         refresh_status_codes=(401,) if refreshable else (),
     )

@@ -13,11 +13,9 @@ import os
 import re
 import shutil
 import signal
-import socketserver
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.fixtures.proxy import RecordingProxy
 from tests.rest.harness import make_trainer_project
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,30 +92,6 @@ class Result:
 
     def __str__(self) -> str:
         return f"$ {' '.join(self.argv)}\nexit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
-
-
-class RecordingProxy(socketserver.ThreadingTCPServer):
-    """Refuses every proxied request with 403 and remembers its first line (e.g. CONNECT host:443)."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self) -> None:
-        self.attempts: list[str] = []
-        proxy = self
-
-        class Handler(socketserver.StreamRequestHandler):
-            def handle(self) -> None:
-                line = self.rfile.readline(4096).decode(errors="replace").strip()
-                proxy.attempts.append(line)
-                self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, name="recording-proxy", daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
 
 @dataclass
