@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from pathlib import Path
 from aiptrain.runner.private_env import SECRET_VARIABLES, without_secrets
 from aiptrain.runner.processes import TOKEN_VARIABLE
 
+_SUPERVISOR_MODULE = "aiptrain.runner.supervisor"
 _fork_allowed = False
 _PROC_SELF = Path("/proc/self")
 _PR_SET_NAME = 15
@@ -65,7 +67,7 @@ def start_supervisor(home: Path, key: int, workdir: Path, log_path: Path, env: M
 def _exec_supervisor(home: Path, key: int, workdir: Path, log_path: Path, env: Mapping[str, str]) -> int:
     with open(log_path, "ab") as log:
         child = subprocess.Popen(
-            [sys.executable, "-m", "aiptrain.runner.supervisor", "--home", str(home), "--job-key", str(key)],
+            [sys.executable, "-m", _SUPERVISOR_MODULE, "--home", str(home), "--job-key", str(key)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=dict(env),
             start_new_session=True, close_fds=True,
         )
@@ -139,10 +141,14 @@ def _become_supervisor(home: Path, key: int, workdir: Path, log_path: Path, env:
         os.chdir(workdir)
         os.environ.clear()
         os.environ.update(env)
-        _name_process(b"aiptrain-superv")
-        from aiptrain.runner.supervisor import Supervisor
-
-        code = Supervisor(home, key).run()
+        argv = [_SUPERVISOR_MODULE, "--home", str(home), "--job-key", str(key)]
+        _retitle(argv)
+        # What `python -m` does in the exec path, in this interpreter (its imports are loaded).
+        sys.argv = argv
+        runpy.run_module(_SUPERVISOR_MODULE, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else 1
     except BaseException:
         with contextlib.suppress(BaseException):
             traceback.print_exc()
@@ -174,12 +180,23 @@ def _detach_files(log_path: Path) -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
 
 
-def _name_process(name: bytes) -> None:
-    """Its name in `ps -o comm` and `top` (the command line still reads as the submit's)."""
+def _retitle(argv: list[str]) -> None:
+    """Show `argv` as this process's command line in `ps` and /proc/PID/cmdline (a forked supervisor
+    would otherwise go on showing the submit command that it was forked from), and its first word
+    as its name. The new line is written over the original one, truncated to its length."""
     import ctypes
 
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
+    with contextlib.suppress(OSError, ValueError, IndexError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(argv[0].encode()[:15]), 0, 0, 0)
+        stat = (_PROC_SELF / "stat").read_bytes()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        # arg_start and arg_end: fields 48 and 49 of proc(5), counted from the state (field 3).
+        start, end = int(fields[48 - 3]), int(fields[49 - 3])
+        if end - start < 2:
+            return
+        text = "\0".join(argv).encode()[: end - start - 1]
+        ctypes.memmove(start, text.ljust(end - start, b"\0"), end - start)
 
 
 def supervisor_environment(base: Mapping[str, str], run_token: str, home: Path,
