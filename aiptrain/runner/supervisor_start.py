@@ -36,6 +36,7 @@ from aiptrain.runner.private_env import SECRET_VARIABLES, without_secrets
 from aiptrain.runner.processes import TOKEN_VARIABLE
 
 _SUPERVISOR_MODULE = "aiptrain.runner.supervisor"
+_SHIELDED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 _fork_allowed = False
 _PROC_SELF = Path("/proc/self")
 _PR_SET_NAME = 15
@@ -102,21 +103,28 @@ def _has_open_file(prefix: str) -> bool:
 
 def _fork_supervisor(home: Path, key: int, workdir: Path, log_path: Path, env: Mapping[str, str]) -> int:
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()  # nothing buffered may be written twice
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()  # tidy only: the child never writes through these objects
     reader, writer = os.pipe()
-    middle = os.fork()
-    if middle == 0:  # the intermediate child: fork the supervisor, report its pid, vanish
-        code = 1
-        try:
-            os.close(reader)
-            supervisor = os.fork()
-            if supervisor == 0:
-                os.close(writer)
-                _become_supervisor(home, key, workdir, log_path, env)  # never returns
-            os.write(writer, str(supervisor).encode())
-            code = 0
-        finally:
-            os._exit(code)
+    # Until the supervisor leads a session of its own, a Ctrl-C or a SIGTERM sent to the command's
+    # process group would reach it too: the signals wait (blocked) and the supervisor drops them.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SHIELDED)
+    try:
+        middle = os.fork()
+        if middle == 0:  # the intermediate child: fork the supervisor, report its pid, vanish
+            code = 1
+            try:
+                os.close(reader)
+                supervisor = os.fork()
+                if supervisor == 0:
+                    os.close(writer)
+                    _become_supervisor(home, key, workdir, log_path, env, mask)  # never returns
+                os.write(writer, str(supervisor).encode())
+                code = 0
+            finally:
+                os._exit(code)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(writer)
     try:
         answer = b""
@@ -130,13 +138,18 @@ def _fork_supervisor(home: Path, key: int, workdir: Path, log_path: Path, env: M
     return int(answer)
 
 
-def _become_supervisor(home: Path, key: int, workdir: Path, log_path: Path, env: Mapping[str, str]) -> None:
+def _become_supervisor(home: Path, key: int, workdir: Path, log_path: Path, env: Mapping[str, str],
+                       mask: set[int | signal.Signals]) -> None:
     """In the forked grandchild: shed what belongs to the submitting command, run the job, exit."""
     code = 1
     try:
         os.setsid()
+        for signum in _SHIELDED:
+            signal.signal(signum, signal.SIG_IGN)  # drops what was sent to the command's group meanwhile
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the command's handler raises into its own code
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _detach_files(log_path)
         os.chdir(workdir)
         os.environ.clear()
