@@ -17,18 +17,6 @@ from aiptrain.runner.processes import is_running
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "local-project"
-TRAINER = "import time\ntime.sleep(120)\n"
-
-
-@pytest.fixture
-def sleeper(tmp_path: Path) -> Path:
-    package = tmp_path / "proj" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text(TRAINER)
-    return package
-
-
 @pytest.fixture
 def engine(isolated_environment: Path) -> LocalEngine:
     engine = LocalEngine(isolated_environment)
@@ -43,7 +31,7 @@ def submit_holding_a_pipe(job_id: str, package: Path, env: dict[str, str]) -> in
     try:
         result = subprocess.run(
             [sys.executable, "-m", "aiptrain", "jobs", "submit", "training", job_id, "--package-path",
-             str(package), "--module-name", "trainer.task", "--region", "us-central1"],
+             str(package), "--module-name", "trainer.task", "--region", "us-central1", "--", "sleep"],
             capture_output=True, text=True, timeout=240, env=env, pass_fds=(writer,), check=False)
     finally:
         os.close(writer)
@@ -70,8 +58,8 @@ def check_detached(pid: int, reader: int, home: Path, job_id: str) -> None:
     assert os.readlink(fd / "1") == os.readlink(fd / "2") == str(log)
 
 
-def test_the_command_forks_the_supervisor(engine: LocalEngine, isolated_environment: Path, sleeper: Path) -> None:
-    reader = submit_holding_a_pipe("forked", sleeper, dict(os.environ))
+def test_the_command_forks_the_supervisor(engine: LocalEngine, isolated_environment: Path, trainer: Path) -> None:
+    reader = submit_holding_a_pipe("forked", trainer, dict(os.environ))
     pid = supervisor_of(engine, "forked")
     check_detached(pid, reader, isolated_environment, "forked")
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -83,9 +71,9 @@ def test_the_command_forks_the_supervisor(engine: LocalEngine, isolated_environm
 
 
 def test_a_command_holding_a_secret_execs_the_supervisor_without_it(
-        engine: LocalEngine, isolated_environment: Path, sleeper: Path) -> None:
+        engine: LocalEngine, isolated_environment: Path, trainer: Path) -> None:
     # A forked process would keep showing the command's environment in /proc/PID/environ.
-    reader = submit_holding_a_pipe("execd", sleeper, {**os.environ, "AIPTRAIN_API_TOKEN": "s3cret-token"})
+    reader = submit_holding_a_pipe("execd", trainer, {**os.environ, "AIPTRAIN_API_TOKEN": "s3cret-token"})
     pid = supervisor_of(engine, "execd")
     check_detached(pid, reader, isolated_environment, "execd")
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
