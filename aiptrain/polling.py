@@ -19,6 +19,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+# (fast, ceiling) seconds between polls of the local job store: a read costs well under a
+# millisecond, so a follower sees a job end within a tenth of a second.
+LOCAL_POLL_SECONDS = (0.05, 0.1)
+
 # time.monotonic() by which retrying calls stop sleeping and raise their last error. A follower
 # with --timeout sets it, so that the retries inside one call cannot outlast the user's deadline.
 _RETRY_DEADLINE: ContextVar[float | None] = ContextVar("aiptrain_retry_deadline", default=None)

@@ -25,7 +25,12 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel, to_snake
 
+from aiptrain import job_state
 from aiptrain.errors import Problem, ValidationFailed
+
+# The job states live in a module without pydantic; every layer may import them from here too.
+JobState = job_state.JobState
+TERMINAL_STATES = job_state.TERMINAL_STATES
 
 
 def _parse_int64(value: Any) -> Any:
@@ -77,24 +82,6 @@ class ScaleTier(enum.StrEnum):
     BASIC_GPU = "BASIC_GPU"
     BASIC_TPU = "BASIC_TPU"
     CUSTOM = "CUSTOM"
-
-
-class JobState(enum.StrEnum):
-    STATE_UNSPECIFIED = "STATE_UNSPECIFIED"
-    QUEUED = "QUEUED"
-    PREPARING = "PREPARING"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    CANCELLING = "CANCELLING"
-    CANCELLED = "CANCELLED"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in TERMINAL_STATES
-
-
-TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 
 
 class AcceleratorType(enum.StrEnum):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from aiptrain.backends.base import BackendSettings
 from aiptrain.errors import AiptrainError, Problem
 from aiptrain.logs import LogCursor, LogEntry
+from aiptrain.polling import LOCAL_POLL_SECONDS
 from aiptrain.spec import Job
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 class LocalBackend:
     name: ClassVar[str] = "local"
-    poll_seconds: ClassVar[tuple[float, float]] = (0.05, 0.25)
+    poll_seconds: ClassVar[tuple[float, float]] = LOCAL_POLL_SECONDS
     default_storage: ClassVar[str] = "local"
 
     def __init__(self, settings: BackendSettings) -> None:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from aiptrain.template import init_project
-
 
 @click.command("init")
 @click.argument("directory", type=click.Path(path_type=Path))
 def init(directory: Path) -> int:
     """Create DIR with a ready-to-submit trainer package (MultiWorkerMirrored and parameter server
     training from TF_CONFIG, checkpoints, evaluator, SavedModel export, hyperparameter reporting)."""
+    from aiptrain.template import init_project  # shutil and the template: only for this command
+
     result = init_project(directory)
     click.echo(f"Created a trainer project in {result.directory}:")
     for path in result.files:

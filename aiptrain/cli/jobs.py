@@ -119,7 +119,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     app.progress(f"Job [{job_id}] submitted successfully.")
     if not kw["stream_logs"]:
         app.progress(_follow_up(app, job_id, active=True))
-        _print_job_summary(app, created)
+        _print_job_summary(app, created.to_api())
         return 0
     return follow_and_exit(app, backend, job_id, timeout=kw["timeout"], to_stderr=True,
                            summary=True)
@@ -188,27 +188,46 @@ def _follow_up(app: AppContext, job_id: str, *, active: bool) -> str:
     )
 
 
-def _job_summary_fields(job: Job) -> dict[str, Any]:
-    data = job.to_api()
-    return {key: data[key] for key in ("endTime", "jobId", "startTime", "state") if key in data}
-
-
-def _print_job_summary(app: AppContext, job: Job) -> None:
+def _print_job_summary(app: AppContext, data: dict[str, Any]) -> None:
+    """The job's REST representation in --format json/yaml; its times and state in text."""
     from aiptrain.cli.output import dump_yaml, emit
 
-    summary = _job_summary_fields(job)
-    emit(job.to_api(), app.output_format, text=dump_yaml(summary))
+    summary = {key: data[key] for key in ("endTime", "jobId", "startTime", "state") if key in data}
+    emit(data, app.output_format, text=dump_yaml(summary))
 
 
-def exit_code_for(job: Job, *, timed_out: bool = False) -> int:
+def exit_code_for(state: str | None, *, timed_out: bool = False) -> int:
+    """0 SUCCEEDED, 10 FAILED, 11 CANCELLED; 12 for a timeout or a job that has not ended."""
     from aiptrain.errors import EXIT_JOB_CANCELLED, EXIT_JOB_FAILED, EXIT_JOB_TIMEOUT, EXIT_OK
-    from aiptrain.spec import JobState
+    from aiptrain.job_state import JobState
 
     if timed_out:
         return EXIT_JOB_TIMEOUT
     return {JobState.SUCCEEDED: EXIT_OK, JobState.FAILED: EXIT_JOB_FAILED,
-            JobState.CANCELLED: EXIT_JOB_CANCELLED}.get(JobState(job.state or "STATE_UNSPECIFIED"),
-                                                         EXIT_JOB_TIMEOUT)
+            JobState.CANCELLED: EXIT_JOB_CANCELLED}.get(JobState(state or "STATE_UNSPECIFIED"), EXIT_JOB_TIMEOUT)
+
+
+def _interrupted(app: AppContext, job_id: str) -> int:
+    app.progress("\nReceived keyboard interrupt. The job keeps running.\n" + _follow_up(app, job_id, active=True))
+    return EXIT_INTERRUPTED
+
+
+def _report_end(app: AppContext, job_id: str, data: dict[str, Any], *, timeout: float | None, timed_out: bool,
+                unreachable: str | None = None, summary: bool) -> int:
+    """How following a job ended, on stderr (and its summary on stdout); the exit code."""
+    state = data.get("state")
+    if timed_out and unreachable:
+        # The service stopped answering: say so, rather than claim a state we could not check.
+        app.progress(f"Stopped following job [{job_id}] after {timeout:g} s: the endpoint could not be "
+                     f"reached ({unreachable}); the job was last seen {state}.")
+    elif timed_out:
+        app.progress(f"Stopped following job [{job_id}] after {timeout:g} s; it is still {state}.\n"
+                     + _follow_up(app, job_id, active=True))
+    elif state == "FAILED" and data.get("errorMessage"):
+        app.progress(f"Job [{job_id}] failed: {data['errorMessage']}")
+    if summary:
+        _print_job_summary(app, data)
+    return exit_code_for(state, timed_out=timed_out)
 
 
 def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: float | None,
@@ -231,22 +250,26 @@ def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: 
                             timeout=timeout, poller=poller_for(backend, polling_interval),
                             on_warning=lambda text: app.progress(f"warning: {text}"))
     except KeyboardInterrupt:
-        app.progress("\nReceived keyboard interrupt. The job keeps running.\n" + _follow_up(app, job_id,
-                                                                                              active=True))
-        return EXIT_INTERRUPTED
-    job = result.job
-    if result.timed_out and result.unreachable:
-        # The service stopped answering: say so, rather than claim a state we could not check.
-        app.progress(f"Stopped following job [{job_id}] after {timeout:g} s: the endpoint could not be "
-                     f"reached ({result.unreachable}); the job was last seen {job.state}.")
-    elif result.timed_out:
-        app.progress(f"Stopped following job [{job_id}] after {timeout:g} s; it is still {job.state}.\n"
-                     + _follow_up(app, job_id, active=True))
-    elif job.state == "FAILED" and job.error_message:
-        app.progress(f"Job [{job_id}] failed: {job.error_message}")
-    if summary:
-        _print_job_summary(app, job)
-    return exit_code_for(job, timed_out=result.timed_out)
+        return _interrupted(app, job_id)
+    return _report_end(app, job_id, result.job.to_api(), timeout=timeout, timed_out=result.timed_out,
+                       unreachable=result.unreachable, summary=summary)
+
+
+def _wait_local(app: AppContext, job_id: str, timeout: float | None) -> int:
+    """`jobs wait` on this machine: the state read from the job store, without loading the job model."""
+    from aiptrain.paths import aiptrain_home
+    from aiptrain.runner.job_wait import wait_for_local_job
+
+    try:
+        result = wait_for_local_job(aiptrain_home(), app.project_id(), job_id, timeout=timeout)
+    except KeyboardInterrupt:
+        return _interrupted(app, job_id)
+    data = result.resource
+    if app.output_format != "text":
+        from aiptrain.spec import Job
+
+        data = Job.model_validate(data).to_api()  # the fields in the model's order, as every backend prints them
+    return _report_end(app, job_id, data, timeout=timeout, timed_out=result.timed_out, summary=True)
 
 
 def _local_runtime_lines(job: Job) -> list[str]:
@@ -343,6 +366,8 @@ def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multilin
 @common_options
 def wait(app: AppContext, job: str, timeout: float | None) -> int:
     """Wait for a job to end; exit 0 if it SUCCEEDED, 10 FAILED, 11 CANCELLED, 12 timeout."""
+    if app.backend_name == "local":
+        return _wait_local(app, job, timeout)
     return follow_and_exit(app, app.backend(), job, timeout=timeout, to_stderr=True, summary=True,
                            stream=False)
 

@@ -104,6 +104,12 @@ root.add_command(init)
 
 
 def main() -> None:
+    from aiptrain.runner.supervisor_start import allow_forking
+
     signal.signal(signal.SIGTERM, _raise_terminated)
+    # A command is short-lived and single-threaded: a job it submits may get its supervisor forked
+    # from it, with the job model already loaded, instead of a fresh interpreter (`local serve`
+    # takes that back).
+    allow_forking()
     root.main(prog_name="aiptrain")
     sys.exit(0)  # pragma: no cover - click exits itself

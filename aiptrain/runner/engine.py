@@ -13,9 +13,6 @@ import contextlib
 import os
 import secrets
 import signal
-import subprocess
-import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,11 +25,11 @@ from aiptrain.runner.filters import compile_filter
 from aiptrain.runner.launch import launch_lock, recover_unlaunched
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK
-from aiptrain.runner.private_env import without_secrets
-from aiptrain.runner.processes import TOKEN_VARIABLE, is_running, process_start_ticks
+from aiptrain.runner.processes import is_running, process_start_ticks
 from aiptrain.runner.reaper import reap_dead_jobs, reap_if_supervisor_died
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
+from aiptrain.runner.supervisor_start import start_supervisor, supervisor_environment
 from aiptrain.spec import Job, JobState, without_output_fields
 
 MAX_PAGE_SIZE = 1000
@@ -65,8 +62,6 @@ class LocalEngine:
     def __init__(self, home: Path | None = None) -> None:
         self.home = home if home is not None else aiptrain_home()
         self.store = JobStore(self.home)
-        # Supervisors this process started: a thread waits on each, so none stays a zombie.
-        self._children: list[subprocess.Popen[bytes]] = []
         self.recover_unlaunched()
 
     # -- submit -------------------------------------------------------------------------------
@@ -106,27 +101,12 @@ class LocalEngine:
     def _start_supervisor(self, record: JobRecord) -> None:
         layout = JobLayout.of(self.home, record.project, record.job_id, record.key)
         layout.root.mkdir(parents=True, exist_ok=True)
-        env = without_secrets(os.environ)
-        env[TOKEN_VARIABLE] = record.run_token
-        env["AIPTRAIN_HOME"] = str(self.home)
         # The supervisor must import this very aiptrain, installed or not.
         package_parent = str(Path(aiptrain.__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
-        with open(layout.supervisor_log, "ab") as log:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "aiptrain.runner.supervisor",
-                 "--home", str(self.home), "--job-key", str(record.key)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=layout.root,
-                env=env,
-                start_new_session=True,  # no SIGINT/SIGHUP from the submitter's terminal
-                close_fds=True,
-            )
-        self.store.set_supervisor(record.key, child.pid, process_start_ticks(child.pid))
-        self._children.append(child)
-        threading.Thread(target=child.wait, name=f"reap-supervisor-{child.pid}", daemon=True).start()
+        env = supervisor_environment(os.environ, record.run_token, self.home, package_parent)
+        pid = start_supervisor(self.home, record.key, layout.root, layout.supervisor_log, env,
+                               store_path=self.store.path, release_store=self.store.close)
+        self.store.set_supervisor(record.key, pid, process_start_ticks(pid))
 
     # -- read ---------------------------------------------------------------------------------
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -85,6 +86,8 @@ class ManagedProcess:
 
     popen: subprocess.Popen[bytes]
     start_ticks: int | None
+    # A pidfd (Linux 5.3+), readable once the process exited; opened when someone waits on it.
+    _exit_fd: int | None = field(default=None, repr=False)
 
     @property
     def pid(self) -> int:
@@ -122,10 +125,36 @@ class ManagedProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
 
+    def exit_fd(self) -> int | None:
+        """A descriptor that becomes readable when the process exits (None: already reaped, or no
+        pidfd here); closed by `reap`."""
+        if self._exit_fd is None and self.popen.returncode is None and hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                self._exit_fd = os.pidfd_open(self.pid)
+        return self._exit_fd
+
     def reap(self) -> int:
         """Kill what is left of the group, then collect the leader's exit status."""
         self.signal_group(signal.SIGKILL)
-        return self.popen.wait()
+        returncode = self.popen.wait()
+        if self._exit_fd is not None:
+            os.close(self._exit_fd)
+            self._exit_fd = None
+        return returncode
+
+
+def wait_for_any_exit(processes: Iterable[ManagedProcess], timeout: float) -> bool:
+    """Block until one of `processes` exits or `timeout` seconds pass, without polling where the
+    kernel can tell (pidfds); False when it cannot, and the caller must poll (it did not wait)."""
+    descriptors = [process.exit_fd() for process in processes if process.popen.returncode is None]
+    if not descriptors or None in descriptors:
+        return False
+    poller = select.poll()
+    for descriptor in descriptors:
+        assert descriptor is not None
+        poller.register(descriptor, select.POLLIN)
+    poller.poll(max(0.0, timeout) * 1000)
+    return True
 
 
 def start_process(
@@ -156,22 +185,32 @@ def stop_processes(processes: Iterable[ManagedProcess], grace: float) -> None:
     for process in pending:
         process.signal_group(signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and not all(p.has_exited() for p in pending):
-        time.sleep(0.05)
+    while time.monotonic() < deadline:
+        running = [p for p in pending if not p.has_exited()]
+        if not running:
+            break
+        if not wait_for_any_exit(running, deadline - time.monotonic()):
+            time.sleep(0.05)
     for process in pending:
         process.reap()
 
 
+_TOKEN_MARKER = b"\0" + TOKEN_VARIABLE.encode() + b"="
+
+
 def _token_of(pid: int) -> str | None:
+    # Called for every process of the machine at each sweep: one read and one search, no split.
     try:
-        environ = (_PROC / str(pid) / "environ").read_bytes()
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            environ = b"\0" + file.read()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    marker = TOKEN_VARIABLE.encode() + b"="
-    for item in environ.split(b"\0"):
-        if item.startswith(marker):
-            return item[len(marker) :].decode(errors="replace")
-    return None
+    start = environ.find(_TOKEN_MARKER)
+    if start < 0:
+        return None
+    start += len(_TOKEN_MARKER)
+    end = environ.find(b"\0", start)
+    return environ[start : end if end >= 0 else None].decode(errors="replace")
 
 
 def run_token_of(pid: int) -> str | None:
@@ -184,10 +223,10 @@ def tokened_processes(token: str) -> list[int]:
     found: list[int] = []
     if not _PROC.is_dir():
         return found
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
+    for name in os.listdir(_PROC):
+        if not name.isdigit():
             continue
-        pid = int(entry.name)
+        pid = int(name)
         value = _token_of(pid)
         if value is not None and (value == token or value.startswith(token + "/")) and is_running(pid):
             found.append(pid)

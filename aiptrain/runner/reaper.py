@@ -14,18 +14,18 @@ import signal
 import time
 from pathlib import Path
 
+from aiptrain.job_state import JobState
 from aiptrain.runner.clock import utc_now
 from aiptrain.runner.layout import JobLayout
 from aiptrain.runner.log_capture import SERVICE_TASK
 from aiptrain.runner.processes import is_running, kill_tokened_processes
-from aiptrain.runner.store import JobRecord, JobStore, PendingLine
-from aiptrain.spec import JobState
+from aiptrain.runner.store import JobRecord, JobSnapshot, JobStore, PendingLine
 
 # A job whose supervisor pid is not recorded yet is given this long to get one.
 SUPERVISOR_START_WINDOW = 60.0
 
 
-def supervisor_alive(record: JobRecord) -> bool:
+def supervisor_alive(record: JobRecord | JobSnapshot) -> bool:
     if record.supervisor_pid is None:
         return time.time() - record.created_epoch < SUPERVISOR_START_WINDOW
     return is_running(record.supervisor_pid, record.supervisor_start_ticks)

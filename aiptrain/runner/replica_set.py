@@ -58,6 +58,7 @@ from aiptrain.runner.processes import (
     kill_tokened_processes,
     start_process,
     stop_processes,
+    wait_for_any_exit,
 )
 from aiptrain.runner.tf_config import (
     ReplicaTask,
@@ -278,6 +279,8 @@ class _ReplicaSetRun:
         self.last_peer_failure: tuple[str, float] | None = None
         self.cluster_restarts = 0
         self.launcher: ReplicaLauncher = spec.launcher or LocalLauncher()
+        # True from the end of a stop_all until the next start: a second stop_all has nothing to do.
+        self.stopped = False
 
     def say(self, message: str, severity: str = "INFO") -> None:
         self.sink.emit(SERVICE_TASK, severity, message, trial_id=self.spec.trial_id)
@@ -299,6 +302,7 @@ class _ReplicaSetRun:
             self.replicas.append(_Replica(task, argv, env, cwd))
 
     def start(self, replica: _Replica) -> None:
+        self.stopped = False
         replica.tail.clear()
         process = self.launcher.start(replica.task.task_name, replica.argv, replica.env, replica.cwd)
         replica.started_at = time.monotonic()
@@ -325,12 +329,16 @@ class _ReplicaSetRun:
         if self.observer is not None and isinstance(process, ManagedProcess):
             self.observer.started(replica.task.task_name, process, replica.restarts)
 
-    def collect(self, replica: _Replica) -> int:
-        """Reap an exited replica, kill what it left behind, drain its output, report the exit."""
+    def collect(self, replica: _Replica, *, sweep: bool = True) -> int:
+        """Reap an exited replica, kill what it left behind, drain its output, report the exit.
+
+        `sweep=False` when the caller has just swept the whole set's token.
+        """
         assert replica.process is not None
         returncode = replica.process.reap()
-        # Children that left its process group would otherwise keep its pipes (and readers) open.
-        self.launcher.sweep(replica.env[TOKEN_VARIABLE])
+        if sweep:
+            # Children that left its process group would otherwise keep its pipes (and readers) open.
+            self.launcher.sweep(replica.env[TOKEN_VARIABLE])
         for pump in replica.pumps:
             pump.join(_PUMP_JOIN_SECONDS)
         replica.done = True
@@ -366,7 +374,7 @@ class _ReplicaSetRun:
             outcome = self.check_secondaries()
             if outcome is not None:
                 return outcome
-            self.stop.wait(_POLL_SECONDS)
+            self.pause([r for r in self.replicas if not r.done])
 
     def check_secondaries(self) -> ReplicaSetOutcome | None:
         for replica in self.replicas:
@@ -512,8 +520,17 @@ class _ReplicaSetRun:
     def wait_for(self, replicas: list[_Replica], seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and not self.stop.is_set():
-            if all(r.process is None or r.process.has_exited() for r in replicas):
+            running = [r for r in replicas if r.process is not None and not r.process.has_exited()]
+            if not running:
                 return
+            self.pause(running)
+
+    def pause(self, watched: list[_Replica]) -> None:
+        """Wait one poll interval, or less if one of `watched` exits first (a replica's exit is
+        seen at once where the kernel can say so; `stop` is checked every interval). Each of them
+        must be running or collected after each pause, or the pause would end at once."""
+        processes = [r.process for r in watched if isinstance(r.process, ManagedProcess)]
+        if len(processes) != len(watched) or not wait_for_any_exit(processes, _POLL_SECONDS):
             self.stop.wait(_POLL_SECONDS)
 
     def cancelled(self) -> ReplicaSetOutcome:
@@ -531,6 +548,8 @@ class _ReplicaSetRun:
 
     def stop_all(self) -> None:
         """Stop every replica still running, then everything else carrying this set's token."""
+        if self.stopped:
+            return  # nothing was started since the last stop_all, which left nothing behind
         running = [r for r in self.replicas if r.process is not None and not r.done]
         if running:
             self.say(
@@ -538,9 +557,12 @@ class _ReplicaSetRun:
                 + f" (SIGTERM, then SIGKILL after {self.policy.kill_grace:g} s)."
             )
         self.launcher.stop([r.process for r in running if r.process is not None], self.policy.kill_grace)
-        for replica in running:
-            self.collect(replica)
+        # One sweep of the set's token covers every replica's (each is under it), before their
+        # pipes are drained.
         self.launcher.sweep(self.spec.run_token)
+        for replica in running:
+            self.collect(replica, sweep=False)
+        self.stopped = True
 
 
 def run_replica_set(

@@ -25,12 +25,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from aiptrain.errors import AlreadyExists, NotFound
+from aiptrain.job_state import TERMINAL_STATES, JobState
 from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.runner.clock import job_time, log_time, parse_log_time
 from aiptrain.runner.store_errors import store_failure
-from aiptrain.spec import TERMINAL_STATES, Job, JobState
+
+if TYPE_CHECKING:
+    from aiptrain.spec import Job
 
 DB_NAME = "jobs.db"
 BUSY_TIMEOUT_MS = 30_000
@@ -111,6 +115,19 @@ class JobRecord:
     supervisor_start_ticks: int | None
     run_token: str
     created_epoch: float
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """A stored job without its model: what a command that only waits for its end reads."""
+
+    key: int
+    state: JobState
+    resource: dict[str, Any]  # the REST representation, as stored
+    supervisor_pid: int | None
+    supervisor_start_ticks: int | None
+    created_epoch: float
+    holds_slot: bool
 
 
 @dataclass(frozen=True)
@@ -243,13 +260,30 @@ class JobStore:
         return self.get_by_key(key)
 
     def get(self, project: str, job_id: str) -> JobRecord:
+        return _record(self._one_job(project, job_id))
+
+    def peek(self, project: str, job_id: str) -> JobSnapshot:
+        """The job's state and stored resource without its model (no pydantic); NotFound."""
+        row = self._one_job(project, job_id)
+        return JobSnapshot(key=row["key"], state=JobState(row["state"]), resource=json.loads(row["resource"]),
+                           supervisor_pid=row["supervisor_pid"], supervisor_start_ticks=row["supervisor_start_ticks"],
+                           created_epoch=row["created_epoch"], holds_slot=bool(row["holds_slot"]))
+
+    def _one_job(self, project: str, job_id: str) -> sqlite3.Row:
         rows = self._read("SELECT * FROM jobs WHERE project = ? AND job_id = ?", (project, job_id))
         if not rows:
             raise NotFound(
                 f"job {job_id!r} not found in project {project!r}",
                 hint="`aiptrain jobs list` shows the jobs of a project",
             )
-        return _record(rows[0])
+        return rows[0]
+
+    def has_unlaunched(self) -> bool:
+        """True if some job is QUEUED without a supervisor (one `launch` may have to start)."""
+        row = self.connection().execute(
+            "SELECT 1 FROM jobs WHERE state = ? AND supervisor_pid IS NULL LIMIT 1", (JobState.QUEUED.value,)
+        ).fetchone()
+        return row is not None
 
     def get_by_key(self, key: int) -> JobRecord:
         rows = self._read("SELECT * FROM jobs WHERE key = ?", (key,))
@@ -381,7 +415,7 @@ class JobStore:
             if running + ahead >= limit:
                 return False
             resource = tx.execute("SELECT resource FROM jobs WHERE key = ?", (key,)).fetchone()[0]
-            job = Job.model_validate(json.loads(resource))
+            job = _job(resource)
             job.job_position = 0
             tx.execute("UPDATE jobs SET holds_slot = 1, resource = ? WHERE key = ?", (_dump(job), key))
         return True
@@ -566,13 +600,21 @@ def _transition_in_tx(
     return True
 
 
+def _job(resource: str) -> Job:
+    # The job model (pydantic) is loaded by the first record read, not by importing the store:
+    # `JobStore.peek` serves the commands that only wait for a state without it.
+    from aiptrain.spec import Job
+
+    return Job.model_validate(json.loads(resource))
+
+
 def _record(row: sqlite3.Row) -> JobRecord:
     return JobRecord(
         key=row["key"],
         project=row["project"],
         job_id=row["job_id"],
         state=JobState(row["state"]),
-        job=Job.model_validate(json.loads(row["resource"])),
+        job=_job(row["resource"]),
         holds_slot=bool(row["holds_slot"]),
         cancel_requested=bool(row["cancel_requested"]),
         supervisor_pid=row["supervisor_pid"],

@@ -20,26 +20,6 @@ from click.testing import CliRunner
 
 from aiptrain.cli.main import root
 
-TRAINER = """
-import os, sys, time
-mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
-print("hello from", os.environ.get("CLOUD_ML_JOB_ID"), flush=True)
-if mode == "fail":
-    raise SystemExit("the trainer gave up")
-if mode == "sleep":
-    time.sleep(120)
-print("bye", flush=True)
-"""
-
-
-@pytest.fixture
-def trainer(tmp_path: Path) -> Path:
-    package = tmp_path / "proj" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text(TRAINER)
-    return package
-
 
 def submit_args(job_id: str, package: Path, *extra: str, mode: str = "ok") -> list[str]:
     return ["jobs", "submit", "training", job_id, "--package-path", str(package), "--module-name",

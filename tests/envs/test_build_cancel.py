@@ -1,0 +1,123 @@
+"""Cancelling while a runtime environment is being built: nothing half-built is ever published.
+
+The build is held still without sleeping: uv is pointed at a package index of the test's own that
+answers nothing until the test lets it, so the build is known to be half-way (its staging
+directory made, `uv pip install` waiting) the moment the index is first asked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from aiptrain.runner.engine import LocalEngine
+from aiptrain.runner.envs.store import BuildCancelled, Environment, EnvironmentStore
+from aiptrain.runner.processes import TOKEN_VARIABLE, tokened_processes
+from aiptrain.spec import JobState
+
+from .conftest import aiptrain, describe, submit
+from .test_environment_store import small_resolution
+
+PROJECT = "local-project"
+
+
+@dataclass
+class HeldIndex:
+    """A package index on loopback that holds every request until `release` is set."""
+
+    url: str
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def held_index() -> Iterator[HeldIndex]:
+    index = HeldIndex(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            index.reached.set()
+            index.release.wait(120)
+            self.send_error(404)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    index.url = f"http://127.0.0.1:{server.server_address[1]}/simple"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield index
+    index.release.set()
+    server.shutdown()
+    server.server_close()
+
+
+def published(root: Path) -> list[str]:
+    """What a later job could pick up: environments and staging directories (not logs or locks)."""
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.name not in (".logs", ".locks"))
+
+
+def test_a_build_stopped_half_way_publishes_nothing_and_the_next_build_succeeds(
+        tmp_path: Path, held_index: HeldIndex) -> None:
+    store = EnvironmentStore(tmp_path / "envs")
+    resolution = small_resolution("six==1.16.0")
+    stop = threading.Event()
+    lines: list[str] = []
+    outcome: list[Environment | BaseException] = []
+
+    def build() -> None:
+        try:
+            outcome.append(store.ensure(resolution, progress=lines.append, stop=stop, extra_env={
+                "UV_DEFAULT_INDEX": held_index.url, TOKEN_VARIABLE: "held-build"}))
+        except BaseException as error:  # the test looks at what it was
+            outcome.append(error)
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    assert held_index.reached.wait(120), f"uv never asked the index: {lines}"
+    assert lines[0].startswith("Building runtime 2.11: six 1.16.0")
+    assert [name for name in published(store.root) if name.startswith(".tmp-")], "the build has no staging dir"
+    stop.set()
+    builder.join(60)
+    assert len(outcome) == 1 and isinstance(outcome[0], BuildCancelled), outcome
+    assert published(store.root) == []
+    assert store.find(resolution) is None
+    assert tokened_processes("held-build") == [], "uv was left running"
+    # Nothing is in the way of the next build (the lock is free, no staging to trip over).
+    again = store.ensure(resolution, progress=lambda _line: None)
+    assert again.installed() == {"six": "1.16.0"}
+    assert published(store.root) == [again.key]
+
+
+def test_a_job_cancelled_while_its_environment_builds_ends_cancelled_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: LocalEngine, held_index: HeldIndex) -> None:
+    envs = tmp_path / "envs"
+    monkeypatch.delenv("AIPTRAIN_LOCAL_PYTHON", raising=False)
+    monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(envs))
+    monkeypatch.setenv("UV_DEFAULT_INDEX", held_index.url)
+    submitted = submit("cancel_build", "compat_v1", "--runtime-version", "2.11", "--job-dir", "gs://envtests/cb",
+                       stream=False)
+    assert submitted.returncode == 0, submitted.stderr
+    assert held_index.reached.wait(300), "the job's build never asked the package index"
+    messages = [entry.message for entry in engine.logs(PROJECT, "cancel_build")]
+    assert any(message.startswith("Building runtime 2.11: tensorflow-cpu 2.15.1") for message in messages)
+
+    cancelled = aiptrain("jobs", "cancel", "cancel_build")
+    assert cancelled.returncode == 0, cancelled.stderr
+    waited = aiptrain("jobs", "wait", "cancel_build", "--timeout", "120")
+    assert waited.returncode == 11, waited.stderr  # CANCELLED
+    assert describe("cancel_build")["state"] == "CANCELLED"
+    history = [change.state for change in engine.state_history(PROJECT, "cancel_build")]
+    assert JobState.RUNNING not in history and history[-2:] == [JobState.CANCELLING, JobState.CANCELLED]
+    assert published(envs) == []
+    run_token = engine.processes(PROJECT, "cancel_build").run_token
+    assert tokened_processes(run_token) == [], "the build's processes outlived the job"
