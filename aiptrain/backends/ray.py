@@ -7,8 +7,9 @@ log prefixes and restart rules; `aiptrain.raybackend` says how. The trainer pack
 description reach the cluster as the Ray job's working_dir, aiptrain itself as a py_module.
 
 What it refuses up front (`unsupported`): custom containers and container commands, Cloud TPUs,
-hyperparameter tuning (not yet), a job without a Python module,
-and gs:// arguments that cannot be mapped. States: Ray's PENDING is QUEUED; while Ray says
+a job without a Python module, and gs:// arguments that cannot be mapped. A hyperparameter tuning
+job runs its trials on the cluster; its trainingOutput comes from the driver's output lines.
+States: Ray's PENDING is QUEUED; while Ray says
 RUNNING, the driver's lines tell QUEUED (waiting for room), PREPARING, RUNNING and CANCELLING
 apart; SUCCEEDED, FAILED (errorMessage from the driver) and STOPPED (CANCELLED) map directly.
 """
@@ -31,7 +32,7 @@ from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.raybackend import joblog, plan
 from aiptrain.raybackend.client import call, connect, require_ray
 from aiptrain.raybackend.settings import RaySettings, ray_settings
-from aiptrain.spec import Job, JobState, TrainingInput
+from aiptrain.spec import Job, JobState, TrainingInput, TrainingOutput
 
 # Shown by --dry-run in place of the temporary directory created at submit time.
 WORKING_DIR_PLACEHOLDER = f"<a new directory holding {plan.PAYLOAD_FILE} and {plan.PACKAGE_STORE_DIR}/>"
@@ -131,11 +132,25 @@ class RayBackend:
             storage_root = os.environ.get("AIPTRAIN_RAY_STORAGE_ROOT") or str(self._storage_root())
             payload = plan.driver_payload(job, self.project, groups, catalog, scale=scale,
                                           storage_root=storage_root, policy=LocalSettings.from_env())
+            payload["previousJobs"] = self._previous_jobs(job)
             (Path(working_dir) / plan.PAYLOAD_FILE).write_text(json.dumps(payload, indent=1), encoding="utf-8")
             document = self._document(job, working_dir, scale)
             call(job_id, client.submit_job, entrypoint=document["entrypoint"], submission_id=job_id,
                  runtime_env=document["runtimeEnv"], metadata=document["metadata"])
         return self.get_job(job_id)
+
+    def _previous_jobs(self, job: Job) -> dict[str, Any]:
+        """The job resumePreviousJobId names, as describe shows it, for the driver's study."""
+        spec = job.training_input.hyperparameters if job.training_input else None
+        previous_id = spec.resume_previous_job_id if spec else None
+        if not previous_id:
+            return {}
+        from aiptrain.errors import NotFound
+
+        try:
+            return {previous_id: self.get_job(previous_id).to_api()}
+        except NotFound:
+            return {}  # the study fails the job, naming resumePreviousJobId
 
     def _stage_packages(self, job: Job, working_dir: Path) -> None:
         """Copy each staged package into the working dir as packages/BUCKET/OBJECT."""
@@ -176,6 +191,8 @@ class RayBackend:
                 state = lifecycle.state
             if lifecycle.start_time is not None:
                 job.start_time = lifecycle.start_time.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            if lifecycle.training_output is not None:
+                job.training_output = TrainingOutput.model_validate(lifecycle.training_output)
             if state == JobState.FAILED:
                 job.error_message = lifecycle.error_message or details.message or "The Ray job failed."
         job.state = state
@@ -210,5 +227,6 @@ class RayBackend:
         details = self._details(job_id)
         created = datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
         entries = [entry for entry in self._entries(job_id, created)
-                   if (after is None or entry.cursor > after) and (task_name is None or entry.task_name == task_name)]
+                   if (after is None or entry.cursor > after) and (task_name is None or entry.task_name == task_name)
+                   and not joblog.is_output_line(entry)]
         return entries[:limit]

@@ -10,13 +10,17 @@ messages) become `service` entries. Timestamps are the driver's print times, nev
 the line before, so a (timestamp, insertId) cursor never skips a line; insertId is the line number.
 
 The driver's own lines carry the lifecycle: `Job PREPARING.`, `Job RUNNING.`, and for a failure
-`Job failed: <errorMessage>`; `Cancel requested.` marks a stop in progress.
+`Job failed: <errorMessage>`; `Cancel requested.` marks a stop in progress. A tuning job's
+`Training output: <JSON>` lines carry its trainingOutput (the trials); the last one counts. They
+are for describe, not for people: `is_output_line` tells the log readers to leave them out.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from aiptrain.logs import LogEntry
 from aiptrain.spec import JobState
@@ -29,6 +33,7 @@ CANCELLED_LINE = "Job cancelled."
 CANCEL_REQUESTED_LINE = "Cancel requested."
 FAILED_PREFIX = "Job failed: "
 WAITING_PREFIX = "Waiting for the cluster: "
+OUTPUT_PREFIX = "Training output: "
 
 
 def escape(message: str) -> str:
@@ -83,6 +88,11 @@ class Lifecycle:
     start_time: datetime | None = None
     error_message: str | None = None
     waiting: str | None = None  # why it still waits for the cluster
+    training_output: dict[str, Any] | None = None  # a tuning job's trainingOutput, as last printed
+
+
+def is_output_line(entry: LogEntry) -> bool:
+    return entry.task_name == SERVICE_TASK and not entry.trial_id and entry.message.startswith(OUTPUT_PREFIX)
 
 
 def lifecycle(entries: list[LogEntry]) -> Lifecycle:
@@ -91,6 +101,7 @@ def lifecycle(entries: list[LogEntry]) -> Lifecycle:
     error: str | None = None
     waiting: str | None = None
     cancelling = False
+    output: dict[str, Any] | None = None
     for entry in entries:
         if entry.task_name != SERVICE_TASK or entry.trial_id:
             continue
@@ -105,6 +116,8 @@ def lifecycle(entries: list[LogEntry]) -> Lifecycle:
             waiting = message[len(WAITING_PREFIX):]
         elif message == CANCEL_REQUESTED_LINE:
             cancelling = True
+        elif message.startswith(OUTPUT_PREFIX):
+            output = json.loads(message[len(OUTPUT_PREFIX):])
     if cancelling:
         state = JobState.CANCELLING
-    return Lifecycle(state, started, error, waiting)
+    return Lifecycle(state, started, error, waiting, output)

@@ -81,12 +81,6 @@ def ray_problems(job: Job, catalog: Catalog) -> list[Problem]:
     if not training_input.python_module and not problems:
         problems.append(Problem("trainingInput.pythonModule", "the ray backend needs a Python module to run",
                                 "pass --module-name, e.g. --module-name trainer.task"))
-    if training_input.hyperparameters is not None:
-        problems.append(Problem(
-            "trainingInput.hyperparameters",
-            "hyperparameter tuning does not run on the ray backend yet",
-            "run the study with --backend local (trials side by side on this machine) or --backend vertex",
-        ))
     problems += [
         Problem(f"trainingInput.packageUris[{index}]", f"{uri!r} is a path on this machine, not a staged package",
                 "give packages as gs:// URIs or pass them with --packages, which stages them")

@@ -6,26 +6,19 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.ray import RayBackend
-from aiptrain.raybackend.driver import actor_name
 from aiptrain.raybackend.replica_host import SCRATCH_ROOT
 from aiptrain.runner.processes import tokened_processes
-from tests.ray.cluster import RayCluster
+from tests.ray.harness import (
+    actor_nodes,
+    aiptrain,
+    backend,
+    cluster_node_ids,
+    log_text,
+    wait_until,
+)
 from tests.template.harness import TEMPLATE_DIR, TINY_HYPERPARAMETERS
-
-JOB_TIMEOUT = 300
-
-
-def aiptrain(*args: str, timeout: float = JOB_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "aiptrain", *args], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ))
 
 
 def submit_args(job_id: str, digits: Path, *, workers: int = 1, ps: int = 0, steps: int = 60,
@@ -43,42 +36,6 @@ def submit_args(job_id: str, digits: Path, *, workers: int = 1, ps: int = 0, ste
     data = ["--train-files", str(digits / "train-*.csv"), "--eval-files", str(digits / "eval-*.csv")]
     return [*args, *flags, "--", *data,
             *TINY_HYPERPARAMETERS, "--train-steps", str(steps), "--checkpoint-steps", "20", "--log-steps", "10"]
-
-
-def backend(cluster: RayCluster) -> RayBackend:
-    return RayBackend(BackendSettings(project="local-project", ray_address=cluster.address))
-
-
-def log_text(cluster: RayCluster, job_id: str) -> str:
-    return "\n".join(f"{e.task_name}\t{e.severity}\t{e.message}" for e in backend(cluster).read_logs(job_id,
-                                                                                                         limit=100000))
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = JOB_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def actor_nodes(cluster: RayCluster, job_id: str, tasks: list[str]) -> dict[str, str]:
-    """Task name -> node id of its replica's actor, from Ray's state API."""
-    from ray.util.state import list_actors
-
-    nodes = {}
-    for task in tasks:
-        found = list_actors(address=cluster.address, filters=[("name", "=", actor_name(job_id, task))], detail=True)
-        assert found, f"no actor for {task}"
-        nodes[task] = found[0].node_id
-    return nodes
-
-
-def cluster_node_ids(cluster: RayCluster) -> set[str]:
-    from ray.util.state import list_nodes
-
-    return {node.node_id for node in list_nodes(address=cluster.address) if node.state == "ALIVE"}
 
 
 def test_mirrored_chief_and_worker_train_across_both_nodes_while_a_job_too_big_waits_queued(on_cluster, digits_dir):

@@ -1,7 +1,7 @@
 """A node that goes away mid-run: its replica's actor is gone, and the job fails naming it.
 
-It stops the second node of the session's cluster, so it runs after every other test that needs
-two nodes (pytest runs the files of tests/ray in name order).
+It stops the second node of the session's cluster, so it runs after every other test of the
+cluster (tests/ray/conftest.py puts it last).
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import subprocess
 
 from aiptrain.runner.replica_set import service_replica_name
-from tests.ray.test_ray_jobs import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, submit_args, wait_until
+from tests.ray.harness import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, wait_until
+from tests.ray.test_ray_jobs import submit_args
 
 
 def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster, digits_dir):

@@ -85,8 +85,6 @@ def test_what_ray_cannot_run_is_refused_naming_the_field():
     container = ray_problems(job(scaleTier="CUSTOM", masterType="n1-standard-4",
                                  masterConfig={"imageUri": "gcr.io/p/i"}), catalog)
     assert [p.path for p in container] == ["trainingInput.masterConfig.imageUri"]
-    tuning = ray_problems(job(hyperparameters={"goal": "MAXIMIZE", "maxTrials": 2, "params": []}), catalog)
-    assert [p.path for p in tuning] == ["trainingInput.hyperparameters"]
     local_package = ray_problems(job(packageUris=["/home/me/trainer.tar.gz"]), catalog)
     assert [p.path for p in local_package] == ["trainingInput.packageUris[0]"]
     assert ray_problems(job(scaleTier="STANDARD_1"), catalog) == []
