@@ -86,8 +86,11 @@ class RayBackend:
         from aiptrain.raybackend.settings import jobs_api_address, resource_scale
 
         problems = plan.ray_problems(job, load_catalog())
+        from aiptrain.raybackend.settings import PACKAGES_VARIABLE, runtime_packages_mode
+
         checks: list[tuple[str, Callable[[], object]]] = [
-            ("--ray-resource-scale", lambda: resource_scale(self.settings.ray_resource_scale))]
+            ("--ray-resource-scale", lambda: resource_scale(self.settings.ray_resource_scale)),
+            (PACKAGES_VARIABLE, runtime_packages_mode)]
         if self.settings.ray_address:
             checks.append(("--ray-address", lambda: jobs_api_address(self.settings.ray_address)))
         for flag, check in checks:
@@ -100,12 +103,14 @@ class RayBackend:
     def _document(self, job: Job, working_dir: str, scale: float) -> dict[str, Any]:
         from aiptrain.catalog import load_catalog
         from aiptrain.cluster import resolve_cluster
+        from aiptrain.raybackend.settings import runtime_packages_mode
 
         catalog = load_catalog()
         assert job.training_input is not None
         groups = resolve_cluster(job.training_input, catalog)
         return plan.ray_job_document(job, self.project, groups, catalog, scale=scale, working_dir=working_dir,
-                                     aiptrain_dir=str(Path(aiptrain.__file__).parent))
+                                     aiptrain_dir=str(Path(aiptrain.__file__).parent),
+                                     packages_mode=runtime_packages_mode())
 
     def request_body(self, job: Job) -> dict[str, Any]:
         """The Ray job as it will be submitted (dry-run needs no cluster, so no address check)."""
@@ -119,6 +124,7 @@ class RayBackend:
     def create_job(self, job: Job) -> Job:
         from aiptrain.catalog import load_catalog
         from aiptrain.cluster import resolve_cluster
+        from aiptrain.raybackend.settings import runtime_packages_mode
         from aiptrain.runner.settings import LocalSettings
 
         job_id = job.job_id or ""
@@ -131,7 +137,8 @@ class RayBackend:
             self._stage_packages(job, Path(working_dir))
             storage_root = os.environ.get("AIPTRAIN_RAY_STORAGE_ROOT") or str(self._storage_root())
             payload = plan.driver_payload(job, self.project, groups, catalog, scale=scale,
-                                          storage_root=storage_root, policy=LocalSettings.from_env())
+                                          storage_root=storage_root, policy=LocalSettings.from_env(),
+                                          packages_mode=runtime_packages_mode())
             payload["previousJobs"] = self._previous_jobs(job)
             (Path(working_dir) / plan.PAYLOAD_FILE).write_text(json.dumps(payload, indent=1), encoding="utf-8")
             document = self._document(job, working_dir, scale)

@@ -269,6 +269,8 @@ class Driver:
     def run(self, ray: Any) -> ReplicaSetOutcome:
         for note in self.payload.get("notes", []):
             self.printer.say(note, "WARNING")
+        for note in self.payload.get("runtimeNotes", []):
+            self.printer.say(note)
         if self.training_input.hyperparameters is None:
             return self.run_set(ray, trial_id=None, stop=self.stop)
         from aiptrain.raybackend.tuning_host import RayTuningHost
