@@ -10,14 +10,14 @@ import subprocess
 
 from aiptrain.runner.replica_set import service_replica_name
 from tests.ray.harness import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, wait_until
-from tests.ray.test_ray_jobs import submit_args
+from tests.ray.test_ray_jobs import lifecycle_args
 
 
-def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster, digits_dir):
+def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster):
     from ray.util.state import list_nodes
 
     job_id = "ray_node_loss"
-    submitted = aiptrain(*submit_args(job_id, digits_dir, workers=1, steps=100000))
+    submitted = aiptrain(*lifecycle_args(job_id))
     assert submitted.returncode == 0, submitted.stderr
     # The primary starts last: once it is starting, every replica runs on its node.
     wait_until(lambda: "Starting master-replica-0" in log_text(on_cluster, job_id), "the replicas to start")
