@@ -56,6 +56,11 @@ def node_environment(bin_dir: Path = VENV_BIN) -> dict[str, str]:
         TF_NUM_INTRAOP_THREADS="1",
         RAY_USAGE_STATS_ENABLED="0",
         RAY_DEDUP_LOGS="0",
+        # A node that stops answering is declared dead within seconds, not half a minute.
+        RAY_health_check_initial_delay_ms="1000",
+        RAY_health_check_period_ms="1000",
+        RAY_health_check_timeout_ms="3000",
+        RAY_health_check_failure_threshold="5",
     )
     return env
 
@@ -66,6 +71,13 @@ class RayCluster:
     gcs_address: str
     temp_dir: Path
     nodes: list[subprocess.Popen[bytes]]
+
+    def crash_node(self, index: int) -> None:
+        """SIGKILL every process of a node at once (its process group), as when its machine dies."""
+        node = self.nodes[index]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(node.pid, signal.SIGKILL)
+        node.wait(60)
 
     def stop(self) -> None:
         """SIGTERM each `ray start --block` (it stops its node's processes), SIGKILL if it hangs."""

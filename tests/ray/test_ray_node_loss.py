@@ -6,8 +6,6 @@ cluster (tests/ray/conftest.py puts it last).
 
 from __future__ import annotations
 
-import subprocess
-
 from aiptrain.runner.replica_set import service_replica_name
 from tests.ray.harness import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, wait_until
 from tests.ray.test_ray_jobs import lifecycle_args
@@ -27,12 +25,7 @@ def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster):
     lost = [task for task, node in nodes.items() if node == second]
     assert len(lost) == 1  # SPREAD put one replica on each node
 
-    second_node = on_cluster.nodes[1]
-    second_node.terminate()  # `ray start --block` stops its raylet, its workers and so the actors
-    try:
-        second_node.wait(60)
-    except subprocess.TimeoutExpired:
-        second_node.kill()
+    on_cluster.crash_node(1)  # its raylet, its workers and so the actors, all at once
 
     def ended() -> bool:
         state = backend(on_cluster).get_job(job_id).state
