@@ -30,7 +30,7 @@ from aiptrain.backends.base import BackendSettings
 from aiptrain.errors import JobAlreadyFinished, OperationalError, Problem
 from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.raybackend import joblog, plan
-from aiptrain.raybackend.client import call, connect, require_ray
+from aiptrain.raybackend.client import LogTail, call, connect, require_ray
 from aiptrain.raybackend.settings import RaySettings, ray_settings
 from aiptrain.spec import Job, JobState, TrainingInput, TrainingOutput
 
@@ -48,7 +48,8 @@ def _rfc3339(millis: int | None) -> str | None:
 class RayBackend:
     name: ClassVar[str] = "ray"
     default_storage: ClassVar[str] = "local"
-    # Each poll reads the Ray job's whole log over HTTP: quick enough to follow, gentle when idle.
+    # A follower's polls read the log's new lines from a websocket tail (the first read, and
+    # one-off reads, fetch the whole log over HTTP).
     poll_seconds: ClassVar[tuple[float, float]] = (0.25, 2.0)
 
     def __init__(self, settings: BackendSettings) -> None:
@@ -57,6 +58,7 @@ class RayBackend:
         self.project = settings.project
         self._ray: RaySettings | None = None
         self._client: Any = None
+        self._tails: dict[str, LogTail] = {}
 
     # -- settings and connection ----------------------------------------------------------------
 
@@ -180,9 +182,24 @@ class RayBackend:
     def _details(self, job_id: str) -> Any:
         return call(job_id, self.client.get_job_info, job_id)
 
-    def _entries(self, job_id: str, since: datetime) -> list[LogEntry]:
+    def _entries(self, job_id: str, since: datetime, after: LogCursor | None = None, *,
+                 ended: bool = False) -> list[LogEntry]:
+        """The log's entries after `after`: from this job's tail if one follows it, else read whole.
+        Once the job has `ended`, only a tail that has every line answers."""
+        tail = self._tails.get(job_id)
+        if tail is not None and ended and not tail.done.wait(30):
+            tail.failed = True  # incomplete: whole reads from now on, never a gap
+        if tail is not None and not tail.failed:
+            return tail.entries(after)
         text = call(job_id, self.client.get_job_logs, job_id) or ""
-        return joblog.parse_log(text, since=since)
+        entries = joblog.parse_log(text, since=since, complete=ended)
+        return entries if after is None else [entry for entry in entries if entry.cursor > after]
+
+    def _follow_tail(self, job_id: str, since: datetime) -> None:
+        """A follower (a read after a cursor) gets a tail of the job's log (again, if one failed)."""
+        tail = self._tails.get(job_id)
+        if tail is None or tail.failed:
+            self._tails[job_id] = LogTail(self.client, job_id, since)
 
     def _job_of(self, details: Any) -> Job:
         metadata = details.metadata or {}
@@ -193,7 +210,7 @@ class RayBackend:
         state = _TERMINAL.get(status, JobState.QUEUED)
         if status in ("RUNNING", "FAILED", "SUCCEEDED", "STOPPED"):
             created = datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
-            lifecycle = joblog.lifecycle(self._entries(job.job_id or "", created))
+            lifecycle = joblog.lifecycle(self._entries(job.job_id or "", created, ended=status != "RUNNING"))
             if status == "RUNNING":
                 state = lifecycle.state
             if lifecycle.start_time is not None:
@@ -233,7 +250,9 @@ class RayBackend:
     ) -> list[LogEntry]:
         details = self._details(job_id)
         created = datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
-        entries = [entry for entry in self._entries(job_id, created)
-                   if (after is None or entry.cursor > after) and (task_name is None or entry.task_name == task_name)
-                   and not joblog.is_output_line(entry)]
+        ended = str(getattr(details.status, "value", details.status)) in _TERMINAL
+        if after is not None and not ended:
+            self._follow_tail(job_id, created)
+        entries = [entry for entry in self._entries(job_id, created, after, ended=ended)
+                   if (task_name is None or entry.task_name == task_name) and not joblog.is_output_line(entry)]
         return entries[:limit]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from aiptrain.logs import LogEntry
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.spec import JobState
 
 SERVICE_TASK = "service"
@@ -64,20 +64,54 @@ def _parse_stamp(text: str) -> datetime | None:
         return None
 
 
-def parse_log(text: str, *, since: datetime) -> list[LogEntry]:
-    """Every line of a Ray job's log as an entry; foreign lines get the previous line's time."""
-    entries: list[LogEntry] = []
-    last = since
-    for number, line in enumerate(text.splitlines()):
+class LogParser:
+    """Reads a Ray job's log as it grows: whole lines become entries (a partial last line waits).
+
+    Every line is an entry and its insertId is its line number, so entry N sits at index N;
+    lines from anything but the driver (Ray's own) get the previous line's time."""
+
+    def __init__(self, since: datetime) -> None:
+        self.entries: list[LogEntry] = []
+        self.last = since
+        self.partial = ""
+
+    def feed(self, text: str) -> None:
+        lines = (self.partial + text).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self._add(line)
+
+    def finish(self) -> None:
+        """The log is complete: its last line counts even without a newline."""
+        if self.partial:
+            self._add(self.partial)
+            self.partial = ""
+
+    def after(self, cursor: LogCursor | None) -> list[LogEntry]:
+        """The entries after `cursor` (an entry of this log), without looking at the earlier ones."""
+        return self.entries[int(cursor.insert_id) + 1:] if cursor is not None else list(self.entries)
+
+    def _add(self, line: str) -> None:
+        line = line.removesuffix("\r")
+        number = f"{len(self.entries):012d}"
         parts = line.split("\t", 4)
         stamp = _parse_stamp(parts[0]) if len(parts) == 5 else None
         if stamp is None:
-            entries.append(LogEntry(last, f"{number:012d}", "INFO", SERVICE_TASK, line))
-            continue
-        last = max(last, stamp)
-        entries.append(LogEntry(last, f"{number:012d}", parts[1], parts[2], unescape(parts[4]),
-                                trial_id=parts[3] or None))
-    return entries
+            self.entries.append(LogEntry(self.last, number, "INFO", SERVICE_TASK, line))
+            return
+        self.last = max(self.last, stamp)
+        self.entries.append(LogEntry(self.last, number, parts[1], parts[2], unescape(parts[4]),
+                                     trial_id=parts[3] or None))
+
+
+def parse_log(text: str, *, since: datetime, complete: bool = True) -> list[LogEntry]:
+    """Every line of a Ray job's log as an entry; a job still running may be writing its last
+    line, which then waits for the next read (`complete=False`)."""
+    parser = LogParser(since)
+    parser.feed(text)
+    if complete:
+        parser.finish()
+    return parser.entries
 
 
 @dataclass(frozen=True)

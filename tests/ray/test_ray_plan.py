@@ -119,6 +119,27 @@ def test_driver_lines_read_back_as_entries_with_their_tasks_and_messages():
     assert entries[0].cursor < entries[1].cursor < entries[2].cursor
 
 
+def test_a_log_read_as_it_grows_gives_the_entries_of_a_whole_read():
+    start = datetime(2026, 1, 2, tzinfo=UTC)
+    text = "\n".join([
+        "Ray says hello",
+        joblog.format_line(start + timedelta(seconds=1), "INFO", "master-replica-0", "step\t1", "2"),
+        "",
+        joblog.format_line(start + timedelta(seconds=2), "ERROR", "service", "a\nb", None),
+        "Ray says bye",
+    ])
+    whole = joblog.parse_log(text, since=start)
+    for size in (1, 7, 50):
+        parser = joblog.LogParser(start)
+        for offset in range(0, len(text), size):
+            parser.feed(text[offset:offset + size])
+        assert parser.entries == whole[:-1]  # the last line has no newline yet: it waits
+        parser.finish()
+        assert parser.entries == whole
+        assert parser.after(whole[2].cursor) == whole[3:]
+    assert joblog.parse_log(text, since=start, complete=False) == whole[:-1]
+
+
 def test_the_lifecycle_follows_the_driver_lines():
     start = datetime(2026, 1, 2, tzinfo=UTC)
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
 
+from aiptrain.raybackend.client import LogTail
 from tests.fixtures.engine import max_overlap
-from tests.ray.harness import actor_nodes, aiptrain, cluster_node_ids, log_text
+from tests.ray.harness import actor_nodes, aiptrain, backend, cluster_node_ids, log_text
 from tests.tuning.harness import TRAINERS
 from tests.tuning.trainers.hptrainer.objective import objective
 
@@ -54,6 +56,18 @@ def test_a_tuning_job_runs_its_trials_on_the_cluster_two_at_a_time(on_cluster, t
     assert "Tuning finished: 4 trials, 4 succeeded; best trial" in result.stderr
     # Machine lines stay out of the log people read.
     assert "Training output:" not in result.stderr and "Training output:" not in log_text(on_cluster, job_id)
+    # Followed live (a websocket tail of the Ray job's log after the first read), the stream has
+    # every line of the whole log, in order; and the tail itself gives exactly the whole read.
+    whole = backend(on_cluster).read_logs(job_id, limit=100000)
+    position = 0
+    for entry in whole:
+        found = result.stderr.find(entry.message, position)
+        assert found >= 0, f"missing from the stream: {entry.message!r}"
+        position = found + len(entry.message)
+    details = backend(on_cluster).client.get_job_info(job_id)
+    tail = LogTail(backend(on_cluster).client, job_id, datetime.fromtimestamp(details.start_time / 1000, UTC))
+    assert tail.done.wait(60) and not tail.failed
+    assert [e for e in tail.entries() if "Training output:" not in e.message] == whole
 
     # Each trial ran on the cluster as a replica set of its own: its TF_CONFIG names the trial,
     # its --job-dir is JOB_DIR/TRIAL, and at most two ran at once.
