@@ -46,7 +46,8 @@ def probe_job(job_id: str, *flags: str) -> list[str]:
             "--package-path", str(TRAINERS / "raytrainer"), "--module-name", "raytrainer.task",
             "--runtime-version", "2.11", "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
             "--worker-machine-type", "n1-standard-4", "--worker-count", "1", "--ray-resource-scale", "0.25",
-            *flags, "--", "--steps", "1", "--step-seconds", "0", "--import-probe"]
+            "--job-dir", f"gs://ray-jobs/{job_id}", *flags,
+            "--", "--steps", "1", "--step-seconds", "0", "--import-probe", "--rendezvous"]
 
 
 def test_replicas_get_the_runtime_packages_through_a_ray_runtime_environment(on_cluster, tiny_catalog, monkeypatch):
