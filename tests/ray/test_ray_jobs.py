@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from aiptrain.raybackend.replica_host import SCRATCH_ROOT
 from aiptrain.runner.processes import tokened_processes
+from tests.ray.cluster import RayCluster
 from tests.ray.harness import (
+    JOB_TIMEOUT,
     actor_nodes,
     aiptrain,
     backend,
@@ -51,11 +55,33 @@ def lifecycle_args(job_id: str, *, workers: int = 1) -> list[str]:
             "--", "--steps", "0", "--step-seconds", "0.5"]
 
 
-def test_mirrored_chief_and_worker_train_across_both_nodes_while_a_job_too_big_waits_queued(on_cluster, digits_dir):
-    # A job asking for more than the cluster has waits beside it without holding anything back.
+def test_mirrored_and_parameter_server_jobs_train_across_both_nodes_while_a_job_too_big_waits_queued(
+        on_cluster, digits_dir):
+    # A job asking for more than the cluster has waits beside them without holding anything back.
     too_big = "ray_too_big"
     submitted = aiptrain(*submit_args(too_big, digits_dir, workers=0, master="n1-highcpu-96", scale=None))
     assert submitted.returncode == 0, submitted.stderr
+    # The two template jobs run side by side (6 bundles of 1 CPU on the 2 x 4 CPUs): each follows its own logs.
+    ps_job = subprocess.Popen(
+        [sys.executable, "-m", "aiptrain", *submit_args("ray_ps", digits_dir, workers=2, ps=1, steps=40,
+                                                         flags=("--stream-logs",))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        check_mirrored_job(on_cluster, digits_dir)
+        _, ps_stderr = ps_job.communicate(timeout=JOB_TIMEOUT)
+    finally:
+        ps_job.kill()
+    check_parameter_server_job(on_cluster, ps_job.returncode, ps_stderr)
+
+    wait_until(lambda: "Waiting for the cluster:" in log_text(on_cluster, too_big), "the waiting message", 120)
+    logs = log_text(on_cluster, too_big)
+    assert "master-replica-0 96 CPU" in logs and "The job stays QUEUED" in logs
+    assert backend(on_cluster).get_job(too_big).state == "QUEUED"
+    assert aiptrain("jobs", "cancel", too_big, "--backend", "ray").returncode == 0
+    assert aiptrain("jobs", "wait", too_big, "--backend", "ray", "--timeout", "120").returncode == 11
+
+
+def check_mirrored_job(on_cluster: RayCluster, digits_dir: Path) -> None:
     job_id = "ray_mwms"
     result = aiptrain(*submit_args(job_id, digits_dir, workers=1, flags=("--stream-logs",)))
     assert result.returncode == 0, result.stderr[-4000:]
@@ -85,26 +111,18 @@ def test_mirrored_chief_and_worker_train_across_both_nodes_while_a_job_too_big_w
     assert only_worker.returncode == 0
     assert {line.split("\t")[2] for line in only_worker.stdout.splitlines() if line} == {"worker-replica-0"}
 
-    wait_until(lambda: "Waiting for the cluster:" in log_text(on_cluster, too_big), "the waiting message", 120)
-    logs = log_text(on_cluster, too_big)
-    assert "master-replica-0 96 CPU" in logs and "The job stays QUEUED" in logs
-    assert backend(on_cluster).get_job(too_big).state == "QUEUED"
-    assert aiptrain("jobs", "cancel", too_big, "--backend", "ray").returncode == 0
-    assert aiptrain("jobs", "wait", too_big, "--backend", "ray", "--timeout", "120").returncode == 11
 
-
-def test_chief_two_workers_and_a_parameter_server_succeed(on_cluster, digits_dir):
-    job_id = "ray_ps"
-    result = aiptrain(*submit_args(job_id, digits_dir, workers=2, ps=1, steps=40, flags=("--stream-logs",)))
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "2 workers, 1 parameter servers: ParameterServerStrategy" in result.stderr
+def check_parameter_server_job(on_cluster: RayCluster, returncode: int | None, stderr: str) -> None:
+    """Chief + 2 workers + 1 parameter server, as followed by its own `--stream-logs`."""
+    assert returncode == 0, stderr[-4000:]
+    assert "2 workers, 1 parameter servers: ParameterServerStrategy" in stderr
     tasks = ["master-replica-0", "worker-replica-0", "worker-replica-1", "ps-replica-0"]
     for task in tasks:
-        assert f"\t{task}\t" in result.stderr
-    nodes = actor_nodes(on_cluster, job_id, tasks)
+        assert f"\t{task}\t" in stderr
+    nodes = actor_nodes(on_cluster, "ray_ps", tasks)
     assert set(nodes.values()) == cluster_node_ids(on_cluster)
     # The parameter server never exits on its own: it was stopped once the chief finished.
-    assert "Stopping ps-replica-0" in result.stderr
+    assert "Stopping ps-replica-0" in stderr
 
 
 def test_a_killed_worker_is_restarted_and_cancel_stops_every_replica_on_every_node(on_cluster):
