@@ -242,4 +242,18 @@ def ray_job_document(job: Job, project: str, groups: list[ReplicaGroup], catalog
         "replicaRuntimeEnvs": replica_runtime_envs(training_input, bundles_for(groups, catalog, scale), catalog,
                                                    packages_mode),
         "runtimeNotes": runtime_notes(training_input, catalog, packages_mode),
+        **tuning_plan(training_input),
     }
+
+
+def tuning_plan(training_input: TrainingInput) -> dict[str, Any]:
+    """How a tuning job's trials use the cluster (nothing for other jobs)."""
+    spec = training_input.hyperparameters
+    if spec is None:
+        return {}
+    return {"trials": {
+        "maxTrials": spec.max_trials or 1,
+        "maxParallelTrials": spec.max_parallel_trials or 1,
+        "placement": "each trial reserves a placement group of its own with the bundles above; "
+                     "trials beyond the room the cluster has wait for it",
+    }}

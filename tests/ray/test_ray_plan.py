@@ -178,6 +178,7 @@ def test_dry_run_prints_the_ray_job_without_a_cluster(monkeypatch):
     assert "tensorflow-cpu==2.15.1" in request["replicaRuntimeEnvs"]["worker-replica-0"]["pip"]["packages"]
     assert "installed for each replica through a Ray runtime environment (pip)" in request["runtimeNotes"][1]
     assert json.loads(request["metadata"]["aiptrain.job"])["trainingInput"]["packageUris"][0].startswith("gs://bkt/")
+    assert "trials" not in request
     assert request["placementGroup"] == {"strategy": "SPREAD", "bundles": [
         {"taskName": "master-replica-0", "machineType": "n1-standard-4", "CPU": 2.0, "memory": 7.5e9},
         {"taskName": "worker-replica-0", "machineType": "n1-standard-8", "CPU": 4.0, "memory": 15e9},
@@ -195,6 +196,7 @@ def test_dry_run_of_a_tuning_job_shows_its_study_and_bundles(tmp_path):
     request = json.loads(result.stdout)["request"]
     assert json.loads(request["metadata"]["aiptrain.job"])["trainingInput"]["hyperparameters"]["maxParallelTrials"] == 2
     assert [b["taskName"] for b in request["placementGroup"]["bundles"]] == ["master-replica-0", "worker-replica-0"]
+    assert request["trials"]["maxTrials"] == 4 and request["trials"]["maxParallelTrials"] == 2
 
 
 def test_a_tpu_job_is_refused_before_anything_is_built():
