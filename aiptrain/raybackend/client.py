@@ -29,8 +29,10 @@ def connect(address: str) -> Any:
 
     from ray.job_submission import JobSubmissionClient
 
-    # Ray's client logs each upload at INFO on stderr; aiptrain reports its own progress.
-    for name in ("ray", "ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging"):
+    # Ray's client logs each upload (and each closed log tail) at INFO on stderr; aiptrain
+    # reports its own progress.
+    for name in ("ray", "ray.dashboard.modules.dashboard_sdk", "ray.dashboard.modules.job.sdk",
+                 "ray._private.runtime_env.packaging"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
     try:
