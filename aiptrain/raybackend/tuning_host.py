@@ -19,7 +19,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiptrain.errors import NotFound
 from aiptrain.raybackend import joblog
@@ -28,8 +28,24 @@ from aiptrain.runner.replica_set import ReplicaSetOutcome
 from aiptrain.spec import Job, TrainingInput
 
 if TYPE_CHECKING:
-    from aiptrain.raybackend.driver import Driver
     from aiptrain.tuning.metrics import MetricReport
+
+
+class Driver(Protocol):
+    """What the host uses of `driver.Driver` (named here so that the modules do not import each other)."""
+
+    payload: dict[str, Any]
+    job: Job
+    job_id: str
+    training_input: TrainingInput
+    storage_root: Path
+    stop: threading.Event
+
+    @property
+    def printer(self) -> Any: ...
+
+    def run_set(self, ray: Any, *, trial_id: str | None, stop: threading.Event, extra_args: list[str] | None = None,
+                job_dir: str | None = None, extra_env: dict[str, str] | None = None) -> ReplicaSetOutcome: ...
 
 class RayTuningHost:
     """`tuning_job.TuningHost` for the driver of a tuning job."""
