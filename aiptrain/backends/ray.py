@@ -85,11 +85,14 @@ class RayBackend:
         so a dry run needs no cluster; an unreachable one is found when the job is created)."""
         from aiptrain.catalog import load_catalog
         from aiptrain.errors import UsageError
-        from aiptrain.raybackend.settings import jobs_api_address, resource_scale
+        from aiptrain.raybackend.settings import (
+            PACKAGES_VARIABLE,
+            jobs_api_address,
+            resource_scale,
+            runtime_packages_mode,
+        )
 
         problems = plan.ray_problems(job, load_catalog())
-        from aiptrain.raybackend.settings import PACKAGES_VARIABLE, runtime_packages_mode
-
         checks: list[tuple[str, Callable[[], object]]] = [
             ("--ray-resource-scale", lambda: resource_scale(self.settings.ray_resource_scale)),
             (PACKAGES_VARIABLE, runtime_packages_mode)]
