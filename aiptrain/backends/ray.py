@@ -7,8 +7,9 @@ log prefixes and restart rules; `aiptrain.raybackend` says how. The trainer pack
 description reach the cluster as the Ray job's working_dir, aiptrain itself as a py_module.
 
 What it refuses up front (`unsupported`): custom containers and container commands, Cloud TPUs,
-hyperparameter tuning (not yet), a job without a Python module,
-and gs:// arguments that cannot be mapped. States: Ray's PENDING is QUEUED; while Ray says
+a job without a Python module, and gs:// arguments that cannot be mapped. A hyperparameter tuning
+job runs its trials on the cluster; its trainingOutput comes from the driver's output lines.
+States: Ray's PENDING is QUEUED; while Ray says
 RUNNING, the driver's lines tell QUEUED (waiting for room), PREPARING, RUNNING and CANCELLING
 apart; SUCCEEDED, FAILED (errorMessage from the driver) and STOPPED (CANCELLED) map directly.
 """
@@ -29,9 +30,9 @@ from aiptrain.backends.base import BackendSettings
 from aiptrain.errors import JobAlreadyFinished, OperationalError, Problem
 from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.raybackend import joblog, plan
-from aiptrain.raybackend.client import call, connect, require_ray
+from aiptrain.raybackend.client import LogTail, call, connect, require_ray
 from aiptrain.raybackend.settings import RaySettings, ray_settings
-from aiptrain.spec import Job, JobState, TrainingInput
+from aiptrain.spec import Job, JobState, TrainingInput, TrainingOutput
 
 # Shown by --dry-run in place of the temporary directory created at submit time.
 WORKING_DIR_PLACEHOLDER = f"<a new directory holding {plan.PAYLOAD_FILE} and {plan.PACKAGE_STORE_DIR}/>"
@@ -47,7 +48,8 @@ def _rfc3339(millis: int | None) -> str | None:
 class RayBackend:
     name: ClassVar[str] = "ray"
     default_storage: ClassVar[str] = "local"
-    # Each poll reads the Ray job's whole log over HTTP: quick enough to follow, gentle when idle.
+    # A follower's polls read the log's new lines from a websocket tail (the first read, and
+    # one-off reads, fetch the whole log over HTTP).
     poll_seconds: ClassVar[tuple[float, float]] = (0.25, 2.0)
 
     def __init__(self, settings: BackendSettings) -> None:
@@ -56,6 +58,7 @@ class RayBackend:
         self.project = settings.project
         self._ray: RaySettings | None = None
         self._client: Any = None
+        self._tails: dict[str, LogTail] = {}
 
     # -- settings and connection ----------------------------------------------------------------
 
@@ -82,11 +85,17 @@ class RayBackend:
         so a dry run needs no cluster; an unreachable one is found when the job is created)."""
         from aiptrain.catalog import load_catalog
         from aiptrain.errors import UsageError
-        from aiptrain.raybackend.settings import jobs_api_address, resource_scale
+        from aiptrain.raybackend.settings import (
+            PACKAGES_VARIABLE,
+            jobs_api_address,
+            resource_scale,
+            runtime_packages_mode,
+        )
 
         problems = plan.ray_problems(job, load_catalog())
         checks: list[tuple[str, Callable[[], object]]] = [
-            ("--ray-resource-scale", lambda: resource_scale(self.settings.ray_resource_scale))]
+            ("--ray-resource-scale", lambda: resource_scale(self.settings.ray_resource_scale)),
+            (PACKAGES_VARIABLE, runtime_packages_mode)]
         if self.settings.ray_address:
             checks.append(("--ray-address", lambda: jobs_api_address(self.settings.ray_address)))
         for flag, check in checks:
@@ -99,12 +108,14 @@ class RayBackend:
     def _document(self, job: Job, working_dir: str, scale: float) -> dict[str, Any]:
         from aiptrain.catalog import load_catalog
         from aiptrain.cluster import resolve_cluster
+        from aiptrain.raybackend.settings import runtime_packages_mode
 
         catalog = load_catalog()
         assert job.training_input is not None
         groups = resolve_cluster(job.training_input, catalog)
         return plan.ray_job_document(job, self.project, groups, catalog, scale=scale, working_dir=working_dir,
-                                     aiptrain_dir=str(Path(aiptrain.__file__).parent))
+                                     aiptrain_dir=str(Path(aiptrain.__file__).parent),
+                                     packages_mode=runtime_packages_mode())
 
     def request_body(self, job: Job) -> dict[str, Any]:
         """The Ray job as it will be submitted (dry-run needs no cluster, so no address check)."""
@@ -118,6 +129,7 @@ class RayBackend:
     def create_job(self, job: Job) -> Job:
         from aiptrain.catalog import load_catalog
         from aiptrain.cluster import resolve_cluster
+        from aiptrain.raybackend.settings import runtime_packages_mode
         from aiptrain.runner.settings import LocalSettings
 
         job_id = job.job_id or ""
@@ -130,12 +142,27 @@ class RayBackend:
             self._stage_packages(job, Path(working_dir))
             storage_root = os.environ.get("AIPTRAIN_RAY_STORAGE_ROOT") or str(self._storage_root())
             payload = plan.driver_payload(job, self.project, groups, catalog, scale=scale,
-                                          storage_root=storage_root, policy=LocalSettings.from_env())
+                                          storage_root=storage_root, policy=LocalSettings.from_env(),
+                                          packages_mode=runtime_packages_mode())
+            payload["previousJobs"] = self._previous_jobs(job)
             (Path(working_dir) / plan.PAYLOAD_FILE).write_text(json.dumps(payload, indent=1), encoding="utf-8")
             document = self._document(job, working_dir, scale)
             call(job_id, client.submit_job, entrypoint=document["entrypoint"], submission_id=job_id,
                  runtime_env=document["runtimeEnv"], metadata=document["metadata"])
         return self.get_job(job_id)
+
+    def _previous_jobs(self, job: Job) -> dict[str, Any]:
+        """The job resumePreviousJobId names, as describe shows it, for the driver's study."""
+        spec = job.training_input.hyperparameters if job.training_input else None
+        previous_id = spec.resume_previous_job_id if spec else None
+        if not previous_id:
+            return {}
+        from aiptrain.errors import NotFound
+
+        try:
+            return {previous_id: self.get_job(previous_id).to_api()}
+        except NotFound:
+            return {}  # the study fails the job, naming resumePreviousJobId
 
     def _stage_packages(self, job: Job, working_dir: Path) -> None:
         """Copy each staged package into the working dir as packages/BUCKET/OBJECT."""
@@ -158,9 +185,24 @@ class RayBackend:
     def _details(self, job_id: str) -> Any:
         return call(job_id, self.client.get_job_info, job_id)
 
-    def _entries(self, job_id: str, since: datetime) -> list[LogEntry]:
+    def _entries(self, job_id: str, since: datetime, after: LogCursor | None = None, *,
+                 ended: bool = False) -> list[LogEntry]:
+        """The log's entries after `after`: from this job's tail if one follows it, else read whole.
+        Once the job has `ended`, only a tail that has every line answers."""
+        tail = self._tails.get(job_id)
+        if tail is not None and ended and not tail.done.wait(30):
+            tail.failed = True  # incomplete: whole reads from now on, never a gap
+        if tail is not None and not tail.failed:
+            return tail.entries(after)
         text = call(job_id, self.client.get_job_logs, job_id) or ""
-        return joblog.parse_log(text, since=since)
+        entries = joblog.parse_log(text, since=since, complete=ended)
+        return entries if after is None else [entry for entry in entries if entry.cursor > after]
+
+    def _follow_tail(self, job_id: str, since: datetime) -> None:
+        """A follower (a read after a cursor) gets a tail of the job's log (again, if one failed)."""
+        tail = self._tails.get(job_id)
+        if tail is None or tail.failed:
+            self._tails[job_id] = LogTail(self.client, job_id, since)
 
     def _job_of(self, details: Any) -> Job:
         metadata = details.metadata or {}
@@ -171,11 +213,13 @@ class RayBackend:
         state = _TERMINAL.get(status, JobState.QUEUED)
         if status in ("RUNNING", "FAILED", "SUCCEEDED", "STOPPED"):
             created = datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
-            lifecycle = joblog.lifecycle(self._entries(job.job_id or "", created))
+            lifecycle = joblog.lifecycle(self._entries(job.job_id or "", created, ended=status != "RUNNING"))
             if status == "RUNNING":
                 state = lifecycle.state
             if lifecycle.start_time is not None:
                 job.start_time = lifecycle.start_time.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            if lifecycle.training_output is not None:
+                job.training_output = TrainingOutput.model_validate(lifecycle.training_output)
             if state == JobState.FAILED:
                 job.error_message = lifecycle.error_message or details.message or "The Ray job failed."
         job.state = state
@@ -209,6 +253,9 @@ class RayBackend:
     ) -> list[LogEntry]:
         details = self._details(job_id)
         created = datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
-        entries = [entry for entry in self._entries(job_id, created)
-                   if (after is None or entry.cursor > after) and (task_name is None or entry.task_name == task_name)]
+        ended = str(getattr(details.status, "value", details.status)) in _TERMINAL
+        if after is not None and not ended:
+            self._follow_tail(job_id, created)
+        entries = [entry for entry in self._entries(job_id, created, after, ended=ended)
+                   if (task_name is None or entry.task_name == task_name) and not joblog.is_output_line(entry)]
         return entries[:limit]

@@ -29,8 +29,10 @@ def connect(address: str) -> Any:
 
     from ray.job_submission import JobSubmissionClient
 
-    # Ray's client logs each upload at INFO on stderr; aiptrain reports its own progress.
-    for name in ("ray", "ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging"):
+    # Ray's client logs each upload (and each closed log tail) at INFO on stderr; aiptrain
+    # reports its own progress.
+    for name in ("ray", "ray.dashboard.modules.dashboard_sdk", "ray.dashboard.modules.job.sdk",
+                 "ray._private.runtime_env.packaging"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
     try:
@@ -59,3 +61,46 @@ def call(job_id: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         return method(*args, **kwargs)
     except (RuntimeError, ConnectionError, ValueError, OSError) as error:
         raise translate(error, job_id) from None
+
+
+class LogTail:
+    """Follows one Ray job's log through the Jobs API's websocket tail, in a thread of its own.
+
+    The tail streams the log from its first line and ends once the job has ended and every line
+    was sent, so `parser` grows by the new text only: no re-reading of the whole log per poll.
+    `done` is set when the stream ends; `failed` says it ended early (the caller reads in full).
+    """
+
+    def __init__(self, client: Any, job_id: str, since: Any) -> None:
+        import threading
+
+        from aiptrain.raybackend.joblog import LogParser
+
+        self.client = client
+        self.job_id = job_id
+        self.parser = LogParser(since)
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.failed = False
+        threading.Thread(target=self._run, name=f"ray-log-tail-{job_id}", daemon=True).start()
+
+    def _run(self) -> None:
+        import asyncio
+
+        async def consume() -> None:
+            async for chunk in self.client.tail_job_logs(self.job_id):
+                with self.lock:
+                    self.parser.feed(chunk)
+
+        try:
+            asyncio.run(consume())
+            with self.lock:
+                self.parser.finish()
+        except Exception:  # any failure: the reader falls back to whole reads
+            self.failed = True
+        finally:
+            self.done.set()
+
+    def entries(self, after: Any = None) -> list[Any]:
+        with self.lock:
+            return self.parser.after(after)

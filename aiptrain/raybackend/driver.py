@@ -12,6 +12,11 @@ packages) and prints the job's log on stdout in `joblog`'s line format. Its life
 4. the end: `Job completed successfully.` (exit 0), `Job failed: MESSAGE` (exit 1) or
    `Job cancelled.` (SIGTERM from `ray job stop`).
 
+A hyperparameter tuning job runs the local engine's study (`runner.tuning_job.run_tuning`) with
+`tuning_host.RayTuningHost`: each trial is such a replica set, with its own placement group and
+actors, up to maxParallelTrials at once; trials that do not fit yet wait for room. The job's
+trainingOutput (the trials) is printed as a `joblog.OUTPUT_PREFIX` line whenever it changes.
+
 The placement group and the actors belong to this process: when it ends, or is killed, Ray
 removes them, and each trainer dies with its actor (parent-death signal).
 """
@@ -23,6 +28,7 @@ import json
 import logging
 import signal
 import sys
+import tempfile
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -42,9 +48,9 @@ from aiptrain.spec import Job, JobState, TrainingInput
 _ROOM_NOTICE_SECONDS = 3.0
 
 
-def actor_name(job_id: str, task_name: str) -> str:
+def actor_name(job_id: str, task_name: str, trial_id: str | None = None) -> str:
     """The name of a replica's actor, as Ray's state API and dashboard show it."""
-    return f"aiptrain-{job_id}-{task_name}"
+    return f"aiptrain-{job_id}-" + (f"trial-{trial_id}-" if trial_id else "") + task_name
 
 
 class LinePrinter:
@@ -64,8 +70,8 @@ class LinePrinter:
             self.out.write(joblog.format_line(stamp, severity, task_name, message, trial_id) + "\n")
             self.out.flush()
 
-    def say(self, message: str, severity: str = "INFO") -> None:
-        self.emit(joblog.SERVICE_TASK, severity, message)
+    def say(self, message: str, severity: str = "INFO", trial_id: str | None = None) -> None:
+        self.emit(joblog.SERVICE_TASK, severity, message, trial_id=trial_id)
 
 
 def _available(ray: Any) -> str:
@@ -82,49 +88,48 @@ def _bundle_text(bundle: dict[str, Any]) -> str:
     return f"{bundle['taskName']} {res['CPU']:g} CPU, {res['memory'] / 1024**3:.2f} GiB{gpus}"
 
 
-class Driver:
-    def __init__(self, payload: dict[str, Any], printer: LinePrinter, stop: threading.Event) -> None:
-        self.payload = payload
-        self.job = Job.model_validate(payload["job"])
-        self.training_input = self.job.training_input or TrainingInput()
-        self.job_id = self.job.job_id or ""
-        self.printer = printer
+class RaySetRun:
+    """One replica set on the cluster (a job's, or one tuning trial's): its placement group, one
+    actor per bundle, then the local engine's `run_replica_set`. Everything is released at the end."""
+
+    def __init__(self, driver: Driver, trial_id: str | None, stop: threading.Event) -> None:
+        self.driver = driver
+        self.trial_id = trial_id
         self.stop = stop
-        policy = payload["restartPolicy"]
-        self.policy = ReplicaPolicy(max_restarts=int(policy["maxRestarts"]),
-                                    restart_delay=float(policy["restartDelay"]),
-                                    kill_grace=float(policy["killGrace"]),
-                                    evaluator_grace=float(policy["evaluatorGrace"]))
-        self.groups = resolve_cluster(self.training_input, load_catalog())
-        self.run_token = f"aiptrain-ray/{self.job_id}"
+        self.run_token = driver.run_token + (f"/trial-{trial_id}" if trial_id else "")
         self.placement_group: Any = None
         self.actors: dict[str, Any] = {}
 
-    def run(self) -> ReplicaSetOutcome:
-        import ray
+    def say(self, message: str, severity: str = "INFO") -> None:
+        self.driver.printer.emit(joblog.SERVICE_TASK, severity, message, trial_id=self.trial_id)
 
-        for note in self.payload.get("notes", []):
-            self.printer.say(note, "WARNING")
-        if not self.reserve(ray):
-            return ReplicaSetOutcome(JobState.CANCELLED)
-        self.printer.say(joblog.PREPARING_LINE)
-        failure = self.start_hosts(ray)
-        if failure is not None:
-            return failure
-        addresses = self.addresses(ray)
-        if self.stop.is_set():
-            return ReplicaSetOutcome(JobState.CANCELLED)
-        self.printer.say(joblog.RUNNING_LINE)
-        return run_replica_set(self.replica_set(addresses), self.policy, self.printer, self.stop)
+    def run(self, ray: Any, args: list[str], job_dir: str | None, extra_env: dict[str, str]) -> ReplicaSetOutcome:
+        try:
+            if not self.reserve(ray):
+                return ReplicaSetOutcome(JobState.CANCELLED)
+            if self.trial_id is None:
+                self.say(joblog.PREPARING_LINE)
+            failure = self.start_hosts(ray)
+            if failure is not None:
+                return failure
+            addresses = self.addresses(ray)
+            if self.stop.is_set():
+                return ReplicaSetOutcome(JobState.CANCELLED)
+            if self.trial_id is None:
+                self.say(joblog.RUNNING_LINE)
+            spec = self.replica_set(addresses, args, job_dir, extra_env)
+            return run_replica_set(spec, self.driver.policy, self.driver.printer, self.stop)
+        finally:
+            self.release(ray)
 
     def reserve(self, ray: Any) -> bool:
-        """Wait until the placement group is placed; False if the job was cancelled meanwhile."""
+        """Wait until the placement group is placed; False if the set was stopped meanwhile."""
         from ray.util.placement_group import placement_group
 
-        bundles = self.payload["bundles"]
+        bundles = self.driver.payload["bundles"]
         self.placement_group = placement_group([b["resources"] for b in bundles],
-                                               strategy=self.payload["placementStrategy"],
-                                               name=f"aiptrain-{self.job_id}")
+                                               strategy=self.driver.payload["placementStrategy"],
+                                               name=actor_name(self.driver.job_id, "", self.trial_id).rstrip("-"))
         ready = self.placement_group.ready()
         waited = 0.0
         while not self.stop.is_set():
@@ -133,10 +138,11 @@ class Driver:
                 return True
             waited += 0.5
             if waited == _ROOM_NOTICE_SECONDS:
-                self.printer.say(
+                self.say(
                     f"{joblog.WAITING_PREFIX}{len(bundles)} replica(s) need "
                     f"{'; '.join(_bundle_text(b) for b in bundles)}; the cluster has {_available(ray)} free. "
-                    "The job stays QUEUED until they fit (or it is cancelled).", "WARNING")
+                    + ("The job stays QUEUED until they fit (or it is cancelled)." if self.trial_id is None
+                       else f"Trial {self.trial_id} waits until they fit."), "WARNING")
         return False
 
     def start_hosts(self, ray: Any) -> ReplicaSetOutcome | None:
@@ -146,64 +152,78 @@ class Driver:
         from aiptrain.raybackend.replica_host import ReplicaHost
 
         host_class = ray.remote(ReplicaHost)
-        for index, bundle in enumerate(self.payload["bundles"]):
+        runtime_envs = self.driver.payload.get("replicaRuntimeEnvs") or {}
+        for index, bundle in enumerate(self.driver.payload["bundles"]):
             res = bundle["resources"]
+            task_name = bundle["taskName"]
             strategy = PlacementGroupSchedulingStrategy(self.placement_group, placement_group_bundle_index=index)
-            self.actors[bundle["taskName"]] = host_class.options(
-                num_cpus=res["CPU"], num_gpus=res.get("GPU", 0), memory=res["memory"],
-                max_concurrency=8, scheduling_strategy=strategy, name=actor_name(self.job_id, bundle["taskName"]),
-            ).remote(self.job_id, bundle["taskName"])
-        packages = list(self.training_input.package_uris or [])
+            options: dict[str, Any] = {
+                "num_cpus": res["CPU"], "num_gpus": res.get("GPU", 0), "memory": res["memory"],
+                "max_concurrency": 8, "scheduling_strategy": strategy,
+                "name": actor_name(self.driver.job_id, task_name, self.trial_id),
+            }
+            if runtime_envs.get(task_name):
+                options["runtime_env"] = runtime_envs[task_name]
+            self.actors[task_name] = host_class.options(**options).remote(
+                self.driver.job_id, task_name, self.trial_id)
+        packages = list(self.driver.training_input.package_uris or [])
         # Relative: each actor finds the packages in its own node's copy of the working directory.
         prepared = {name: actor.prepare.remote(packages, PACKAGE_STORE_DIR, f"{self.run_token}/install",
-                                               self.policy.kill_grace)
+                                               self.driver.policy.kill_grace)
                     for name, actor in self.actors.items()}
         places = {name: actor.where.remote() for name, actor in self.actors.items()}
         for name, ref in prepared.items():
             try:
                 error, lines = ray.get(ref)
                 where = ray.get(places[name])
+            except ray.exceptions.RuntimeEnvSetupError as failed:
+                message = (f"The runtime packages of the replica {name} could not be installed on its node: "
+                           f"{_first_line(failed)}")
+                return ReplicaSetOutcome(JobState.FAILED, message, failed_task=name)
             except ray.exceptions.RayError as crash:
                 message = f"The replica {name} could not be placed on the cluster: {crash}"
                 return ReplicaSetOutcome(JobState.FAILED, message, failed_task=name)
-            self.printer.say(f"{name} runs on node {where['ip']} ({where['hostname']}, "
-                             f"node id {where['nodeId'][:12]}).")
+            self.say(f"{name} runs on node {where['ip']} ({where['hostname']}, node id {where['nodeId'][:12]}"
+                     f"{', Python ' + where['python'] if where.get('python') else ''}).")
             for severity, message in lines:
-                self.printer.say(f"{name}: {message}", severity)
+                self.say(f"{name}: {message}", severity)
             if error is not None:
                 return ReplicaSetOutcome(JobState.FAILED, f"{name}: {error}", failed_task=name)
         return None
 
     def addresses(self, ray: Any) -> dict[str, list[str]]:
         """TF_CONFIG task type -> `IP:PORT` per replica, each probed on the replica's own node."""
-        refs = {task.task_name: self.actors[task.task_name].address.remote() for task in replica_tasks(self.groups)}
+        tasks = replica_tasks(self.driver.groups)
+        refs = {task.task_name: self.actors[task.task_name].address.remote() for task in tasks}
         table: dict[str, list[str]] = {}
-        for task in replica_tasks(self.groups):
+        for task in tasks:
             table.setdefault(task.task_type, []).append(ray.get(refs[task.task_name]))
         return table
 
-    def replica_set(self, addresses: dict[str, list[str]]) -> ReplicaSetSpec:
+    def replica_set(self, addresses: dict[str, list[str]], args: list[str], job_dir: str | None,
+                    extra_env: dict[str, str]) -> ReplicaSetSpec:
         from aiptrain.raybackend.replica_host import RayLauncher
 
-        storage_root = Path(self.payload["storageRoot"])
-        args, changes = rewrite_args(list(self.training_input.args or []), storage_root)
+        storage_root = self.driver.storage_root
+        args, changes = rewrite_args(args, storage_root)
         for change in changes:
-            self.printer.say(f"Using storage for {change.uri}: {change.path}")
-        job_dir = self.training_input.job_dir
+            self.say(f"Using storage for {change.uri}: {change.path}")
         if job_dir and job_dir.startswith(GS_PREFIX):
             mapped = local_location(job_dir, storage_root)
-            self.printer.say(f"Using storage for --job-dir {job_dir}: {mapped}")
+            self.say(f"Using storage for --job-dir {job_dir}: {mapped}")
             job_dir = mapped
         return ReplicaSetSpec(
-            job=self.job,
-            groups=self.groups,
+            job=self.driver.job,
+            groups=self.driver.groups,
             python="python",  # each node runs the trainer with its own interpreter
-            module=self.training_input.python_module or "",
+            module=self.driver.training_input.python_module or "",
             args=args,
             job_dir=job_dir,
             work_dir=Path("replicas"),
             run_token=self.run_token,
             base_env={},
+            extra_env=extra_env,
+            trial_id=self.trial_id,
             addresses=addresses,
             launcher=RayLauncher(self.actors),
         )
@@ -221,6 +241,53 @@ class Driver:
 
             with contextlib.suppress(Exception):
                 remove_placement_group(self.placement_group)
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return next((line for line in reversed(lines) if "ERROR" in line or "rror:" in line), lines[-1] if lines else
+                type(error).__name__)
+
+
+class Driver:
+    def __init__(self, payload: dict[str, Any], printer: LinePrinter, stop: threading.Event) -> None:
+        self.payload = payload
+        self.job = Job.model_validate(payload["job"])
+        self.training_input = self.job.training_input or TrainingInput()
+        self.job_id = self.job.job_id or ""
+        self.printer = printer
+        self.stop = stop
+        policy = payload["restartPolicy"]
+        self.policy = ReplicaPolicy(max_restarts=int(policy["maxRestarts"]),
+                                    restart_delay=float(policy["restartDelay"]),
+                                    kill_grace=float(policy["killGrace"]),
+                                    evaluator_grace=float(policy["evaluatorGrace"]))
+        self.groups = resolve_cluster(self.training_input, load_catalog())
+        self.storage_root = Path(payload["storageRoot"])
+        self.run_token = f"aiptrain-ray/{self.job_id}"
+
+    def run(self, ray: Any) -> ReplicaSetOutcome:
+        for note in self.payload.get("notes", []):
+            self.printer.say(note, "WARNING")
+        for note in self.payload.get("runtimeNotes", []):
+            self.printer.say(note)
+        if self.training_input.hyperparameters is None:
+            return self.run_set(ray, trial_id=None, stop=self.stop)
+        from aiptrain.raybackend.tuning_host import RayTuningHost
+        from aiptrain.runner.tuning_job import run_tuning
+
+        # The study's trials each wait for room on their own: the job itself runs from the start.
+        self.printer.say(joblog.PREPARING_LINE)
+        self.printer.say(joblog.RUNNING_LINE)
+        with tempfile.TemporaryDirectory(prefix="aiptrain-ray-trials-") as trials_dir:
+            return run_tuning(RayTuningHost(self, ray, Path(trials_dir)))
+
+    def run_set(self, ray: Any, *, trial_id: str | None, stop: threading.Event, extra_args: list[str] | None = None,
+                job_dir: str | None = None, extra_env: dict[str, str] | None = None) -> ReplicaSetOutcome:
+        """The job's cluster once (a trial passes its id, its arguments and its --job-dir)."""
+        args = [*(self.training_input.args or []), *(extra_args or [])]
+        job_dir = job_dir if trial_id is not None else self.training_input.job_dir
+        return RaySetRun(self, trial_id, stop).run(ray, args, job_dir, dict(extra_env or {}))
 
 
 def finish(printer: LinePrinter, outcome: ReplicaSetOutcome) -> int:
@@ -251,17 +318,14 @@ def main(argv: list[str] | None = None) -> int:
     # After ray.init, which installs a SIGTERM handler of its own that exits at once: `ray job stop`
     # must let the replicas be stopped and the job end with its own line.
     signal.signal(signal.SIGTERM, on_term)
-    driver = Driver(payload, printer, stop)
     try:
-        outcome = driver.run()
+        outcome = Driver(payload, printer, stop).run(ray)
     except Exception as error:
         import traceback
 
         for line in "".join(traceback.format_exception(error)).rstrip().splitlines():
             printer.say(line, "ERROR")
         outcome = ReplicaSetOutcome(JobState.FAILED, f"Internal error in the aiptrain Ray driver: {error!r}")
-    finally:
-        driver.release(ray)
     return finish(printer, outcome)
 
 

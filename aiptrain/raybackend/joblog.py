@@ -10,15 +10,19 @@ messages) become `service` entries. Timestamps are the driver's print times, nev
 the line before, so a (timestamp, insertId) cursor never skips a line; insertId is the line number.
 
 The driver's own lines carry the lifecycle: `Job PREPARING.`, `Job RUNNING.`, and for a failure
-`Job failed: <errorMessage>`; `Cancel requested.` marks a stop in progress.
+`Job failed: <errorMessage>`; `Cancel requested.` marks a stop in progress. A tuning job's
+`Training output: <JSON>` lines carry its trainingOutput (the trials); the last one counts. They
+are for describe, not for people: `is_output_line` tells the log readers to leave them out.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from aiptrain.logs import LogEntry
+from aiptrain.logs import LogCursor, LogEntry
 from aiptrain.spec import JobState
 
 SERVICE_TASK = "service"
@@ -29,6 +33,7 @@ CANCELLED_LINE = "Job cancelled."
 CANCEL_REQUESTED_LINE = "Cancel requested."
 FAILED_PREFIX = "Job failed: "
 WAITING_PREFIX = "Waiting for the cluster: "
+OUTPUT_PREFIX = "Training output: "
 
 
 def escape(message: str) -> str:
@@ -59,20 +64,54 @@ def _parse_stamp(text: str) -> datetime | None:
         return None
 
 
-def parse_log(text: str, *, since: datetime) -> list[LogEntry]:
-    """Every line of a Ray job's log as an entry; foreign lines get the previous line's time."""
-    entries: list[LogEntry] = []
-    last = since
-    for number, line in enumerate(text.splitlines()):
+class LogParser:
+    """Reads a Ray job's log as it grows: whole lines become entries (a partial last line waits).
+
+    Every line is an entry and its insertId is its line number, so entry N sits at index N;
+    lines from anything but the driver (Ray's own) get the previous line's time."""
+
+    def __init__(self, since: datetime) -> None:
+        self.entries: list[LogEntry] = []
+        self.last = since
+        self.partial = ""
+
+    def feed(self, text: str) -> None:
+        lines = (self.partial + text).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self._add(line)
+
+    def finish(self) -> None:
+        """The log is complete: its last line counts even without a newline."""
+        if self.partial:
+            self._add(self.partial)
+            self.partial = ""
+
+    def after(self, cursor: LogCursor | None) -> list[LogEntry]:
+        """The entries after `cursor` (an entry of this log), without looking at the earlier ones."""
+        return self.entries[int(cursor.insert_id) + 1:] if cursor is not None else list(self.entries)
+
+    def _add(self, line: str) -> None:
+        line = line.removesuffix("\r")
+        number = f"{len(self.entries):012d}"
         parts = line.split("\t", 4)
         stamp = _parse_stamp(parts[0]) if len(parts) == 5 else None
         if stamp is None:
-            entries.append(LogEntry(last, f"{number:012d}", "INFO", SERVICE_TASK, line))
-            continue
-        last = max(last, stamp)
-        entries.append(LogEntry(last, f"{number:012d}", parts[1], parts[2], unescape(parts[4]),
-                                trial_id=parts[3] or None))
-    return entries
+            self.entries.append(LogEntry(self.last, number, "INFO", SERVICE_TASK, line))
+            return
+        self.last = max(self.last, stamp)
+        self.entries.append(LogEntry(self.last, number, parts[1], parts[2], unescape(parts[4]),
+                                     trial_id=parts[3] or None))
+
+
+def parse_log(text: str, *, since: datetime, complete: bool = True) -> list[LogEntry]:
+    """Every line of a Ray job's log as an entry; a job still running may be writing its last
+    line, which then waits for the next read (`complete=False`)."""
+    parser = LogParser(since)
+    parser.feed(text)
+    if complete:
+        parser.finish()
+    return parser.entries
 
 
 @dataclass(frozen=True)
@@ -83,6 +122,11 @@ class Lifecycle:
     start_time: datetime | None = None
     error_message: str | None = None
     waiting: str | None = None  # why it still waits for the cluster
+    training_output: dict[str, Any] | None = None  # a tuning job's trainingOutput, as last printed
+
+
+def is_output_line(entry: LogEntry) -> bool:
+    return entry.task_name == SERVICE_TASK and not entry.trial_id and entry.message.startswith(OUTPUT_PREFIX)
 
 
 def lifecycle(entries: list[LogEntry]) -> Lifecycle:
@@ -91,6 +135,7 @@ def lifecycle(entries: list[LogEntry]) -> Lifecycle:
     error: str | None = None
     waiting: str | None = None
     cancelling = False
+    output: dict[str, Any] | None = None
     for entry in entries:
         if entry.task_name != SERVICE_TASK or entry.trial_id:
             continue
@@ -105,6 +150,8 @@ def lifecycle(entries: list[LogEntry]) -> Lifecycle:
             waiting = message[len(WAITING_PREFIX):]
         elif message == CANCEL_REQUESTED_LINE:
             cancelling = True
+        elif message.startswith(OUTPUT_PREFIX):
+            output = json.loads(message[len(OUTPUT_PREFIX):])
     if cancelling:
         state = JobState.CANCELLING
-    return Lifecycle(state, started, error, waiting)
+    return Lifecycle(state, started, error, waiting, output)

@@ -5,8 +5,11 @@ is `python -m aiptrain.raybackend.driver`. The driver reads `aiptrain-job.json` 
 below) from its working directory, reserves one placement-group bundle per replica and runs the
 replicas there. Bundles are sized from the machine-type catalog: a machine type's vCPUs and
 memory, and the GPUs its accelerator config asks for; `--ray-resource-scale` shrinks CPUs and
-memory (never GPUs) by a factor, and the job's log says so. A job's region (gcloud's command lines
-always give one) is accepted and has no effect; the log says so too.
+memory (never GPUs) by a factor, and the job's log says so. Each replica's actor gets the runtime
+version's package list (the runtime catalog, as the local backend installs it) as a Ray runtime
+environment of its own (`pip` or `uv`), so the driver keeps the cluster's base environment; with
+AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster the replicas use the cluster's Python as it is. A job's
+region (gcloud's command lines always give one) is accepted and has no effect; the log says so.
 """
 
 from __future__ import annotations
@@ -81,12 +84,6 @@ def ray_problems(job: Job, catalog: Catalog) -> list[Problem]:
     if not training_input.python_module and not problems:
         problems.append(Problem("trainingInput.pythonModule", "the ray backend needs a Python module to run",
                                 "pass --module-name, e.g. --module-name trainer.task"))
-    if training_input.hyperparameters is not None:
-        problems.append(Problem(
-            "trainingInput.hyperparameters",
-            "hyperparameter tuning does not run on the ray backend yet",
-            "run the study with --backend local (trials side by side on this machine) or --backend vertex",
-        ))
     problems += [
         Problem(f"trainingInput.packageUris[{index}]", f"{uri!r} is a path on this machine, not a staged package",
                 "give packages as gs:// URIs or pass them with --packages, which stages them")
@@ -151,9 +148,40 @@ def notes(training_input: TrainingInput, scale: float) -> list[str]:
     return lines
 
 
+def replica_runtime_envs(training_input: TrainingInput, bundles: list[Bundle], catalog: Catalog,
+                         mode: str) -> dict[str, dict[str, Any]]:
+    """Task name -> the Ray runtime environment of its actor ({} with the cluster's own Python).
+
+    A replica with GPUs gets the GPU build of a package where the recipe names one."""
+    from aiptrain.runner.envs.resolution import resolve_runtime
+
+    if mode == "cluster":
+        return {}
+    recipe = resolve_runtime(training_input, catalog).recipe
+    envs = {}
+    for bundle in bundles:
+        packages = [recipe.gpu_packages.get(p, p) if bundle.gpus else p for p in recipe.packages]
+        envs[bundle.task_name] = {mode: {"packages": packages}}
+    return envs
+
+
+def runtime_notes(training_input: TrainingInput, catalog: Catalog, mode: str) -> list[str]:
+    """INFO lines for the job's log: which packages the replicas run with, and how they get them."""
+    from aiptrain.runner.envs.resolution import resolve_runtime
+
+    resolution = resolve_runtime(training_input, catalog)
+    if mode == "cluster":
+        return [f"Runtime version {resolution.version}: the replicas run with the cluster's own Python "
+                "(AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster); the trainer's dependencies must already be installed there."]
+    return [resolution.summary(),
+            f"Runtime packages, installed for each replica through a Ray runtime environment ({mode}): "
+            + ", ".join(resolution.packages) + "."]
+
+
 def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *,
-                   scale: float, storage_root: str, policy: LocalSettings) -> dict[str, Any]:
+                   scale: float, storage_root: str, policy: LocalSettings, packages_mode: str) -> dict[str, Any]:
     """What the driver reads from aiptrain-job.json."""
+    training_input = job.training_input or TrainingInput()
     return {
         "project": project,
         "job": job.to_api(),
@@ -162,7 +190,10 @@ def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: 
             for bundle in bundles_for(groups, catalog, scale)
         ],
         "placementStrategy": PLACEMENT_STRATEGY,
-        "notes": notes(job.training_input or TrainingInput(), scale),
+        "notes": notes(training_input, scale),
+        "runtimeNotes": runtime_notes(training_input, catalog, packages_mode),
+        "replicaRuntimeEnvs": replica_runtime_envs(training_input, bundles_for(groups, catalog, scale), catalog,
+                                                   packages_mode),
         "storageRoot": storage_root,
         "restartPolicy": {
             "maxRestarts": policy.max_restarts,
@@ -194,8 +225,10 @@ def runtime_env(working_dir: str, aiptrain_dir: str) -> dict[str, Any]:
 
 
 def ray_job_document(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *,
-                     scale: float, working_dir: str, aiptrain_dir: str) -> dict[str, Any]:
-    """What is sent to the Jobs API (and what --dry-run prints)."""
+                     scale: float, working_dir: str, aiptrain_dir: str, packages_mode: str) -> dict[str, Any]:
+    """What is sent to the Jobs API (and what --dry-run prints): the replicas' runtime
+    environments and notes travel in the working directory, and are shown here too."""
+    training_input = job.training_input or TrainingInput()
     return {
         "submissionId": job.job_id,
         "entrypoint": ENTRYPOINT,
@@ -206,4 +239,21 @@ def ray_job_document(job: Job, project: str, groups: list[ReplicaGroup], catalog
             "bundles": [{"taskName": b.task_name, "machineType": b.machine_type, **b.resources()}
                         for b in bundles_for(groups, catalog, scale)],
         },
+        "replicaRuntimeEnvs": replica_runtime_envs(training_input, bundles_for(groups, catalog, scale), catalog,
+                                                   packages_mode),
+        "runtimeNotes": runtime_notes(training_input, catalog, packages_mode),
+        **tuning_plan(training_input),
     }
+
+
+def tuning_plan(training_input: TrainingInput) -> dict[str, Any]:
+    """How a tuning job's trials use the cluster (nothing for other jobs)."""
+    spec = training_input.hyperparameters
+    if spec is None:
+        return {}
+    return {"trials": {
+        "maxTrials": spec.max_trials or 1,
+        "maxParallelTrials": spec.max_parallel_trials or 1,
+        "placement": "each trial reserves a placement group of its own with the bundles above; "
+                     "trials beyond the room the cluster has wait for it",
+    }}

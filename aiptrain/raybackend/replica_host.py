@@ -7,6 +7,10 @@ CUDA_VISIBLE_DEVICES). On its node it installs the job's packages (the local eng
 as a process group with the node's Python, the given environment and `PYTHONPATH` = that site
 directory. Output lines are buffered until the driver reads them.
 
+A trial of a tuning job names its cloudml-hypertune file (CLOUD_ML_HP_METRIC_FILE) as a path of
+the driver's; the actor points the trainer at a file on its own node instead and hands its
+content back with the output, and the proxy writes it where the driver's study reads it.
+
 `RemoteReplicaProcess` is the driver's view of that process, shaped like a local one (pipes,
 `has_exited`, `reap`), so `run_replica_set` applies the local engine's restart rules unchanged;
 `RayLauncher` starts, stops and sweeps replicas through their actors. An actor that dies (its node
@@ -30,6 +34,7 @@ from typing import IO, Any
 from aiptrain.runner.log_capture import MAX_LINE_BYTES
 from aiptrain.runner.processes import ManagedProcess, kill_tokened_processes, start_process, stop_processes
 from aiptrain.runner.replica_set import ReplicaProcess
+from aiptrain.tuning.metrics import METRIC_FILE_VARIABLE
 
 # How long one `read` call waits for output before returning empty-handed.
 READ_WAIT_SECONDS = 1.0
@@ -56,9 +61,10 @@ class _BufferSink:
 class ReplicaHost:
     """The Ray actor of one replica (created with `ray.remote(ReplicaHost).options(...)`)."""
 
-    def __init__(self, submission_id: str, task_name: str) -> None:
+    def __init__(self, submission_id: str, task_name: str, trial_id: str | None = None) -> None:
         self.task_name = task_name
-        self.root = SCRATCH_ROOT / "jobs" / submission_id / task_name
+        self.job_root = SCRATCH_ROOT / "jobs" / submission_id
+        self.root = self.job_root / (f"trial-{trial_id}" if trial_id else "") / task_name
         self.site_dir = self.root / "site"
         self.work_dir = self.root / "work"
         self.process: ManagedProcess | None = None
@@ -66,12 +72,14 @@ class ReplicaHost:
         self.pending: collections.deque[tuple[int, bytes]] = collections.deque()  # (stream 1/2, line)
         self.open_streams = 0
         self.returncode: int | None = None
+        self.metric_file: Path | None = None  # the trainer's CLOUD_ML_HP_METRIC_FILE on this node
+        self.metric_seen: tuple[int, int] | None = None  # (mtime_ns, size) last handed over
 
     def where(self) -> dict[str, str]:
         import ray
 
         return {"ip": _node_ip(), "nodeId": ray.get_runtime_context().get_node_id(),
-                "hostname": socket.gethostname()}
+                "hostname": socket.gethostname(), "python": sys.executable}
 
     def prepare(self, package_uris: list[str], store_dir: str, run_token: str,
                 kill_grace: float) -> tuple[str | None, list[tuple[str, str]]]:
@@ -107,6 +115,11 @@ class ReplicaHost:
         full_env = dict(os.environ)
         full_env.update(env)
         full_env["PYTHONPATH"] = str(self.site_dir)
+        self.metric_file, self.metric_seen = None, None
+        if METRIC_FILE_VARIABLE in env:
+            self.metric_file = self.root / "hypertune.metrics"
+            self.metric_file.unlink(missing_ok=True)
+            full_env[METRIC_FILE_VARIABLE] = str(self.metric_file)
         with self.condition:
             self.pending.clear()
             self.returncode = None
@@ -129,14 +142,28 @@ class ReplicaHost:
                 self.returncode = self.process.reap()
             self.condition.notify_all()
 
-    def read(self, wait: float = READ_WAIT_SECONDS) -> tuple[list[tuple[int, bytes]], int | None]:
-        """Output lines since the last read, and the exit status once the process ended and its
-        output is drained (None while it runs); waits up to `wait` seconds for either."""
+    def read(self, wait: float = READ_WAIT_SECONDS) -> tuple[list[tuple[int, bytes]], int | None, str | None]:
+        """Output lines since the last read, the exit status once the process ended and its output
+        is drained (None while it runs), and the metric file's content if it changed; waits up to
+        `wait` seconds for output or the end."""
         with self.condition:
             self.condition.wait_for(lambda: bool(self.pending) or self.returncode is not None, wait)
             lines = list(self.pending)
             self.pending.clear()
-            return lines, (self.returncode if not self.pending else None)
+            returncode = self.returncode if not self.pending else None
+        return lines, returncode, self._changed_metrics()
+
+    def _changed_metrics(self) -> str | None:
+        if self.metric_file is None:
+            return None
+        try:
+            stat = self.metric_file.stat()
+            if (stat.st_mtime_ns, stat.st_size) == self.metric_seen:
+                return None
+            self.metric_seen = (stat.st_mtime_ns, stat.st_size)
+            return self.metric_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
 
     def stop(self, grace: float) -> None:
         if self.process is not None:
@@ -151,16 +178,39 @@ class ReplicaHost:
     def cleanup(self) -> None:
         """Remove this replica's directory (site-packages, working directory) from its node."""
         shutil.rmtree(self.root, ignore_errors=True)
-        with contextlib.suppress(OSError):  # the job's directory, once its last replica's is gone
-            self.root.parent.rmdir()
+        parent = self.root.parent
+        while parent != self.job_root.parent:  # the trial's and the job's, once their last replica's is gone
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+            parent = parent.parent
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write `path` at once (the study may read it at any moment)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+def read_summary_on_node(directory: str, tag: str) -> tuple[Any, str | None]:
+    """A Ray task: the last value of `tag` in the summary events under `directory`, read with this
+    worker's Python (the replicas' runtime environment): (MetricReport or None, error or None)."""
+    from aiptrain.tuning.metrics import SummaryReadError, read_summary_metric
+
+    try:
+        return read_summary_metric(sys.executable, directory, tag, dict(os.environ)), None
+    except SummaryReadError as error:
+        return None, str(error)
 
 
 class RemoteReplicaProcess:
     """A replica process on a Ray node, seen from the driver as a local process with pipes."""
 
-    def __init__(self, actor: Any, task_name: str) -> None:
+    def __init__(self, actor: Any, task_name: str, metric_file: str | None = None) -> None:
         self.actor = actor
         self.task_name = task_name
+        self.metric_file = Path(metric_file) if metric_file else None
         out_read, self._out_write = os.pipe()
         err_read, self._err_write = os.pipe()
         self._stdout = os.fdopen(out_read, "rb")
@@ -182,7 +232,9 @@ class RemoteReplicaProcess:
 
         try:
             while True:
-                lines, returncode = ray.get(self.actor.read.remote(READ_WAIT_SECONDS))
+                lines, returncode, metrics = ray.get(self.actor.read.remote(READ_WAIT_SECONDS))
+                if metrics is not None and self.metric_file is not None:
+                    _replace_text(self.metric_file, metrics)
                 for number, line in lines:
                     os.write(self._out_write if number == 1 else self._err_write, line)
                 if returncode is not None:
@@ -222,7 +274,7 @@ class RayLauncher:
             ray.get(actor.start.remote(argv, env))
         except ray.exceptions.RayError as error:
             raise OSError(f"its Ray actor is gone (its node or worker died): {error}") from None
-        return RemoteReplicaProcess(actor, task_name)
+        return RemoteReplicaProcess(actor, task_name, env.get(METRIC_FILE_VARIABLE))
 
     def stop(self, processes: list[ReplicaProcess], grace: float) -> None:
 

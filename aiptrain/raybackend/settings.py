@@ -21,6 +21,11 @@ ADDRESS_HINT = (
     "or set AIPTRAIN_RAY_ADDRESS; start a cluster with `ray start --head`"
 )
 SCALE_VARIABLE = "AIPTRAIN_RAY_RESOURCE_SCALE"
+# How the replicas get the runtime version's packages: a Ray runtime environment built with pip
+# (the default) or uv on each node, or none: `cluster` runs them with the cluster's own Python,
+# for clusters whose image already has the packages (as AIPTRAIN_LOCAL_PYTHON does locally).
+PACKAGES_VARIABLE = "AIPTRAIN_RAY_RUNTIME_PACKAGES"
+PACKAGE_MODES = ("pip", "uv", "cluster")
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,17 @@ def resource_scale(given: float | None, env: Mapping[str, str] | None = None) ->
         raise UsageError(f"the Ray resource scale {given:g} is not in (0, 1]",
                          hint="pass --ray-resource-scale 0.25 to reserve a quarter of each machine type")
     return given
+
+
+def runtime_packages_mode(env: Mapping[str, str] | None = None) -> str:
+    """AIPTRAIN_RAY_RUNTIME_PACKAGES: pip (default), uv or cluster; UsageError otherwise."""
+    source = os.environ if env is None else env
+    mode = source.get(PACKAGES_VARIABLE, "").strip().lower() or PACKAGE_MODES[0]
+    if mode not in PACKAGE_MODES:
+        raise UsageError(f"{PACKAGES_VARIABLE}={mode!r} is not one of {', '.join(PACKAGE_MODES)}",
+                         hint=f"set {PACKAGES_VARIABLE}=cluster when the cluster's Python already has the "
+                              "runtime's packages, or leave it unset to install them per replica with pip")
+    return mode
 
 
 def ray_settings(address: str | None, scale: float | None) -> RaySettings:

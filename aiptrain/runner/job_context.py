@@ -3,6 +3,7 @@
 A job body (one replica set, or the tuning study of `tuning_job`) takes a `JobContext` and calls
 `run_replica_set(extra_args=..., extra_env=..., trial_id=..., job_dir=..., stop=...)` once per
 run, from several threads if it likes. The supervisor builds the context and picks the body.
+The context is the local engine's `tuning_job.TuningHost`: the rest of its methods serve the study.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aiptrain.runner.cluster_plan import LocalPlan
+from aiptrain.runner.cluster_plan import LocalPlan, trials_at_once
 from aiptrain.runner.gcs_endpoint.service import replica_base_environment
 from aiptrain.runner.gs_paths import local_location, localize
 from aiptrain.runner.layout import JobLayout
@@ -23,10 +24,19 @@ from aiptrain.runner.processes import ManagedProcess
 from aiptrain.runner.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.runner.settings import LocalSettings
 from aiptrain.runner.store import JobRecord, JobStore
-from aiptrain.spec import TrainingInput
+from aiptrain.spec import Job, TrainingInput
 
 if TYPE_CHECKING:
     from aiptrain.runner.gcs_endpoint.service import ReplicaStorage
+    from aiptrain.tuning.metrics import MetricReport
+
+
+def stored_job(store: JobStore, project: str, job_id: str) -> Job:
+    """A job of the store as describe shows it (its state from the store's row); NotFound."""
+    record = store.get(project, job_id)
+    job = record.job.model_copy()
+    job.state = record.state
+    return job
 
 
 class _StoreObserver:
@@ -71,6 +81,31 @@ class JobContext:
 
     def say(self, message: str, severity: str = "INFO", trial_id: str | None = None) -> None:
         self.sink.emit(SERVICE_TASK, severity, message, trial_id=trial_id)
+
+    @property
+    def project(self) -> str:
+        return self.record.project
+
+    @property
+    def job_id(self) -> str:
+        return self.record.job_id
+
+    def trials_at_once(self, max_parallel_trials: int) -> tuple[int, str | None]:
+        return trials_at_once(max_parallel_trials, self.plan.groups)
+
+    def metric_path(self, trial_id: str) -> Path:
+        return self.layout.work_dir / trial_id / "hypertune.metrics"
+
+    def summary_metric(self, job_dir: str, tag: str) -> MetricReport | None:
+        from aiptrain.tuning.metrics import read_summary_metric
+
+        return read_summary_metric(self.settings.python, self.output_location(job_dir), tag, self.replica_base_env())
+
+    def update_job(self, mutate: Callable[[Job], None]) -> None:
+        self.store.update_resource(self.record.key, mutate)
+
+    def find_job(self, job_id: str) -> Job:
+        return stored_job(self.store, self.record.project, job_id)
 
     def replica_base_env(self) -> dict[str, str]:
         """The environment every replica starts from (TF_CONFIG and the rest come on top)."""

@@ -1,6 +1,8 @@
 """The body of a hyperparameter tuning job on the local engine: trials as replica sets.
 
 `run_tuning(context)` is what `supervisor.job_body_for` picks for a job with `hyperparameters`.
+The study needs only a `TuningHost` (the local engine's `JobContext` is one; the Ray backend's
+driver has its own, placing each trial on the cluster), so every backend runs the same study.
 It asks the search (`aiptrain.tuning`) for combinations and runs each as a trial: one full
 replica set, started from its own thread, at most `maxParallelTrials` at once. A trial gets
 
@@ -20,16 +22,18 @@ from __future__ import annotations
 import queue
 import statistics
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
 from aiptrain.catalog import load_catalog
 from aiptrain.errors import NotFound, Problem
 from aiptrain.runner.clock import job_time
-from aiptrain.runner.cluster_plan import trials_at_once
-from aiptrain.runner.job_context import JobContext
+from aiptrain.runner.job_context import stored_job
 from aiptrain.runner.replica_set import ReplicaSetOutcome
-from aiptrain.runner.store import JobRecord, JobStore
-from aiptrain.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, Job, JobState
+from aiptrain.runner.store import JobStore
+from aiptrain.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, Job, JobState, TrainingInput
 from aiptrain.tuning.ask_tell import PastTrial, Search, SearchSettings, Suggestion, seed_for
 from aiptrain.tuning.early_stopping import MedianStoppingRule
 from aiptrain.tuning.metrics import (
@@ -37,7 +41,6 @@ from aiptrain.tuning.metrics import (
     MetricFile,
     MetricReport,
     SummaryReadError,
-    read_summary_metric,
 )
 from aiptrain.tuning.plan import TuningPlan
 from aiptrain.tuning.search import make_search
@@ -45,6 +48,43 @@ from aiptrain.tuning.trials import objective_of, tuning_output
 from aiptrain.validate import check_hyperparameters
 
 _POLL_SECONDS = 0.25
+
+
+class TuningHost(Protocol):
+    """What the study needs from the backend that runs its trials."""
+
+    stop: threading.Event  # set when the job is cancelled
+
+    @property
+    def training_input(self) -> TrainingInput: ...
+
+    @property
+    def project(self) -> str: ...
+
+    @property
+    def job_id(self) -> str: ...
+
+    def say(self, message: str, severity: str = "INFO", trial_id: str | None = None) -> None: ...
+
+    def trials_at_once(self, max_parallel_trials: int) -> tuple[int, str | None]:
+        """How many trials run side by side, and a WARNING line if fewer than asked."""
+
+    def metric_path(self, trial_id: str) -> Path:
+        """Where the study reads the trial's cloudml-hypertune reports (the host keeps it current)."""
+
+    def run_replica_set(self, *, extra_args: Sequence[str] = (), extra_env: Mapping[str, str] | None = None,
+                        trial_id: str | None = None, job_dir: str | None = None,
+                        stop: threading.Event | None = None) -> ReplicaSetOutcome:
+        """One trial's cluster, from start to end (see `JobContext.run_replica_set`)."""
+
+    def summary_metric(self, job_dir: str, tag: str) -> MetricReport | None:
+        """The last value of `tag` in the summary events under the trial's `job_dir`; SummaryReadError."""
+
+    def update_job(self, mutate: Callable[[Job], None]) -> None:
+        """Apply `mutate` to the job resource that describe shows (trainingOutput)."""
+
+    def find_job(self, job_id: str) -> Job:
+        """Another job of the project, for resumePreviousJobId; NotFound if there is none."""
 
 
 class _CannotTune(Exception):
@@ -102,7 +142,7 @@ def _failure_summary(message: str | None) -> str:
 
 
 class TuningRun:
-    def __init__(self, context: JobContext, spec: HyperparameterSpec) -> None:
+    def __init__(self, context: TuningHost, spec: HyperparameterSpec) -> None:
         self.context = context
         self.spec = spec
         self.plan = TuningPlan.from_spec(spec)
@@ -135,7 +175,7 @@ class TuningRun:
             job.training_output = tuning_output(outputs, metric_tag=self.plan.metric_tag,
                                                 maximize=self.plan.maximize, previous=job.training_output)
 
-        self.context.store.update_resource(self.context.record.key, mutate)
+        self.context.update_job(mutate)
 
     # -- the study ----------------------------------------------------------------------------
 
@@ -145,11 +185,11 @@ class TuningRun:
         except _CannotTune as error:
             self.say(str(error), "ERROR")
             return ReplicaSetOutcome(JobState.FAILED, str(error))
-        record = self.context.record
         history = [PastTrial(self.plan.space.parse(trial.hyperparameters or {}), objective_of(trial))
                    for trial in self.resumed]
-        search = make_search(SearchSettings.of(self.plan, seed_for(record.project, record.job_id), history))
-        parallel, warning = trials_at_once(self.plan.max_parallel_trials, self.context.plan.groups)
+        search = make_search(SearchSettings.of(self.plan, seed_for(self.context.project, self.context.job_id),
+                                               history))
+        parallel, warning = self.context.trials_at_once(self.plan.max_parallel_trials)
         if warning:
             self.say(warning, "WARNING")
         self.say(
@@ -199,7 +239,7 @@ class TuningRun:
     def start(self, suggestion: Suggestion) -> None:
         trial_id = str(self.next_number)
         self.next_number += 1
-        metric_path = self.context.layout.work_dir / trial_id / "hypertune.metrics"
+        metric_path = self.context.metric_path(trial_id)
         metric_path.parent.mkdir(parents=True, exist_ok=True)
         metric_path.unlink(missing_ok=True)
         trial = _Trial(trial_id, suggestion, self.plan.space.as_text(suggestion.values),
@@ -238,11 +278,9 @@ class TuningRun:
         trial.metrics.read()
         if trial.metrics.final is not None or not job_dir:
             return
-        directory = self.context.output_location(job_dir)
         tag = self.plan.metric_tag
         try:
-            trial.summary_metric = read_summary_metric(
-                self.context.settings.python, directory, tag, self.context.replica_base_env())
+            trial.summary_metric = self.context.summary_metric(job_dir, tag)
         except SummaryReadError as error:
             self.say(f"Trial {trial.trial_id}: {error}", "WARNING", trial_id=trial.trial_id)
             return
@@ -364,12 +402,13 @@ class TuningRun:
         previous_id = self.plan.resume_from
         if not previous_id:
             return []
-        record = self.context.record
-        previous = _previous_tuning_job(self.context.store, record.project, record.job_id, self.plan)
-        if not previous.state.is_terminal:
-            raise _CannotResume(previous_id, f"that job is still {previous.state.value}; wait for it to end "
+        previous = _previous_tuning_job(self.context.find_job, self.context.project, self.context.job_id,
+                                        self.plan)
+        state = previous.state or JobState.QUEUED
+        if not state.is_terminal:
+            raise _CannotResume(previous_id, f"that job is still {state.value}; wait for it to end "
                                 "(or cancel it) before resuming it")
-        old_trials = (previous.job.training_output.trials if previous.job.training_output else None) or []
+        old_trials = (previous.training_output.trials if previous.training_output else None) or []
         numbers = [int(t.trial_id) for t in old_trials if t.trial_id is not None and t.trial_id.isdigit()]
         self.next_number = max(numbers, default=0) + 1
         reused = []
@@ -386,16 +425,16 @@ class TuningRun:
         return reused[: self.plan.max_trials]
 
 
-def _previous_tuning_job(store: JobStore, project: str, job_id: str | None, plan: TuningPlan) -> JobRecord:
+def _previous_tuning_job(find_job: Callable[[str], Job], project: str, job_id: str | None, plan: TuningPlan) -> Job:
     """The job `plan.resume_from` names, if its trials can seed this job's study."""
     previous_id = plan.resume_from
     if previous_id == job_id:
         raise _CannotResume(previous_id, "a job cannot resume itself")
     try:
-        previous = store.get(project, previous_id or "")
+        previous = find_job(previous_id or "")
     except NotFound:
         raise _CannotResume(previous_id, f"there is no such job in project {project}") from None
-    old_input = previous.job.training_input
+    old_input = previous.training_input
     old_spec = old_input.hyperparameters if old_input is not None else None
     if old_spec is None:
         raise _CannotResume(previous_id, "that job is not a hyperparameter tuning job")
@@ -415,7 +454,8 @@ def resume_problems(store: JobStore, project: str, job: Job) -> list[Problem]:
     if spec is None or not spec.resume_previous_job_id:
         return []
     try:
-        _previous_tuning_job(store, project, job.job_id, TuningPlan.from_spec(spec))
+        _previous_tuning_job(lambda previous_id: stored_job(store, project, previous_id), project, job.job_id,
+                             TuningPlan.from_spec(spec))
     except _CannotResume as error:
         return [Problem("trainingInput.hyperparameters.resumePreviousJobId", error.reason,
                         "name a finished tuning job of this project with the same metric and goal "
@@ -425,7 +465,7 @@ def resume_problems(store: JobStore, project: str, job: Job) -> list[Problem]:
     return []
 
 
-def run_tuning(context: JobContext) -> ReplicaSetOutcome:
+def run_tuning(context: TuningHost) -> ReplicaSetOutcome:
     """The job body of a tuning job; a spec that does not validate fails the job before any trial."""
     spec = context.training_input.hyperparameters
     problems = check_hyperparameters(spec, load_catalog())

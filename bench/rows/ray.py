@@ -45,7 +45,8 @@ def run(ctx: BenchContext) -> list[RowResult]:
     temp_dir = Path(tempfile.mkdtemp(prefix="aipr-"))
     cluster = start_cluster(temp_dir)
     try:
-        env = isolated_env(ctx.cleanup.new_home("ray"), {"AIPTRAIN_RAY_ADDRESS": cluster.address})
+        env = isolated_env(ctx.cleanup.new_home("ray"), {"AIPTRAIN_RAY_ADDRESS": cluster.address,
+                                                              "AIPTRAIN_RAY_RUNTIME_PACKAGES": "cluster"})
         scale = ["--ray-resource-scale", "0.25"]
 
         def aiptrain_noop() -> float:

@@ -4,11 +4,16 @@ Both nodes run `ray start --block` in the foreground of a process we own, with t
 and a private temp dir, so stopping them is a signal to two PIDs: nobody else's Ray is touched.
 Nodes get logical CPUs and memory (`--num-cpus`, `--memory`) so that machine-type bundles fit
 on a 2-core machine, and a resource naming the node (`node_head`, `node_second`).
+
+The nodes run a small virtualenv of their own that adds this venv's site-packages (`_node_python`):
+the same packages, but when Ray builds a pip runtime environment on a node whose Python is a
+virtualenv it copies that virtualenv first, and this one is a few kilobytes, not gigabytes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -16,12 +21,11 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 VENV_BIN = Path(sys.executable).parent
-RAY = str(VENV_BIN / "ray")
 
 
 def _free_ports(count: int) -> list[int]:
@@ -32,16 +36,31 @@ def _free_ports(count: int) -> list[int]:
         return [sock.getsockname()[1] for sock in socks]
 
 
-def node_environment() -> dict[str, str]:
-    """What the nodes (and so the replicas) run with: this venv first on PATH, quiet single-threaded TF."""
+def _node_python(temp_dir: Path) -> Path:
+    """A virtualenv without packages of its own whose site-packages adds this venv's (with their .pth files)."""
+    venv = temp_dir / "py"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site_packages = next(path for path in sys.path if path.startswith(sys.prefix) and path.endswith("site-packages"))
+    target = next((venv / "lib").glob("python*")) / "site-packages" / "aiptrain_test_node.pth"
+    target.write_text(f"import site; site.addsitedir({site_packages!r})\n")
+    return venv / "bin" / "python"
+
+
+def node_environment(bin_dir: Path = VENV_BIN) -> dict[str, str]:
+    """What the nodes (and so the replicas) run with: their Python first on PATH, quiet single-threaded TF."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "AIPTRAIN_"))}
     env.update(
-        PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
         TF_CPP_MIN_LOG_LEVEL="2",
         OMP_NUM_THREADS="1",
         TF_NUM_INTRAOP_THREADS="1",
         RAY_USAGE_STATS_ENABLED="0",
         RAY_DEDUP_LOGS="0",
+        # A node that stops answering is declared dead within seconds, not half a minute.
+        RAY_health_check_initial_delay_ms="1000",
+        RAY_health_check_period_ms="1000",
+        RAY_health_check_timeout_ms="3000",
+        RAY_health_check_failure_threshold="5",
     )
     return env
 
@@ -52,6 +71,13 @@ class RayCluster:
     gcs_address: str
     temp_dir: Path
     nodes: list[subprocess.Popen[bytes]]
+
+    def crash_node(self, index: int) -> None:
+        """SIGKILL every process of a node at once (its process group), as when its machine dies."""
+        node = self.nodes[index]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(node.pid, signal.SIGKILL)
+        node.wait(60)
 
     def stop(self) -> None:
         """SIGTERM each `ray start --block` (it stops its node's processes), SIGKILL if it hangs."""
@@ -77,37 +103,52 @@ def _node_ports() -> list[str]:
     ]
 
 
-def _wait_for(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 180) -> None:
+def _check_alive(process: subprocess.Popen[bytes], log: Path) -> None:
+    if process.poll() is not None:
+        raise RuntimeError(f"ray start exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+
+
+def _wait_for(ready: Callable[[], bool], what: str, process: subprocess.Popen[bytes], log: Path,
+              timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"ray start exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as answer:
-            if answer.status == 200:
+        _check_alive(process, log)
+        with contextlib.suppress(OSError):
+            if ready():
                 return
-        time.sleep(0.5)
-    raise RuntimeError(f"{url} did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.25)
+    raise RuntimeError(f"{what} within {timeout} s:\n{log.read_text()[-3000:]}")
 
 
-def _count_nodes(gcs_address: str, env: dict[str, str]) -> int:
-    out = subprocess.run([str(VENV_BIN / "python"), "-c",
-                          "import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR');"
-                          "print(sum(1 for n in ray.nodes() if n['Alive']))", gcs_address],
-                         env=env, capture_output=True, text=True, timeout=120, check=True)
-    return int(out.stdout.strip().splitlines()[-1])
+def _port_open(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=2):
+        return True
+
+
+def _alive_nodes(address: str) -> int:
+    """Nodes the cluster reports ALIVE, through the state API of its dashboard (no Ray client)."""
+    with urllib.request.urlopen(f"{address}/api/v0/nodes?limit=100", timeout=10) as answer:
+        nodes = json.load(answer)["data"]["result"]["result"]
+    return sum(1 for node in nodes if node.get("state") == "ALIVE")
 
 
 def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: float = 16e9) -> RayCluster:
-    """Head + second node; returns once both are up. The caller must call `stop()`."""
+    """Head + second node; returns once both are up. The caller must call `stop()`.
+
+    The second node starts as soon as the head's GCS answers, while the head's dashboard is still
+    starting. Each node has its own temp dir, as on separate machines (runtime environments are
+    built per node, in it)."""
     temp_dir.mkdir(parents=True, exist_ok=True)
-    env = node_environment()
+    python = _node_python(temp_dir)
+    env = node_environment(python.parent)
+    ray = [str(python), "-c", "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
     gcs_port, dashboard_port, client_port = _free_ports(3)
     common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", str(cpus_per_node), "--num-gpus", "0",
               "--memory", str(int(memory_per_node)), "--object-store-memory", str(200 * 1024 * 1024),
               "--disable-usage-stats"]
     head_log = temp_dir / "head.log"
     head = subprocess.Popen(
-        [RAY, "start", "--head", "--port", str(gcs_port), "--dashboard-host", "127.0.0.1",
+        [*ray, "start", "--head", "--port", str(gcs_port), "--dashboard-host", "127.0.0.1",
          "--dashboard-port", str(dashboard_port), "--ray-client-server-port", str(client_port),
          "--include-dashboard", "true", "--temp-dir", str(temp_dir / "ray"),
          "--resources", '{"node_head": 1}', *common, *_node_ports()],
@@ -115,19 +156,16 @@ def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: fl
     )
     cluster = RayCluster(f"http://127.0.0.1:{dashboard_port}", f"127.0.0.1:{gcs_port}", temp_dir, [head])
     try:
-        _wait_for(f"{cluster.address}/api/version", head, head_log)
+        _wait_for(lambda: _port_open(gcs_port), "the head's GCS did not answer", head, head_log)
         second_log = temp_dir / "second.log"
         second = subprocess.Popen(
-            [RAY, "start", "--address", cluster.gcs_address, "--resources", '{"node_second": 1}',
-             *common, *_node_ports()],
+            [*ray, "start", "--address", cluster.gcs_address, "--resources", '{"node_second": 1}',
+             "--temp-dir", str(temp_dir / "ray2"), *common, *_node_ports()],
             env=env, stdout=second_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
         )
         cluster.nodes.append(second)
-        deadline = time.monotonic() + 180
-        while _count_nodes(cluster.gcs_address, env) < 2:
-            if second.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the second node did not join:\n{second_log.read_text()[-3000:]}")
-            time.sleep(1)
+        _wait_for(lambda: _alive_nodes(cluster.address) >= 2, "the two nodes were not up", head, head_log)
+        _check_alive(second, second_log)
     except BaseException:
         cluster.stop()
         raise

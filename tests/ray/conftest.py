@@ -42,4 +42,11 @@ def on_cluster(ray_cluster: RayCluster, monkeypatch: pytest.MonkeyPatch) -> RayC
     monkeypatch.setenv("AIPTRAIN_RAY_ADDRESS", ray_cluster.address)
     monkeypatch.setenv("AIPTRAIN_LOCAL_RESTART_DELAY", "0.5")
     monkeypatch.setenv("AIPTRAIN_LOCAL_KILL_GRACE", "2")
+    # The nodes run this venv, which has what the trainers import: no runtime environments to build.
+    monkeypatch.setenv("AIPTRAIN_RAY_RUNTIME_PACKAGES", "cluster")
     return ray_cluster
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The node-loss test stops the cluster's second node: it runs after every other Ray test."""
+    items.sort(key=lambda item: item.module is not None and item.module.__name__.endswith("test_ray_node_loss"))

@@ -8,24 +8,23 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.ray import RayBackend
-from aiptrain.raybackend.driver import actor_name
 from aiptrain.raybackend.replica_host import SCRATCH_ROOT
 from aiptrain.runner.processes import tokened_processes
 from tests.ray.cluster import RayCluster
+from tests.ray.harness import (
+    JOB_TIMEOUT,
+    actor_nodes,
+    aiptrain,
+    backend,
+    cluster_node_ids,
+    log_text,
+    wait_until,
+)
 from tests.template.harness import TEMPLATE_DIR, TINY_HYPERPARAMETERS
 
-JOB_TIMEOUT = 300
-
-
-def aiptrain(*args: str, timeout: float = JOB_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "aiptrain", *args], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ))
+RAY_TRAINERS = Path(__file__).parent / "trainers"
 
 
 def submit_args(job_id: str, digits: Path, *, workers: int = 1, ps: int = 0, steps: int = 60,
@@ -45,47 +44,44 @@ def submit_args(job_id: str, digits: Path, *, workers: int = 1, ps: int = 0, ste
             *TINY_HYPERPARAMETERS, "--train-steps", str(steps), "--checkpoint-steps", "20", "--log-steps", "10"]
 
 
-def backend(cluster: RayCluster) -> RayBackend:
-    return RayBackend(BackendSettings(project="local-project", ray_address=cluster.address))
+def lifecycle_args(job_id: str, *, workers: int = 1) -> list[str]:
+    """A job of the TensorFlow-free trainer that steps until it is stopped: for the scenarios about
+    the job's life (restart, cancel, node loss), where TensorFlow's start-up would only cost time."""
+    return ["jobs", "submit", "training", job_id, "--backend", "ray", "--region", "us-central1",
+            "--package-path", str(RAY_TRAINERS / "raytrainer"), "--module-name", "raytrainer.task",
+            "--runtime-version", "2.11", "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
+            "--worker-machine-type", "n1-standard-4", "--worker-count", str(workers),
+            "--ray-resource-scale", "0.25", "--job-dir", f"gs://ray-jobs/{job_id}",
+            "--", "--steps", "0", "--step-seconds", "0.5"]
 
 
-def log_text(cluster: RayCluster, job_id: str) -> str:
-    return "\n".join(f"{e.task_name}\t{e.severity}\t{e.message}" for e in backend(cluster).read_logs(job_id,
-                                                                                                         limit=100000))
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = JOB_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def actor_nodes(cluster: RayCluster, job_id: str, tasks: list[str]) -> dict[str, str]:
-    """Task name -> node id of its replica's actor, from Ray's state API."""
-    from ray.util.state import list_actors
-
-    nodes = {}
-    for task in tasks:
-        found = list_actors(address=cluster.address, filters=[("name", "=", actor_name(job_id, task))], detail=True)
-        assert found, f"no actor for {task}"
-        nodes[task] = found[0].node_id
-    return nodes
-
-
-def cluster_node_ids(cluster: RayCluster) -> set[str]:
-    from ray.util.state import list_nodes
-
-    return {node.node_id for node in list_nodes(address=cluster.address) if node.state == "ALIVE"}
-
-
-def test_mirrored_chief_and_worker_train_across_both_nodes_while_a_job_too_big_waits_queued(on_cluster, digits_dir):
-    # A job asking for more than the cluster has waits beside it without holding anything back.
+def test_mirrored_and_parameter_server_jobs_train_across_both_nodes_while_a_job_too_big_waits_queued(
+        on_cluster, digits_dir):
+    # A job asking for more than the cluster has waits beside them without holding anything back.
     too_big = "ray_too_big"
     submitted = aiptrain(*submit_args(too_big, digits_dir, workers=0, master="n1-highcpu-96", scale=None))
     assert submitted.returncode == 0, submitted.stderr
+    # The two template jobs run side by side (6 bundles of 1 CPU on the 2 x 4 CPUs): each follows its own logs.
+    ps_job = subprocess.Popen(
+        [sys.executable, "-m", "aiptrain", *submit_args("ray_ps", digits_dir, workers=2, ps=1, steps=40,
+                                                         flags=("--stream-logs",))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        check_mirrored_job(on_cluster, digits_dir)
+        _, ps_stderr = ps_job.communicate(timeout=JOB_TIMEOUT)
+    finally:
+        ps_job.kill()
+    check_parameter_server_job(on_cluster, ps_job.returncode, ps_stderr)
+
+    wait_until(lambda: "Waiting for the cluster:" in log_text(on_cluster, too_big), "the waiting message", 120)
+    logs = log_text(on_cluster, too_big)
+    assert "master-replica-0 96 CPU" in logs and "The job stays QUEUED" in logs
+    assert backend(on_cluster).get_job(too_big).state == "QUEUED"
+    assert aiptrain("jobs", "cancel", too_big, "--backend", "ray").returncode == 0
+    assert aiptrain("jobs", "wait", too_big, "--backend", "ray", "--timeout", "120").returncode == 11
+
+
+def check_mirrored_job(on_cluster: RayCluster, digits_dir: Path) -> None:
     job_id = "ray_mwms"
     result = aiptrain(*submit_args(job_id, digits_dir, workers=1, flags=("--stream-logs",)))
     assert result.returncode == 0, result.stderr[-4000:]
@@ -115,42 +111,34 @@ def test_mirrored_chief_and_worker_train_across_both_nodes_while_a_job_too_big_w
     assert only_worker.returncode == 0
     assert {line.split("\t")[2] for line in only_worker.stdout.splitlines() if line} == {"worker-replica-0"}
 
-    wait_until(lambda: "Waiting for the cluster:" in log_text(on_cluster, too_big), "the waiting message", 120)
-    logs = log_text(on_cluster, too_big)
-    assert "master-replica-0 96 CPU" in logs and "The job stays QUEUED" in logs
-    assert backend(on_cluster).get_job(too_big).state == "QUEUED"
-    assert aiptrain("jobs", "cancel", too_big, "--backend", "ray").returncode == 0
-    assert aiptrain("jobs", "wait", too_big, "--backend", "ray", "--timeout", "120").returncode == 11
 
-
-def test_chief_two_workers_and_a_parameter_server_succeed(on_cluster, digits_dir):
-    job_id = "ray_ps"
-    result = aiptrain(*submit_args(job_id, digits_dir, workers=2, ps=1, steps=40, flags=("--stream-logs",)))
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "2 workers, 1 parameter servers: ParameterServerStrategy" in result.stderr
+def check_parameter_server_job(on_cluster: RayCluster, returncode: int | None, stderr: str) -> None:
+    """Chief + 2 workers + 1 parameter server, as followed by its own `--stream-logs`."""
+    assert returncode == 0, stderr[-4000:]
+    assert "2 workers, 1 parameter servers: ParameterServerStrategy" in stderr
     tasks = ["master-replica-0", "worker-replica-0", "worker-replica-1", "ps-replica-0"]
     for task in tasks:
-        assert f"\t{task}\t" in result.stderr
-    nodes = actor_nodes(on_cluster, job_id, tasks)
+        assert f"\t{task}\t" in stderr
+    nodes = actor_nodes(on_cluster, "ray_ps", tasks)
     assert set(nodes.values()) == cluster_node_ids(on_cluster)
     # The parameter server never exits on its own: it was stopped once the chief finished.
-    assert "Stopping ps-replica-0" in result.stderr
+    assert "Stopping ps-replica-0" in stderr
 
 
-def test_a_killed_worker_is_restarted_and_cancel_stops_every_replica_on_every_node(on_cluster, digits_dir):
+def test_a_killed_worker_is_restarted_and_cancel_stops_every_replica_on_every_node(on_cluster):
     job_id = "ray_restart_cancel"
-    submitted = aiptrain(*submit_args(job_id, digits_dir, workers=1, steps=100000))
+    submitted = aiptrain(*lifecycle_args(job_id))
     assert submitted.returncode == 0, submitted.stderr
     token = f"aiptrain-ray/{job_id}"
-    wait_until(lambda: "[worker:0] training from step" in log_text(on_cluster, job_id), "the worker to train")
+    wait_until(lambda: "[worker:0] step 1" in log_text(on_cluster, job_id), "the worker to run")
+    nodes = actor_nodes(on_cluster, job_id, ["master-replica-0", "worker-replica-0"])
+    assert set(nodes.values()) == cluster_node_ids(on_cluster)  # cancel has replicas on both nodes to stop
     victims = tokened_processes(f"{token}/worker-replica-0")
     assert victims
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
-    # The local engine's rules: the worker is restarted (MultiWorkerMirroredStrategy takes the chief
-    # down with it, so the whole cluster restarts) and training resumes from the last checkpoint.
-    wait_until(lambda: log_text(on_cluster, job_id).count("[chief:0] training from step") >= 2,
-               "the cluster to train again")
+    # The local engine's rules: a killed worker is restarted, with the same TF_CONFIG.
+    wait_until(lambda: log_text(on_cluster, job_id).count("[worker:0] started") >= 2, "the worker to start again")
     logs = log_text(on_cluster, job_id)
     assert "worker-replica-0 was killed by signal 9 (SIGKILL)" in logs
     assert "restarting" in logs

@@ -1,22 +1,21 @@
 """A node that goes away mid-run: its replica's actor is gone, and the job fails naming it.
 
-It stops the second node of the session's cluster, so it runs after every other test that needs
-two nodes (pytest runs the files of tests/ray in name order).
+It stops the second node of the session's cluster, so it runs after every other test of the
+cluster (tests/ray/conftest.py puts it last).
 """
 
 from __future__ import annotations
 
-import subprocess
-
 from aiptrain.runner.replica_set import service_replica_name
-from tests.ray.test_ray_jobs import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, submit_args, wait_until
+from tests.ray.harness import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, wait_until
+from tests.ray.test_ray_jobs import lifecycle_args
 
 
-def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster, digits_dir):
+def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster):
     from ray.util.state import list_nodes
 
     job_id = "ray_node_loss"
-    submitted = aiptrain(*submit_args(job_id, digits_dir, workers=1, steps=100000))
+    submitted = aiptrain(*lifecycle_args(job_id))
     assert submitted.returncode == 0, submitted.stderr
     # The primary starts last: once it is starting, every replica runs on its node.
     wait_until(lambda: "Starting master-replica-0" in log_text(on_cluster, job_id), "the replicas to start")
@@ -26,12 +25,7 @@ def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster, digi
     lost = [task for task, node in nodes.items() if node == second]
     assert len(lost) == 1  # SPREAD put one replica on each node
 
-    second_node = on_cluster.nodes[1]
-    second_node.terminate()  # `ray start --block` stops its raylet, its workers and so the actors
-    try:
-        second_node.wait(60)
-    except subprocess.TimeoutExpired:
-        second_node.kill()
+    on_cluster.crash_node(1)  # its raylet, its workers and so the actors, all at once
 
     def ended() -> bool:
         state = backend(on_cluster).get_job(job_id).state

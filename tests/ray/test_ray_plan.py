@@ -15,7 +15,7 @@ from aiptrain.cli.main import root
 from aiptrain.cluster import resolve_cluster
 from aiptrain.errors import UsageError
 from aiptrain.raybackend import joblog
-from aiptrain.raybackend.plan import bundles_for, ray_problems
+from aiptrain.raybackend.plan import bundles_for, ray_problems, replica_runtime_envs
 from aiptrain.raybackend.settings import jobs_api_address, resource_scale
 from aiptrain.spec import Job, JobState
 from tests.template.harness import TEMPLATE_DIR
@@ -78,6 +78,19 @@ def test_bundles_follow_the_machine_type_catalog_and_the_scale():
     assert quarter[1].resources() == {"CPU": 2.0, "memory": 7.5e9, "GPU": 2.0}  # GPUs are never scaled
 
 
+def test_replicas_get_the_runtime_catalog_packages_with_the_gpu_build_where_they_have_gpus():
+    catalog = load_catalog()
+    training_input = job(scaleTier="CUSTOM", masterType="n1-standard-4", workerType="n1-standard-8", workerCount="1",
+                         runtimeVersion="2.11",
+                         workerConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "1"}}).training_input
+    bundles = bundles_for(resolve_cluster(training_input, catalog), catalog)
+    envs = replica_runtime_envs(training_input, bundles, catalog, "uv")
+    master, worker = envs["master-replica-0"]["uv"]["packages"], envs["worker-replica-0"]["uv"]["packages"]
+    assert "tensorflow-cpu==2.15.1" in master and "pandas==2.1.4" in master
+    assert "tensorflow[and-cuda]==2.15.1" in worker and "tensorflow-cpu==2.15.1" not in worker
+    assert replica_runtime_envs(training_input, bundles, catalog, "cluster") == {}
+
+
 def test_what_ray_cannot_run_is_refused_naming_the_field():
     catalog = load_catalog()
     paths = {p.path for p in ray_problems(job(scaleTier="BASIC_TPU"), catalog)}
@@ -85,8 +98,6 @@ def test_what_ray_cannot_run_is_refused_naming_the_field():
     container = ray_problems(job(scaleTier="CUSTOM", masterType="n1-standard-4",
                                  masterConfig={"imageUri": "gcr.io/p/i"}), catalog)
     assert [p.path for p in container] == ["trainingInput.masterConfig.imageUri"]
-    tuning = ray_problems(job(hyperparameters={"goal": "MAXIMIZE", "maxTrials": 2, "params": []}), catalog)
-    assert [p.path for p in tuning] == ["trainingInput.hyperparameters"]
     local_package = ray_problems(job(packageUris=["/home/me/trainer.tar.gz"]), catalog)
     assert [p.path for p in local_package] == ["trainingInput.packageUris[0]"]
     assert ray_problems(job(scaleTier="STANDARD_1"), catalog) == []
@@ -106,6 +117,27 @@ def test_driver_lines_read_back_as_entries_with_their_tasks_and_messages():
         ("worker-replica-0", "ERROR", "Traceback", "3"),
     ]
     assert entries[0].cursor < entries[1].cursor < entries[2].cursor
+
+
+def test_a_log_read_as_it_grows_gives_the_entries_of_a_whole_read():
+    start = datetime(2026, 1, 2, tzinfo=UTC)
+    text = "\n".join([
+        "Ray says hello",
+        joblog.format_line(start + timedelta(seconds=1), "INFO", "master-replica-0", "step\t1", "2"),
+        "",
+        joblog.format_line(start + timedelta(seconds=2), "ERROR", "service", "a\nb", None),
+        "Ray says bye",
+    ])
+    whole = joblog.parse_log(text, since=start)
+    for size in (1, 7, 50):
+        parser = joblog.LogParser(start)
+        for offset in range(0, len(text), size):
+            parser.feed(text[offset:offset + size])
+        assert parser.entries == whole[:-1]  # the last line has no newline yet: it waits
+        parser.finish()
+        assert parser.entries == whole
+        assert parser.after(whole[2].cursor) == whole[3:]
+    assert joblog.parse_log(text, since=start, complete=False) == whole[:-1]
 
 
 def test_the_lifecycle_follows_the_driver_lines():
@@ -131,7 +163,8 @@ SUBMIT = ["jobs", "submit", "training", "ray_dry", "--backend", "ray", "--region
           "--worker-machine-type", "n1-standard-8", "--worker-count", "1", "--job-dir", "gs://bkt/ray_dry"]
 
 
-def test_dry_run_prints_the_ray_job_without_a_cluster():
+def test_dry_run_prints_the_ray_job_without_a_cluster(monkeypatch):
+    monkeypatch.delenv("AIPTRAIN_RAY_RUNTIME_PACKAGES", raising=False)
     result = CliRunner().invoke(root, [*SUBMIT, "--dry-run", "--format", "json", "--ray-resource-scale", "0.5"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -142,11 +175,28 @@ def test_dry_run_prints_the_ray_job_without_a_cluster():
     assert request["entrypoint"] == "python -m aiptrain.raybackend.driver"
     assert request["runtimeEnv"]["py_modules"][0].endswith("aiptrain")
     assert request["metadata"]["aiptrain.project"] == "local-project"
+    assert "tensorflow-cpu==2.15.1" in request["replicaRuntimeEnvs"]["worker-replica-0"]["pip"]["packages"]
+    assert "installed for each replica through a Ray runtime environment (pip)" in request["runtimeNotes"][1]
     assert json.loads(request["metadata"]["aiptrain.job"])["trainingInput"]["packageUris"][0].startswith("gs://bkt/")
+    assert "trials" not in request
     assert request["placementGroup"] == {"strategy": "SPREAD", "bundles": [
         {"taskName": "master-replica-0", "machineType": "n1-standard-4", "CPU": 2.0, "memory": 7.5e9},
         {"taskName": "worker-replica-0", "machineType": "n1-standard-8", "CPU": 4.0, "memory": 15e9},
     ]}
+
+
+def test_dry_run_of_a_tuning_job_shows_its_study_and_bundles(tmp_path):
+    spec = {"goal": "MAXIMIZE", "maxTrials": 4, "maxParallelTrials": 2, "hyperparameterMetricTag": "accuracy",
+            "params": [{"parameterName": "x", "type": "DOUBLE", "minValue": 0, "maxValue": 1}]}
+    config = tmp_path / "hp.json"
+    config.write_text(json.dumps({"trainingInput": {"hyperparameters": spec}}))
+    result = CliRunner().invoke(root, [*SUBMIT, "--config", str(config), "--dry-run", "--format", "json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    request = json.loads(result.stdout)["request"]
+    assert json.loads(request["metadata"]["aiptrain.job"])["trainingInput"]["hyperparameters"]["maxParallelTrials"] == 2
+    assert [b["taskName"] for b in request["placementGroup"]["bundles"]] == ["master-replica-0", "worker-replica-0"]
+    assert request["trials"]["maxTrials"] == 4 and request["trials"]["maxParallelTrials"] == 2
 
 
 def test_a_tpu_job_is_refused_before_anything_is_built():
