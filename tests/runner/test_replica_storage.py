@@ -3,6 +3,8 @@ and an HTTPS client going through it as a proxy to Google's storage hosts (what 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import http.client
 import json
 import os
@@ -177,3 +179,44 @@ def test_with_a_gcs_emulator_upstream_tensorflows_requests_reach_that_emulator(
         assert [item["name"] for item in listing["items"]] == ["out/m.bin"]
     assert fake_gcs_server.read_object(f"{bucket}/out/m.bin") == b"wxyz"
     assert not (tmp_path / "storage" / name).exists(), "nothing went to the local store"
+
+
+def _request(endpoint: ReplicaStorage, method: str, path: str, body: bytes = b"",
+             headers: dict[str, str] | None = None) -> tuple[int, dict[str, object]]:
+    parts = urllib.parse.urlsplit(endpoint.endpoint)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
+
+
+def test_gsutils_multipart_upload_with_a_quoted_boundary_and_bare_newlines(
+    endpoint: ReplicaStorage, tmp_path: Path
+) -> None:
+    boundary = "===============3697596330202525008=="
+    body = (f"--{boundary}\nContent-Type: application/json\nMIME-Version: 1.0\n\n"
+            '{"bucket": "bucket", "contentType": "text/plain", "name": "x/m.txt"}\n'
+            f"--{boundary}\nContent-Type: text/plain\nMIME-Version: 1.0\nContent-Transfer-Encoding: binary\n\n"
+            f"hi\n\n--{boundary}--\n").encode()
+    status, answer = _request(endpoint, "POST", "/upload/storage/v1/b/bucket/o?uploadType=multipart", body,
+                              {"Content-Type": f"multipart/related; boundary='{boundary}'"})
+    assert (status, answer.get("name")) == (200, "x/m.txt"), answer
+    assert (tmp_path / "storage" / "bucket" / "x" / "m.txt").read_bytes() == b"hi\n"
+
+
+def test_hashes_are_given_to_the_clients_that_ask_for_them(endpoint: ReplicaStorage) -> None:
+    expected_md5 = base64.b64encode(hashlib.md5(b"x,y\n1,2\n").digest()).decode()
+    _status, whole = _request(endpoint, "GET", "/storage/v1/b/bucket/o/data%2Fa.csv")
+    assert whole["md5Hash"] == expected_md5 and whole["crc32c"]
+    _status, named = _request(endpoint, "GET", "/storage/v1/b/bucket/o/data%2Fa.csv?fields=md5Hash,size")
+    assert named["md5Hash"] == expected_md5
+    # TensorFlow's stat and a plain listing do not make the endpoint read the object.
+    _status, stat = _request(endpoint, "GET", "/storage/v1/b/bucket/o/data%2Fa.csv?fields=size,generation,updated")
+    assert "md5Hash" not in stat
+    _status, plain = _request(endpoint, "GET", "/storage/v1/b/bucket/o?prefix=data/")
+    assert "md5Hash" not in plain["items"][0]  # type: ignore[index]
+    _status, hashed = _request(endpoint, "GET", "/storage/v1/b/bucket/o?prefix=data/&fields=items/md5Hash,items/name")
+    assert hashed["items"][0]["md5Hash"] == expected_md5  # type: ignore[index]

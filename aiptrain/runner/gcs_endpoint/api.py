@@ -19,6 +19,7 @@ errors have the API's shapes; fields the local store cannot know (ACLs, owners) 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import secrets
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.runner.gcs_endpoint.certificates import STORAGE_HOSTS
-from aiptrain.runner.gcs_endpoint.objects import Buckets, Crc32c, ObjectMeta, StorageError
+from aiptrain.runner.gcs_endpoint.objects import Buckets, Crc32c, ObjectMeta, StorageError, with_hashes
 
 _BLOCK = 1024 * 1024
 _MAX_PAGE = 1000
@@ -65,7 +66,15 @@ def object_resource(meta: ObjectMeta, base: str) -> dict[str, Any]:
     }
     if meta.crc32c is not None:
         resource["crc32c"] = meta.crc32c
+    if meta.md5 is not None:
+        resource["md5Hash"] = meta.md5
     return resource
+
+
+def _asks_for_hashes(fields: str | None) -> bool:
+    """A metadata read whose answer includes the hashes: the whole resource, or fields naming one.
+    (TensorFlow's stat asks for `size,generation,updated` only, and pays nothing.)"""
+    return fields is None or "md5Hash" in fields or "crc32c" in fields
 
 
 def bucket_resource(bucket: str, base: str) -> dict[str, Any]:
@@ -101,6 +110,8 @@ class StorageServer(ThreadingHTTPServer):
         self.tls = tls
         self.uploads: dict[str, _Upload] = {}
         self.uploads_lock = threading.Lock()
+        # (bucket, name, generation, size) -> the object's metadata with its hashes
+        self.hashed: dict[tuple[str, str, int, int], ObjectMeta] = {}
 
     @property
     def endpoint(self) -> str:
@@ -240,6 +251,8 @@ class _Handler(BaseHTTPRequestHandler):
             meta = buckets.stat(bucket, name)
             if meta is None:
                 raise StorageError(404, "notFound", f"No such object: {bucket}/{name}")
+            if method == "GET" and _asks_for_hashes(query.get("fields")) and not name.endswith("/"):
+                meta = self._hashed(meta)
             self._json(200, object_resource(meta, self.base), head=method == "HEAD")
             return
         if method == "POST" and action[0] == "compose" and len(action) == 1:
@@ -272,7 +285,11 @@ class _Handler(BaseHTTPRequestHandler):
         entries = [e for e in self.server.buckets.listing(bucket, prefix, delimiter)
                    if e[0].encode() > after.encode() or (not query.get("pageToken") and e[0] == after)]
         page, more = entries[:max(size, 1)], len(entries) > max(size, 1)
-        items = [object_resource(meta, self.base) for _name, meta in page if meta is not None]
+        # Only a listing that names the hashes gets them (gsutil's does): a plain one, as gcsfs
+        # and google-cloud-storage send, would read every listed object.
+        hashes = "md5Hash" in query.get("fields", "") or "crc32c" in query.get("fields", "")
+        items = [object_resource(self._hashed(meta) if hashes and not meta.name.endswith("/") else meta, self.base)
+                 for _name, meta in page if meta is not None]
         prefixes = [name for name, meta in page if meta is None]
         answer: dict[str, Any] = {"kind": "storage#objects"}
         if items:
@@ -376,7 +393,7 @@ class _Handler(BaseHTTPRequestHandler):
                 temporary.unlink(missing_ok=True)
                 raise
         meta = self.server.buckets.commit(bucket, name, temporary, checksum.value(), condition)
-        self._json(200, object_resource(meta, self.base))
+        self._json(200, object_resource(self._remember_hashes(meta, checksum), self.base))
 
     def _resumable_chunk(self, upload_id: str) -> None:
         with self.server.uploads_lock:
@@ -409,11 +426,26 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.uploads.pop(upload_id, None)
             meta = self.server.buckets.commit(upload.bucket, upload.name, upload.path, upload.checksum.value(),
                                               upload.if_generation_match)
-        self._json(200, object_resource(meta, self.base))
+        self._json(200, object_resource(self._remember_hashes(meta, upload.checksum), self.base))
+
+    def _remember_hashes(self, meta: ObjectMeta, hashes: Crc32c) -> ObjectMeta:
+        """A new object's metadata with the hashes of the body just received, kept for later reads."""
+        meta = dataclasses.replace(meta, md5=hashes.md5(), crc32c=meta.crc32c or hashes.value())
+        self.server.hashed[(meta.bucket, meta.name, meta.generation, meta.size)] = meta
+        return meta
+
+    def _hashed(self, meta: ObjectMeta) -> ObjectMeta:
+        """The object's metadata with its hashes, computed once per version of the object."""
+        key = (meta.bucket, meta.name, meta.generation, meta.size)
+        found = self.server.hashed.get(key)
+        if found is None:
+            found = self.server.hashed[key] = with_hashes(self.server.buckets, meta)
+        return found
 
     def _multipart(self) -> tuple[str, bytes]:
         content_type = self.headers.get("Content-Type", "")
-        boundary = next((p.strip().removeprefix("boundary=").strip('"') for p in content_type.split(";")
+        # Quoted either way: gsutil (apitools) sends boundary='===...==' and plain \n line ends.
+        boundary = next((p.strip().removeprefix("boundary=").strip("\"'") for p in content_type.split(";")
                          if p.strip().startswith("boundary=")), "")
         if not boundary:
             raise StorageError(400, "invalid", "A multipart upload needs a boundary in its Content-Type")
@@ -424,8 +456,9 @@ class _Handler(BaseHTTPRequestHandler):
             raise StorageError(400, "invalid", "A multipart upload has a metadata part and a media part")
         sections = []
         for part in parts[:2]:
-            _headers, _, content = part.removeprefix(b"\r\n").partition(b"\r\n\r\n")
-            sections.append(content.removesuffix(b"\r\n"))
+            newline = b"\r\n" if part.startswith(b"\r\n") else b"\n"
+            _headers, _, content = part.removeprefix(newline).partition(newline * 2)
+            sections.append(content.removesuffix(newline))
         try:
             metadata = json.loads(sections[0] or b"{}")
         except ValueError:

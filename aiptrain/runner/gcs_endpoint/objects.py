@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
+import hashlib
 import importlib
 import os
 import tempfile
@@ -54,6 +56,7 @@ class ObjectMeta:
     generation: int  # the file's modification time in ns: changes with every write
     updated_ns: int
     crc32c: str | None = None  # base64, known for objects written through the endpoint
+    md5: str | None = None  # base64, computed when a client asks for it (see `with_hashes`)
 
 
 class _Checksum(Protocol):
@@ -62,21 +65,27 @@ class _Checksum(Protocol):
 
 
 class Crc32c:
-    """GCS's checksum, computed while a body streams in (google-cloud-storage compares it)."""
+    """GCS's checksums, computed while a body streams in: the CRC32C that google-cloud-storage
+    compares, and the MD5 that `gcloud storage cp` and gsutil compare."""
 
     def __init__(self) -> None:
         self._checksum: _Checksum | None = None
+        self._md5 = hashlib.md5(usedforsecurity=False)
         try:  # google-crc32c comes with google-cloud-storage
             self._checksum = importlib.import_module("google_crc32c").Checksum()
         except ImportError:  # pragma: no cover
             pass
 
     def update(self, data: bytes) -> None:
+        self._md5.update(data)
         if self._checksum is not None:
             self._checksum.update(data)
 
     def value(self) -> str | None:
         return None if self._checksum is None else base64.b64encode(self._checksum.digest()).decode()
+
+    def md5(self) -> str:
+        return base64.b64encode(self._md5.digest()).decode()
 
 
 class Buckets(Protocol):
@@ -278,3 +287,16 @@ class DirectoryBuckets:
             temporary.unlink(missing_ok=True)
             raise
         return self.commit(bucket, name, temporary, checksum.value())
+
+
+def with_hashes(buckets: Buckets, meta: ObjectMeta) -> ObjectMeta:
+    """`meta` with the object's MD5 and CRC32C, read from its content.
+
+    gsutil refuses to download an object whose metadata carries neither (and checks them); the
+    local store keeps no checksums, so they are computed for the clients that ask.
+    """
+    hashes = Crc32c()
+    with buckets.open(meta.bucket, meta.name) as (stream, _meta):
+        while block := stream.read(1 << 20):
+            hashes.update(block)
+    return dataclasses.replace(meta, md5=hashes.md5(), crc32c=hashes.value())

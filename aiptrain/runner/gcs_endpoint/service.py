@@ -13,7 +13,9 @@ the process that runs the job) and tells what each replica's environment needs:
 - `NO_PROXY`/`no_proxy`/`no_grpc_proxy` with the loopback names, so the cluster's own gRPC
   traffic (TF_CONFIG addresses are `localhost:PORT`) and the endpoint itself are never proxied;
 - `CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE` and `CLOUDSDK_AUTH_DISABLE_CREDENTIALS`: `gcloud
-  storage` run by a trainer uses the endpoint too.
+  storage` run by a trainer uses the endpoint too;
+- `CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE`: `gsutil` (the Cloud SDK's, which many trainers call for
+  `gsutil cp`) goes through the proxy like TensorFlow and must trust the installation's CA.
 
 Trainers then get their `gs://` arguments and `--job-dir` unchanged, as on the service.
 """
@@ -83,6 +85,7 @@ class ReplicaStorage:
             "GOOGLE_AUTH_TOKEN_FOR_TESTING": _TEST_TOKEN,
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": f"{self.endpoint}/storage/v1/",
             "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",
+            "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE": str(self.ca_path),
         }
 
     def close(self) -> None:
