@@ -118,7 +118,10 @@ def test_a_primary_that_fails_because_a_peer_died_restarts_the_whole_cluster(
     directory = local_dir(home, _control_job(engine, package_uri, "gang", args=["--fail-if-peer-dies"]))
     master_starts = directory / "starts" / "master-replica-0"
     first_master = read_pid(directory / "pids" / "master-replica-0")
-    os.kill(read_pid(directory / "pids" / "worker-replica-0"), signal.SIGKILL)
+    worker = read_pid(directory / "pids" / "worker-replica-0")
+    # Only a death the master saw coming makes it fail (its collectives would have used the peer).
+    wait_until(lambda: (directory / "seen" / str(worker)).exists(), 60, "the master to see the worker")
+    os.kill(worker, signal.SIGKILL)
     wait_until(lambda: len(master_starts.read_text().split()) == 2, 180, "the master to start again")
     second_master = int(master_starts.read_text().split()[1])
     wait_until(lambda: read_pid(directory / "pids" / "master-replica-0") == second_master, 120, "the new master")

@@ -6,8 +6,9 @@ JOB_DIR/starts/<task>. The primary waits for JOB_DIR/release, then exits with `-
 replica start a child in a session of its own (as a careless trainer might), whose pid goes to
 JOB_DIR/escapees/<task>; `--hidden-escapee` also clears that child's environment. With
 `--fail-if-peer-dies` the primary exits 1 once a worker it saw running is gone, as a synchronous
-trainer's collectives fail when a peer dies. With `--secondary-fail-with MESSAGE` every other
-replica raises at once (a worker's own bug).
+trainer's collectives fail when a peer dies (it marks each worker pid it has seen in
+JOB_DIR/seen/). With `--secondary-fail-with MESSAGE` every other replica raises at once (a
+worker's own bug).
 """
 
 from __future__ import annotations
@@ -61,7 +62,11 @@ def _wait_for_release_unless_a_peer_dies(directory: Path) -> None:
             except ValueError:
                 continue  # being written
             if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z":
-                seen_alive.add(pid)
+                if pid not in seen_alive:
+                    seen_alive.add(pid)
+                    # A test kills the peer only after this, or the primary could miss its death.
+                    (directory / "seen").mkdir(exist_ok=True)
+                    (directory / "seen" / str(pid)).touch()
             elif pid in seen_alive:
                 print(f"lost {record.name}", file=sys.stderr, flush=True)
                 sys.exit(1)
