@@ -49,10 +49,11 @@ def no_real_google(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-# `make test` runs the suite on two pytest-xdist workers with `--dist loadscope`, scheduled by
-# `OneWorkerPerScope`: a test file's tests stay together on one worker (some modules share state
-# between their tests, in order), and so do the directories whose session fixture is expensive to
-# make twice (one Ray cluster, one runtime environment build). Those long groups go out first so
+# `make test` runs the suite (but tests/ray, run alone afterwards) on two pytest-xdist workers
+# with `--dist loadscope`, scheduled by `OneWorkerPerScope`: a test file's tests stay together on
+# one worker (some modules share state between their tests, in order), and so do the directories
+# whose session fixture is expensive to make twice (a Ray cluster, a runtime environment build,
+# the gcloud emulator). Those long groups go out first so
 # that neither worker is left with one at the end. (xdist's own `loadgroup` marks do not take
 # effect with pytest 9.)
 _ONE_WORKER_DIRECTORIES = ("tests/ray/", "tests/envs/", "tests/gcloud/")
