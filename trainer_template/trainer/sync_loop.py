@@ -183,5 +183,11 @@ def _leave_together(strategy: tf.distribute.Strategy) -> None:
     TensorFlow's coordination service on the primary, which then logs "heartbeat timeout" errors
     in a job that succeeded.
     """
-    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return
+
+    @tf.function  # eagerly, the collective logs a warning about its overhead
+    def all_reduce_one() -> tf.Tensor:
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
+
+    all_reduce_one()
