@@ -92,14 +92,20 @@ class RayCluster:
                 node.wait()
 
 
-def _node_ports() -> list[str]:
+# Worker ports come in slots of 100 between 20000 and 32767, below the kernel's ephemeral range
+# (32768 and up), where every other port of a node is picked: a slot can never hold one of them
+# (Ray refuses to start a node whose worker range does), and the nodes' slots differ.
+_WORKER_PORTS_BASE, _WORKER_PORT_SLOTS = 20000, 127
+
+
+def _node_ports(worker_slot: int) -> list[str]:
     (manager, objects, agent_http, agent_grpc, metrics, runtime_env) = _free_ports(6)
-    low = _free_ports(1)[0]
+    low = _WORKER_PORTS_BASE + worker_slot % _WORKER_PORT_SLOTS * 100
     return [
         "--node-manager-port", str(manager), "--object-manager-port", str(objects),
         "--dashboard-agent-listen-port", str(agent_http), "--dashboard-agent-grpc-port", str(agent_grpc),
         "--metrics-export-port", str(metrics), "--runtime-env-agent-port", str(runtime_env),
-        "--min-worker-port", str(20000 + low % 20000), "--max-worker-port", str(20000 + low % 20000 + 99),
+        "--min-worker-port", str(low), "--max-worker-port", str(low + 99),
     ]
 
 
@@ -142,7 +148,7 @@ def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: fl
     python = _node_python(temp_dir)
     env = node_environment(python.parent)
     ray = [str(python), "-c", "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
-    gcs_port, dashboard_port, client_port = _free_ports(3)
+    gcs_port, dashboard_port, client_port, worker_slot = _free_ports(4)
     common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", str(cpus_per_node), "--num-gpus", "0",
               "--memory", str(int(memory_per_node)), "--object-store-memory", str(200 * 1024 * 1024),
               "--disable-usage-stats"]
@@ -151,7 +157,7 @@ def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: fl
         [*ray, "start", "--head", "--port", str(gcs_port), "--dashboard-host", "127.0.0.1",
          "--dashboard-port", str(dashboard_port), "--ray-client-server-port", str(client_port),
          "--include-dashboard", "true", "--temp-dir", str(temp_dir / "ray"),
-         "--resources", '{"node_head": 1}', *common, *_node_ports()],
+         "--resources", '{"node_head": 1}', *common, *_node_ports(worker_slot)],
         env=env, stdout=head_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )
     cluster = RayCluster(f"http://127.0.0.1:{dashboard_port}", f"127.0.0.1:{gcs_port}", temp_dir, [head])
@@ -160,12 +166,15 @@ def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: fl
         second_log = temp_dir / "second.log"
         second = subprocess.Popen(
             [*ray, "start", "--address", cluster.gcs_address, "--resources", '{"node_second": 1}',
-             "--temp-dir", str(temp_dir / "ray2"), *common, *_node_ports()],
+             "--temp-dir", str(temp_dir / "ray2"), *common, *_node_ports(worker_slot + 1)],
             env=env, stdout=second_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
         )
         cluster.nodes.append(second)
-        _wait_for(lambda: _alive_nodes(cluster.address) >= 2, "the two nodes were not up", head, head_log)
-        _check_alive(second, second_log)
+        def both_up() -> bool:
+            _check_alive(second, second_log)  # a second node that failed to start says why at once
+            return _alive_nodes(cluster.address) >= 2
+
+        _wait_for(both_up, "the two nodes were not up", head, head_log)
     except BaseException:
         cluster.stop()
         raise
