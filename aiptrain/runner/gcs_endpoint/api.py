@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.runner.gcs_endpoint.certificates import STORAGE_HOSTS
-from aiptrain.runner.gcs_endpoint.objects import Buckets, Crc32c, ObjectMeta, StorageError, with_hashes
+from aiptrain.runner.gcs_endpoint.objects import Buckets, ContentHashes, ObjectMeta, StorageError, with_hashes
 
 _BLOCK = 1024 * 1024
 _MAX_PAGE = 1000
@@ -71,10 +71,10 @@ def object_resource(meta: ObjectMeta, base: str) -> dict[str, Any]:
     return resource
 
 
-def _asks_for_hashes(fields: str | None) -> bool:
-    """A metadata read whose answer includes the hashes: the whole resource, or fields naming one.
-    (TensorFlow's stat asks for `size,generation,updated` only, and pays nothing.)"""
-    return fields is None or "md5Hash" in fields or "crc32c" in fields
+def _names_hashes(fields: str) -> bool:
+    """Whether a `fields` selection names the object hashes (TensorFlow's stat asks for
+    `size,generation,updated` only, and pays nothing)."""
+    return "md5Hash" in fields or "crc32c" in fields
 
 
 def bucket_resource(bucket: str, base: str) -> dict[str, Any]:
@@ -96,7 +96,7 @@ class _Upload:
     total: int | None
     if_generation_match: int | None
     received: int = 0
-    checksum: Crc32c = field(default_factory=Crc32c)
+    checksum: ContentHashes = field(default_factory=ContentHashes)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -251,7 +251,9 @@ class _Handler(BaseHTTPRequestHandler):
             meta = buckets.stat(bucket, name)
             if meta is None:
                 raise StorageError(404, "notFound", f"No such object: {bucket}/{name}")
-            if method == "GET" and _asks_for_hashes(query.get("fields")) and not name.endswith("/"):
+            # The whole resource, or fields naming a hash.
+            fields = query.get("fields")
+            if method == "GET" and (fields is None or _names_hashes(fields)) and not name.endswith("/"):
                 meta = self._hashed(meta)
             self._json(200, object_resource(meta, self.base), head=method == "HEAD")
             return
@@ -287,7 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
         page, more = entries[:max(size, 1)], len(entries) > max(size, 1)
         # Only a listing that names the hashes gets them (gsutil's does): a plain one, as gcsfs
         # and google-cloud-storage send, would read every listed object.
-        hashes = "md5Hash" in query.get("fields", "") or "crc32c" in query.get("fields", "")
+        hashes = _names_hashes(query.get("fields", ""))
         items = [object_resource(self._hashed(meta) if hashes and not meta.name.endswith("/") else meta, self.base)
                  for _name, meta in page if meta is not None]
         prefixes = [name for name, meta in page if meta is None]
@@ -379,13 +381,13 @@ class _Handler(BaseHTTPRequestHandler):
             name, data = self._multipart()
             name = query.get("name") or name
             temporary = self.server.buckets.new_upload_file()
-            checksum = Crc32c()
+            checksum = ContentHashes()
             checksum.update(data)
             temporary.write_bytes(data)
         else:  # media (and a missing uploadType, which the API treats the same)
             name = query.get("name", "")
             temporary = self.server.buckets.new_upload_file()
-            checksum = Crc32c()
+            checksum = ContentHashes()
             try:
                 with temporary.open("wb") as out:
                     self._read_body(out, checksum)
@@ -428,7 +430,7 @@ class _Handler(BaseHTTPRequestHandler):
                                               upload.if_generation_match)
         self._json(200, object_resource(self._remember_hashes(meta, upload.checksum), self.base))
 
-    def _remember_hashes(self, meta: ObjectMeta, hashes: Crc32c) -> ObjectMeta:
+    def _remember_hashes(self, meta: ObjectMeta, hashes: ContentHashes) -> ObjectMeta:
         """A new object's metadata with the hashes of the body just received, kept for later reads."""
         meta = dataclasses.replace(meta, md5=hashes.md5(), crc32c=meta.crc32c or hashes.value())
         self.server.hashed[(meta.bucket, meta.name, meta.generation, meta.size)] = meta
@@ -467,7 +469,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- bodies ----------------------------------------------------------------------------
 
-    def _read_body(self, out: Any, checksum: Crc32c, skip: int = 0) -> int:
+    def _read_body(self, out: Any, checksum: ContentHashes, skip: int = 0) -> int:
         """Copy the request body to `out` (dropping its first `skip` bytes); the bytes kept."""
         kept = 0
         for received in self._body_blocks():

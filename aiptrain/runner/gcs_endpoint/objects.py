@@ -64,7 +64,7 @@ class _Checksum(Protocol):
     def digest(self) -> bytes: ...
 
 
-class Crc32c:
+class ContentHashes:
     """GCS's checksums, computed while a body streams in: the CRC32C that google-cloud-storage
     compares, and the MD5 that `gcloud storage cp` and gsutil compare."""
 
@@ -275,7 +275,7 @@ class DirectoryBuckets:
     def _concatenate(self, sources: list[tuple[str, str]], bucket: str, name: str) -> ObjectMeta:
         """Write the sources' bytes one after the other as the object `name` (a copy: one source)."""
         temporary = self.new_upload_file()
-        checksum = Crc32c()
+        checksum = ContentHashes()
         try:
             with temporary.open("wb") as out:
                 for source_bucket, source in sources:
@@ -295,7 +295,7 @@ def with_hashes(buckets: Buckets, meta: ObjectMeta) -> ObjectMeta:
     gsutil refuses to download an object whose metadata carries neither (and checks them); the
     local store keeps no checksums, so they are computed for the clients that ask.
     """
-    hashes = Crc32c()
+    hashes = ContentHashes()
     with buckets.open(meta.bucket, meta.name) as (stream, _meta):
         while block := stream.read(1 << 20):
             hashes.update(block)
