@@ -136,9 +136,9 @@ def stop_jobs_in(home: Path, grace: float = 15.0) -> list[str]:
     """Cancel every unfinished job of a home; kill what is left of them after `grace` seconds."""
     if not (home / "jobs.db").exists():
         return []
-    from aiptrain.runner.engine import LocalEngine
-    from aiptrain.runner.processes import is_running
-    from aiptrain.runner.reaper import kill_job_processes
+    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.reaper import kill_job_processes
+    from aiptrain.replicas.processes import is_running
 
     engine = LocalEngine(home)
     try:

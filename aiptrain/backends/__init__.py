@@ -16,25 +16,25 @@ if TYPE_CHECKING:
 
 
 def _local(settings: BackendSettings) -> Backend:
-    from aiptrain.backends.local import LocalBackend
+    from aiptrain.backends.local.backend import LocalBackend
 
     return LocalBackend(settings)
 
 
 def _ray(settings: BackendSettings) -> Backend:
-    from aiptrain.backends.ray import RayBackend
+    from aiptrain.backends.ray.backend import RayBackend
 
     return RayBackend(settings)
 
 
 def _vertex(settings: BackendSettings) -> Backend:
-    from aiptrain.backends.vertex import VertexBackend
+    from aiptrain.backends.vertex.backend import VertexBackend
 
     return VertexBackend(settings)
 
 
 def _mlv1(settings: BackendSettings) -> Backend:
-    from aiptrain.backends.mlv1 import MlV1Backend
+    from aiptrain.backends.rest.mlv1 import MlV1Backend
 
     return MlV1Backend(settings)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from aiptrain.errors import Problem
-from aiptrain.logs import LogCursor, LogEntry
-from aiptrain.spec import Job
+from aiptrain.job.logs import LogCursor, LogEntry
+from aiptrain.job.spec import Job
 
 
 @dataclass(frozen=True)

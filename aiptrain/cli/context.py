@@ -40,7 +40,7 @@ class AppContext:
     def project_id(self) -> str:
         """The project jobs belong to; the local backend has a default, the cloud ones do not."""
         if self.project:
-            from aiptrain.project_id import project_id_problem, suggest_project_id
+            from aiptrain.job.project_id import project_id_problem, suggest_project_id
 
             problem = project_id_problem(self.project)
             if problem:

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiptrain.cli.context import AppContext
 from aiptrain.cli.output import dump_yaml, emit
-from aiptrain.submission import DryRun, SubmissionPlan
+from aiptrain.submit.submission import DryRun, SubmissionPlan
 
 
 def _human_size(size: int) -> str:

@@ -12,14 +12,14 @@ from aiptrain.cli.context import AppContext, common_options
 
 def _store() -> Any:
     from aiptrain.paths import aiptrain_home
-    from aiptrain.runner.envs.store import EnvironmentStore, envs_dir
+    from aiptrain.replicas.envs.store import EnvironmentStore, envs_dir
 
     return EnvironmentStore(envs_dir(aiptrain_home()))
 
 
 def _runtimes_by_environment() -> dict[str, list[str]]:
     """Recipe name -> the runtime versions that run in it."""
-    from aiptrain.catalog import load_catalog
+    from aiptrain.job.catalog import load_catalog
 
     found: dict[str, list[str]] = {}
     for runtime in load_catalog().runtimes.values():
@@ -78,9 +78,9 @@ def list_envs(app: AppContext) -> int:
 @common_options
 def build_env(app: AppContext, runtime_version: str) -> int:
     """Build the environment of RUNTIME_VERSION now (e.g. before going offline); print its path."""
-    from aiptrain.catalog import load_catalog
+    from aiptrain.job.catalog import load_catalog
     from aiptrain.paths import aiptrain_home
-    from aiptrain.runner.envs.for_job import environment_in_foreground
+    from aiptrain.replicas.envs.for_job import environment_in_foreground
 
     environment = environment_in_foreground(runtime_version, load_catalog(), aiptrain_home(),
                                             lambda line, severity: app.progress(_labelled(line, severity)))
@@ -94,9 +94,9 @@ def build_env(app: AppContext, runtime_version: str) -> int:
 @common_options
 def remove_envs(app: AppContext, targets: tuple[str, ...], remove_all: bool) -> int:
     """Remove environments by KEY or by RUNTIME_VERSION (the next job that needs one rebuilds it)."""
-    from aiptrain.catalog import load_catalog
     from aiptrain.errors import UsageError
-    from aiptrain.runner.envs.resolution import resolve_version
+    from aiptrain.job.catalog import load_catalog
+    from aiptrain.replicas.envs.resolution import resolve_version
 
     if not targets and not remove_all:
         raise UsageError("nothing to remove", hint="name environments by KEY or runtime version, or pass --all")

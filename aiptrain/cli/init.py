@@ -12,7 +12,7 @@ import click
 def init(directory: Path) -> int:
     """Create DIR with a ready-to-submit trainer package (MultiWorkerMirrored and parameter server
     training from TF_CONFIG, checkpoints, evaluator, SavedModel export, hyperparameter reporting)."""
-    from aiptrain.template import init_project  # shutil and the template: only for this command
+    from aiptrain.packaging.template import init_project  # shutil and the template: only for this command
 
     result = init_project(directory)
     click.echo(f"Created a trainer project in {result.directory}:")

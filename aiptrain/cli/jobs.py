@@ -16,12 +16,12 @@ from aiptrain.cli import flags
 from aiptrain.cli.context import AppContext, common_options
 from aiptrain.cli.numbers import SECONDS, FiniteFloat
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
-from aiptrain.submit_flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
+from aiptrain.submit.flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
 
 if TYPE_CHECKING:
     from aiptrain.backends.base import Backend
-    from aiptrain.logs import LogEntry
-    from aiptrain.spec import Job
+    from aiptrain.job.logs import LogEntry
+    from aiptrain.job.spec import Job
 
 
 # click settings of the kinds that are not plain text.
@@ -81,10 +81,10 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
 
     Trainer arguments go after `--`: aiptrain jobs submit training JOB [flags] -- --epochs 3
     """
-    from aiptrain.catalog import load_catalog
-    from aiptrain.staging import describe_result
+    from aiptrain.job.catalog import load_catalog
     from aiptrain.storage import open_store
-    from aiptrain.submission import dry_run_document, submit
+    from aiptrain.submit.staging import describe_result
+    from aiptrain.submit.submission import dry_run_document, submit
 
     if kw["stream_logs"] and kw["async_"]:
         raise click.UsageError("--async and --stream-logs cannot be used together")
@@ -111,7 +111,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
                      progress_factory=_progress_factory(app))
     runtime = catalog.runtimes.get((created.training_input and created.training_input.runtime_version) or "")
     if runtime is not None:
-        from aiptrain.runner.envs.resolution import runtime_warnings
+        from aiptrain.replicas.envs.resolution import runtime_warnings
 
         for warning in runtime_warnings(runtime):
             app.progress(f"warning: {warning}")
@@ -127,7 +127,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
 
 def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, app: AppContext,
                     region_given: bool, problems: ProblemList) -> Any:
-    from aiptrain.submission import SubmitOptions
+    from aiptrain.submit.submission import SubmitOptions
 
     for type_flag, count_flag in PAIRED_FLAGS:
         flags.group_pair(problems, type_flag, kw[FLAGS_BY_NAME[type_flag].dest],
@@ -148,7 +148,7 @@ def _option_value(entry: SubmitFlag, kw: dict[str, Any], app: AppContext, proble
     if entry.kind is Kind.SCALE_TIER:
         return flags.parse_scale_tier(value, problems)
     if entry.kind is Kind.ACCELERATOR:
-        from aiptrain.submission import Accelerator
+        from aiptrain.submit.submission import Accelerator
 
         parsed = flags.parse_accelerator(entry.flag, value, problems)
         return Accelerator(*parsed) if parsed else None
@@ -199,7 +199,7 @@ def _print_job_summary(app: AppContext, data: dict[str, Any]) -> None:
 def exit_code_for(state: str | None, *, timed_out: bool = False) -> int:
     """0 SUCCEEDED, 10 FAILED, 11 CANCELLED; 12 for a timeout or a job that has not ended."""
     from aiptrain.errors import EXIT_JOB_CANCELLED, EXIT_JOB_FAILED, EXIT_JOB_TIMEOUT, EXIT_OK
-    from aiptrain.job_state import JobState
+    from aiptrain.job.state import JobState
 
     if timed_out:
         return EXIT_JOB_TIMEOUT
@@ -235,7 +235,7 @@ def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: 
                     allow_multiline: bool = False, polling_interval: float | None = None) -> int:
     """Follow a job until it ends; Ctrl-C detaches (the job keeps running) with exit 130."""
     from aiptrain.cli.output import format_log_entry, wants_color
-    from aiptrain.follow import follow_job, poller_for
+    from aiptrain.submit.follow import follow_job, poller_for
 
     out = sys.stderr if to_stderr else sys.stdout
     color = wants_color(out)
@@ -257,8 +257,8 @@ def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: 
 
 def _wait_local(app: AppContext, job_id: str, timeout: float | None) -> int:
     """`jobs wait` on this machine: the state read from the job store, without loading the job model."""
+    from aiptrain.backends.local.job_wait import wait_for_local_job
     from aiptrain.paths import aiptrain_home
-    from aiptrain.runner.job_wait import wait_for_local_job
 
     try:
         result = wait_for_local_job(aiptrain_home(), app.project_id(), job_id, timeout=timeout)
@@ -266,7 +266,7 @@ def _wait_local(app: AppContext, job_id: str, timeout: float | None) -> int:
         return _interrupted(app, job_id)
     data = result.resource
     if app.output_format != "text":
-        from aiptrain.spec import Job
+        from aiptrain.job.spec import Job
 
         data = Job.model_validate(data).to_api()  # the fields in the model's order, as every backend prints them
     return _report_end(app, job_id, data, timeout=timeout, timed_out=result.timed_out, summary=True)
@@ -274,8 +274,8 @@ def _wait_local(app: AppContext, job_id: str, timeout: float | None) -> int:
 
 def _local_runtime_lines(job: Job) -> list[str]:
     """How a local job's runtime version was resolved, as its first log lines said."""
-    from aiptrain.catalog import load_catalog
-    from aiptrain.runner.envs.resolution import resolve_runtime
+    from aiptrain.job.catalog import load_catalog
+    from aiptrain.replicas.envs.resolution import resolve_runtime
 
     training_input = job.training_input
     catalog = load_catalog()
@@ -323,7 +323,7 @@ def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_
               page_size: int) -> int:
     """List jobs, newest first."""
     from aiptrain.cli.output import emit, local_time_text, table
-    from aiptrain.joblist import select_jobs
+    from aiptrain.job.listing import select_jobs
 
     found = select_jobs(app.backend().list_jobs(page_size=page_size), filter_expr=filter_expr,
                         limit=limit, sort_by=sort_by)

@@ -43,7 +43,7 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
           start_port: int | None, runtime_version: str | None) -> int:
     """Run a trainer in the foreground, each line prefixed with its task, as `gcloud ai-platform
     local train` did. Trainer arguments go after `--`."""
-    from aiptrain.runner.local_train import run_local_training
+    from aiptrain.backends.local.local_train import run_local_training
 
     user_args = click.get_current_context().meta.get("user_args") or []
     if not distributed and (worker_count or parameter_server_count):
@@ -79,10 +79,10 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
     """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine."""
     import os
 
+    from aiptrain.backends.local.supervisor_start import allow_forking
     from aiptrain.emulator.gcloud_config import check_name, write_configuration
     from aiptrain.emulator.serve import read_token_file
     from aiptrain.emulator.serve import serve as run_server
-    from aiptrain.runner.supervisor_start import allow_forking
 
     allow_forking(False)  # a long-lived, threaded server execs its jobs' supervisors
 

@@ -72,8 +72,8 @@ class AiptrainGroup(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except sqlite3.Error as error:  # the local job store failing under a command, explained
+            from aiptrain.backends.local.store_errors import store_failure
             from aiptrain.paths import aiptrain_home
-            from aiptrain.runner.store_errors import store_failure
 
             failure = store_failure(error, aiptrain_home() / "jobs.db")
             report_error(failure)
@@ -104,7 +104,7 @@ root.add_command(init)
 
 
 def main() -> None:
-    from aiptrain.runner.supervisor_start import allow_forking
+    from aiptrain.backends.local.supervisor_start import allow_forking
 
     signal.signal(signal.SIGTERM, _raise_terminated)
     # A command is short-lived and single-threaded: a job it submits may get its supervisor forked

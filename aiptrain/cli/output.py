@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 if TYPE_CHECKING:
-    from aiptrain.logs import LogEntry
+    from aiptrain.job.logs import LogEntry
 
 SEVERITY_COLORS = {
     "DEBUG": "bright_black",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aiptrain.cli.output import local_time_text, table
-from aiptrain.spec import Job
+from aiptrain.job.spec import Job
 
 
 def summarize_job(job: Job) -> str:

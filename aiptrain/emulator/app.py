@@ -46,10 +46,10 @@ from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services
 from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TUNING_JOBS, VertexJobStore
 from aiptrain.errors import AiptrainError
-from aiptrain.project_id import project_id_problem
+from aiptrain.job.project_id import project_id_problem
 
 if TYPE_CHECKING:
-    from aiptrain.runner.engine import LocalEngine
+    from aiptrain.backends.local.engine import LocalEngine
 
 LOG = logging.getLogger("aiptrain.emulator")
 

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from aiptrain.emulator.errors import ApiError
-from aiptrain.nesting import MAX_DEPTH, nesting_problem
+from aiptrain.submit.nesting import MAX_DEPTH, nesting_problem
 
 MAX_BODY_BYTES = 1024 * 1024  # a Job or CustomJob is a few KB; 1 MiB leaves room for long args
 MAX_JSON_DEPTH = MAX_DEPTH

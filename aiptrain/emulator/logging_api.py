@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from aiptrain.backends.vertex.translate import vertex_task_name
 from aiptrain.emulator.errors import ApiError, invalid_argument
 from aiptrain.emulator.query import Filter, FilterError, parse_filter
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services, decode_token, encode_token
 from aiptrain.errors import AiptrainError, NotFound
-from aiptrain.logs import LogCursor, LogEntry
-from aiptrain.runner.vertex_origin import vertex_job_id
-from aiptrain.vertex.translate import vertex_task_name
+from aiptrain.job.logs import LogCursor, LogEntry
+from aiptrain.replicas.vertex_origin import vertex_job_id
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000

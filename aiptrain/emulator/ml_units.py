@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from aiptrain.catalog import Catalog
-from aiptrain.cluster import resolve_cluster
-from aiptrain.spec import Job, ScaleTier, TrainingInput
+from aiptrain.job.catalog import Catalog
+from aiptrain.job.cluster import resolve_cluster
+from aiptrain.job.spec import Job, ScaleTier, TrainingInput
 
 
 def _vcpus(machine_type: str | None, catalog: Catalog) -> int:

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiptrain.catalog import load_catalog
 from aiptrain.emulator.errors import ApiError, field_error, from_aiptrain_error, invalid_argument
 from aiptrain.emulator.ml_units import consumed_ml_units
 from aiptrain.emulator.packages import check_args, check_output_dir, stage_packages
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services, page_size
 from aiptrain.errors import AiptrainError, AlreadyExists, EtagMismatch, JobAlreadyFinished, NotFound, ValidationFailed
-from aiptrain.runner.vertex_origin import vertex_job_id
-from aiptrain.spec import Job, parse_job, without_output_fields
-from aiptrain.validate import check_hyperparameters, check_job_id, check_labels
+from aiptrain.job.catalog import load_catalog
+from aiptrain.job.spec import Job, parse_job, without_output_fields
+from aiptrain.job.validate import check_hyperparameters, check_job_id, check_labels
+from aiptrain.replicas.vertex_origin import vertex_job_id
 
 JOB_ID_RULE = "A name should start with a letter and contain only letters, numbers and underscores."
 DUPLICATE_JOB_ID = "A job with this id already exists."

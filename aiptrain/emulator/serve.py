@@ -95,10 +95,10 @@ def serve(
     check_bind(host, allow_remote=allow_remote, token=token)
     import uvicorn
 
+    from aiptrain.backends.local.engine import LocalEngine
     from aiptrain.emulator.app import create_app
     from aiptrain.emulator.limits import UVICORN_LIMITS, GuardedH11Protocol
-    from aiptrain.runner.engine import LocalEngine
-    from aiptrain.runner.gcs_endpoint.service import UPSTREAM_VARIABLE
+    from aiptrain.replicas.gcs_endpoint.service import UPSTREAM_VARIABLE
 
     if os.environ.get("STORAGE_EMULATOR_HOST"):
         # Clients stage into that GCS emulator: the jobs (their supervisors inherit this) read

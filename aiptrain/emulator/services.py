@@ -16,7 +16,7 @@ from aiptrain.emulator.schema import SchemaValidator, Violation
 from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore
 
 if TYPE_CHECKING:
-    from aiptrain.runner.engine import LocalEngine
+    from aiptrain.backends.local.engine import LocalEngine
 
 
 @dataclass(frozen=True)

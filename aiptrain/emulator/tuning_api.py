@@ -16,7 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiptrain.catalog import load_catalog
+from aiptrain.backends.vertex.study import (
+    hyperparameter_tuning_job_to_job,
+    hyperparameters_from_study,
+    output_to_trial,
+)
 from aiptrain.emulator.errors import ApiError, invalid_argument
 from aiptrain.emulator.packages import check_output_dir
 from aiptrain.emulator.schema import Violation
@@ -31,10 +35,10 @@ from aiptrain.emulator.vertex_api import (
 )
 from aiptrain.emulator.vertex_jobs import VertexJobRecord
 from aiptrain.errors import NotFound, Problem
-from aiptrain.spec import Job
+from aiptrain.job.catalog import load_catalog
+from aiptrain.job.spec import Job
+from aiptrain.job.validate import check_hyperparameters
 from aiptrain.tuning.trials import trial_number
-from aiptrain.validate import check_hyperparameters
-from aiptrain.vertex.study import hyperparameter_tuning_job_to_job, hyperparameters_from_study, output_to_trial
 
 ROOT = "hyperparameter_tuning_job"
 INPUT_FIELDS = ("displayName", "studySpec", "maxTrialCount", "parallelTrialCount", "maxFailedTrialCount",

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from aiptrain.backends.vertex.translate import ML_TO_VERTEX_STATE, custom_job_to_job
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error, invalid_argument
 from aiptrain.emulator.packages import check_args, check_output_dir, stage_packages
 from aiptrain.emulator.query import FilterError, parse_filter
@@ -27,9 +28,8 @@ from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services, decode_token, encode_token, page_size
 from aiptrain.emulator.vertex_jobs import TUNING_JOBS, VertexJobRecord, VertexJobStore
 from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound
-from aiptrain.runner.vertex_origin import VERTEX_JOB_LABEL
-from aiptrain.spec import Job, JobState
-from aiptrain.vertex.translate import ML_TO_VERTEX_STATE, custom_job_to_job
+from aiptrain.job.spec import Job, JobState
+from aiptrain.replicas.vertex_origin import VERTEX_JOB_LABEL
 
 # The CustomJob fields a client sets; everything else is output only and ignored on create.
 INPUT_FIELDS = ("displayName", "jobSpec", "labels", "encryptionSpec")

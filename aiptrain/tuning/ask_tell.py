@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from aiptrain.spec import Algorithm
+from aiptrain.job.spec import Algorithm
 from aiptrain.tuning.plan import TuningPlan
 from aiptrain.tuning.space import ParameterValue, SearchSpace
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from aiptrain.spec import Algorithm
+from aiptrain.job.spec import Algorithm
 from aiptrain.tuning.ask_tell import SearchSettings, Suggestion
 from aiptrain.tuning.space import (
     CategoricalParameter,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aiptrain.spec import Algorithm, Goal, HyperparameterSpec
+from aiptrain.job.spec import Algorithm, Goal, HyperparameterSpec
 from aiptrain.tuning.space import SearchSpace
 
 DEFAULT_METRIC_TAG = "training/hptuning/metric"

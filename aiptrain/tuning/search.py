@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiptrain.spec import Algorithm
+from aiptrain.job.spec import Algorithm
 from aiptrain.tuning.ask_tell import Search, SearchSettings
 
 

@@ -32,7 +32,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from aiptrain.spec import HyperparameterSpec, ParameterSpec, ParameterType, ScaleType
+from aiptrain.job.spec import HyperparameterSpec, ParameterSpec, ParameterType, ScaleType
 
 ParameterValue = int | float | str
 SamplerCoordinate = int | float | str

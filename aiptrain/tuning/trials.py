@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from aiptrain.spec import HyperparameterOutput, JobState, TrainingOutput
+from aiptrain.job.spec import HyperparameterOutput, JobState, TrainingOutput
 
 
 def trial_number(trial: HyperparameterOutput) -> int:

@@ -22,7 +22,7 @@ BUCKET = "bench-bucket"
 
 
 def run(ctx: BenchContext) -> list[RowResult]:
-    from aiptrain.runner.gcs_endpoint.service import ReplicaStorage
+    from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
 
     home = ctx.cleanup.new_home("gcs-endpoint")
     folder = home / "storage" / BUCKET / "io"

@@ -70,7 +70,7 @@ def plain_client() -> Any:
 
 
 def aiptrain_stage(files: list[Path], bucket: str, store: Any) -> list[Any]:
-    from aiptrain.staging import execute_uploads, plan_uploads
+    from aiptrain.submit.staging import execute_uploads, plan_uploads
 
     return execute_uploads(plan_uploads(files, bucket, store, check_existing=True), store)
 
@@ -175,7 +175,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
     files = [sdist, payload]
     resubmits = measure_resubmit(ctx, files)
 
-    staging_call = ("aiptrain.staging.execute_uploads(plan_uploads([FILE], BUCKET, "
+    staging_call = ("aiptrain.submit.staging.execute_uploads(plan_uploads([FILE], BUCKET, "
                     "GcsObjectStore(), check_existing=True), store)  # bench/rows/upload.py")
     plain_call = "client.bucket(BUCKET).blob(NAME).upload_from_filename(FILE)  # google-cloud-storage"
     total = sum(f.stat().st_size for f in files)

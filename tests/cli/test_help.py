@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from aiptrain.cli.main import root
 
 FORBIDDEN = ("googleapiclient", "google.cloud.storage", "google.auth", "tensorflow", "pydantic", "uvicorn",
-             "starlette", "optuna", "aiptrain.spec", "ray.")
+             "starlette", "optuna", "aiptrain.job.spec", "ray.")
 
 PROBE = """
 import sys

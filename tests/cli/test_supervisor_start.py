@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.processes import is_running
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.replicas.processes import is_running
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "local-project"
@@ -63,7 +63,7 @@ def test_the_command_forks_the_supervisor(engine: LocalEngine, isolated_environm
     pid = supervisor_of(engine, "forked")
     check_detached(pid, reader, isolated_environment, "forked")
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert cmdline[:5] == [b"aiptrain.runner.supervisor", b"--home", str(isolated_environment).encode(),
+    assert cmdline[:5] == [b"aiptrain.backends.local.supervisor", b"--home", str(isolated_environment).encode(),
                            b"--job-key", str(engine.store.get(PROJECT, "forked").key).encode()]
     engine.cancel(PROJECT, "forked")  # the supervisor answers SIGTERM like an exec'd one
     done = wait_until(lambda: engine.get(PROJECT, "forked").state == "CANCELLED", 60, "CANCELLED")
@@ -77,5 +77,5 @@ def test_a_command_holding_a_secret_execs_the_supervisor_without_it(
     pid = supervisor_of(engine, "execd")
     check_detached(pid, reader, isolated_environment, "execd")
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert cmdline[1:3] == [b"-m", b"aiptrain.runner.supervisor"]
+    assert cmdline[1:3] == [b"-m", b"aiptrain.backends.local.supervisor"]
     assert b"s3cret-token" not in Path(f"/proc/{pid}/environ").read_bytes()

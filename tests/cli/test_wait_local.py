@@ -11,9 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from aiptrain.job_state import JobState
-from aiptrain.runner.store import JobStore
-from aiptrain.spec import Job
+from aiptrain.backends.local.store import JobStore
+from aiptrain.job.spec import Job
+from aiptrain.job.state import JobState
 
 PROJECT = "local-project"
 AIPTRAIN = str(Path(sys.executable).parent / "aiptrain")
@@ -56,8 +56,8 @@ def test_waiting_for_a_finished_job_loads_no_job_model(isolated_environment: Pat
     assert probe.returncode == 0, probe.stderr
     assert yaml.safe_load(probe.stdout)["state"] == "SUCCEEDED"
     loaded = set(probe.stderr.split())
-    assert "aiptrain.runner.job_wait" in loaded  # the probe really waited locally
-    assert sorted(name for name in loaded if name.startswith(("pydantic", "aiptrain.spec"))) == []
+    assert "aiptrain.backends.local.job_wait" in loaded  # the probe really waited locally
+    assert sorted(name for name in loaded if name.startswith(("pydantic", "aiptrain.job.spec"))) == []
 
 
 def test_a_job_whose_supervisor_died_is_failed_by_wait(isolated_environment: Path) -> None:

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from aiptrain.catalog import load_catalog
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.envs.resolution import resolve_version
-from aiptrain.runner.envs.store import Environment, EnvironmentStore
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.job.catalog import load_catalog
+from aiptrain.replicas.envs.resolution import resolve_version
+from aiptrain.replicas.envs.store import Environment, EnvironmentStore
 from tests.fixtures.engine import engine, home, quick_settings
 
 __all__ = ["engine", "home", "quick_settings"]

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.envs.store import BuildCancelled, Environment, EnvironmentStore
-from aiptrain.runner.processes import TOKEN_VARIABLE, tokened_processes
-from aiptrain.spec import JobState
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.job.spec import JobState
+from aiptrain.replicas.envs.store import BuildCancelled, Environment, EnvironmentStore
+from aiptrain.replicas.processes import TOKEN_VARIABLE, tokened_processes
 
 from .conftest import aiptrain, describe, submit
 from .test_environment_store import small_resolution

@@ -11,7 +11,7 @@ from google.auth.credentials import AnonymousCredentials
 from googleapiclient import discovery
 
 from aiptrain.packaging import build_package
-from aiptrain.runner.envs.store import Environment
+from aiptrain.replicas.envs.store import Environment
 from tests.rest.harness import TERMINAL, running_emulator, wait_until
 
 from .conftest import TRAINERS

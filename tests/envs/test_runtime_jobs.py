@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.runner.envs.store import Environment
+from aiptrain.replicas.envs.store import Environment
 
 from .conftest import TRAINERS, aiptrain, describe, job_log, submit, wait_for_end
 

@@ -151,7 +151,7 @@ class GcloudSession:
 
 def _stop_engine_jobs(home: Path) -> None:
     """Cancel whatever is still running, so no trainer outlives the module."""
-    from aiptrain.runner.engine import LocalEngine
+    from aiptrain.backends.local.engine import LocalEngine
 
     engine = LocalEngine(home=home)
     for record in engine.store.active_jobs():

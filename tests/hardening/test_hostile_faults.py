@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.runner import log_capture
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.log_capture import StoreLogWriter
-from aiptrain.runner.processes import is_running
-from aiptrain.runner.store import JobStore
-from aiptrain.spec import Job, JobState
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.backends.local.store import JobStore
+from aiptrain.job.spec import Job, JobState
+from aiptrain.replicas import log_capture
+from aiptrain.replicas.log_capture import StoreLogWriter
+from aiptrain.replicas.processes import is_running
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "fault-project"
@@ -189,7 +189,7 @@ def sigterm_during_package_build(tmp: Path) -> None:
 
 SUBREAPER_HELPER = textwrap.dedent("""
     import os, subprocess, sys, time
-    from aiptrain.runner.subreaper import become_subreaper, kill_descendants
+    from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
     assert become_subreaper()
     # A child that starts a grandchild in its own session with an empty environment, then exits:
     # the orphaned grandchild re-parents to this process instead of init.

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import uvicorn
 
+from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.emulator import limits
 from aiptrain.emulator.app import create_app
 from aiptrain.emulator.serve import bind_socket
-from aiptrain.runner.engine import LocalEngine
 
 PROJECT = "hostile-project"
 JOBS = f"/v1/projects/{PROJECT}/jobs"

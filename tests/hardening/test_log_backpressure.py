@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.runner import log_capture
-from aiptrain.runner.log_capture import StoreLogWriter
-from aiptrain.runner.store import JobStore
-from aiptrain.spec import Job
+from aiptrain.backends.local.store import JobStore
+from aiptrain.job.spec import Job
+from aiptrain.replicas import log_capture
+from aiptrain.replicas.log_capture import StoreLogWriter
 from tests.fixtures.engine import wait_until
 
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.cli.main import root
 from aiptrain.packaging import build_package
-from aiptrain.runner.engine import LocalEngine
 from tests.fixtures.engine import wait_until
 
 PROJECT = "secret-project"

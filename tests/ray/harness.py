@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 
 from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.ray import RayBackend
-from aiptrain.raybackend.driver import actor_name
+from aiptrain.backends.ray.backend import RayBackend
+from aiptrain.backends.ray.driver import actor_name
 from tests.ray.cluster import RayCluster
 
 JOB_TIMEOUT = 300

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiptrain.raybackend.replica_host import SCRATCH_ROOT
-from aiptrain.runner.processes import tokened_processes
+from aiptrain.backends.ray.replica_host import SCRATCH_ROOT
+from aiptrain.replicas.processes import tokened_processes
 from tests.ray.cluster import RayCluster
 from tests.ray.harness import (
     JOB_TIMEOUT,
@@ -155,7 +155,7 @@ def test_a_killed_worker_is_restarted_and_cancel_stops_every_replica_on_every_no
 
 
 def test_an_address_where_no_ray_cluster_answers_exits_2_with_a_hint(digits_dir, tmp_path):
-    from aiptrain.runner.ports import free_ports
+    from aiptrain.replicas.ports import free_ports
 
     nobody = f"http://127.0.0.1:{free_ports(1)[0]}"
     result = aiptrain(*submit_args("ray_nowhere", digits_dir, flags=("--ray-address", nobody)))

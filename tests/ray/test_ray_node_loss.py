@@ -6,7 +6,7 @@ cluster (tests/ray/conftest.py puts it last).
 
 from __future__ import annotations
 
-from aiptrain.runner.replica_set import service_replica_name
+from aiptrain.replicas.replica_set import service_replica_name
 from tests.ray.harness import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, wait_until
 from tests.ray.test_ray_jobs import lifecycle_args
 

@@ -10,14 +10,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.catalog import load_catalog
+from aiptrain.backends.ray import joblog
+from aiptrain.backends.ray.plan import bundles_for, ray_problems, replica_runtime_envs
+from aiptrain.backends.ray.settings import jobs_api_address, resource_scale
 from aiptrain.cli.main import root
-from aiptrain.cluster import resolve_cluster
 from aiptrain.errors import UsageError
-from aiptrain.raybackend import joblog
-from aiptrain.raybackend.plan import bundles_for, ray_problems, replica_runtime_envs
-from aiptrain.raybackend.settings import jobs_api_address, resource_scale
-from aiptrain.spec import Job, JobState
+from aiptrain.job.catalog import load_catalog
+from aiptrain.job.cluster import resolve_cluster
+from aiptrain.job.spec import Job, JobState
 from tests.template.harness import TEMPLATE_DIR
 
 
@@ -172,7 +172,7 @@ def test_dry_run_prints_the_ray_job_without_a_cluster(monkeypatch):
     assert any("--ray-resource-scale 0.5" in warning for warning in document["warnings"])
     request = document["request"]
     assert request["submissionId"] == "ray_dry"
-    assert request["entrypoint"] == "python -m aiptrain.raybackend.driver"
+    assert request["entrypoint"] == "python -m aiptrain.backends.ray.driver"
     assert request["runtimeEnv"]["py_modules"][0].endswith("aiptrain")
     assert request["metadata"]["aiptrain.project"] == "local-project"
     assert "tensorflow-cpu==2.15.1" in request["replicaRuntimeEnvs"]["worker-replica-0"]["pip"]["packages"]

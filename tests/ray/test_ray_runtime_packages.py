@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aiptrain.catalog import catalog_path, runtimes_path
+from aiptrain.job.catalog import catalog_path, runtimes_path
 from tests.ray.harness import aiptrain
 
 TRAINERS = Path(__file__).parent / "trainers"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from aiptrain.raybackend.client import LogTail
+from aiptrain.backends.ray.client import LogTail
 from tests.fixtures.engine import max_overlap
 from tests.ray.harness import actor_nodes, aiptrain, backend, cluster_node_ids, log_text
 from tests.tuning.harness import TRAINERS

@@ -100,7 +100,7 @@ class Emulator:
         return uri
 
     def engine(self) -> Any:
-        from aiptrain.runner.engine import LocalEngine
+        from aiptrain.backends.local.engine import LocalEngine
 
         return LocalEngine(home=self.home)
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.mlv1 import MlV1Backend
-from aiptrain.backends.vertex import VertexBackend
+from aiptrain.backends.polling import AdaptivePoller
+from aiptrain.backends.rest.mlv1 import MlV1Backend
+from aiptrain.backends.vertex.backend import VertexBackend
 from aiptrain.errors import AlreadyExists, NotFound, ValidationFailed
-from aiptrain.follow import follow_job
-from aiptrain.logs import LogEntry
-from aiptrain.polling import AdaptivePoller
-from aiptrain.spec import Job, JobState, parse_job
+from aiptrain.job.logs import LogEntry
+from aiptrain.job.spec import Job, JobState, parse_job
+from aiptrain.submit.follow import follow_job
 from tests.fixtures.gcs import FakeGcsServer
 from tests.rest.harness import Emulator, running_emulator, wait_until
 

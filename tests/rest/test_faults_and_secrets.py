@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.mlv1 import MlV1Backend
-from aiptrain.backends.rest import ServiceUnavailable, redact, retry_after_seconds
+from aiptrain.backends.polling import AdaptivePoller
+from aiptrain.backends.rest.client import ServiceUnavailable, redact, retry_after_seconds
+from aiptrain.backends.rest.mlv1 import MlV1Backend
 from aiptrain.errors import PermissionDenied, TransientError
-from aiptrain.follow import follow_job
-from aiptrain.logs import LogEntry
-from aiptrain.polling import AdaptivePoller
-from aiptrain.spec import JobState, parse_job
+from aiptrain.job.logs import LogEntry
+from aiptrain.job.spec import JobState, parse_job
+from aiptrain.submit.follow import follow_job
 from tests.rest.harness import Emulator, running_emulator
 
 PROJECT = "fault-project"

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from aiptrain.polling import AdaptivePoller
+from aiptrain.backends.polling import AdaptivePoller
 
 
 def poller(**kwargs: float) -> AdaptivePoller:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends import _logs
+from aiptrain.backends.rest import logs as _logs
 from aiptrain.emulator.query import FilterError, parse_filter, timestamp_ns
-from aiptrain.logs import LogCursor
+from aiptrain.job.logs import LogCursor
 
 
 def entry(ts: str, insert_id: str, task: str = "master-replica-0", job: str = "j1") -> dict[str, Any]:

@@ -9,16 +9,16 @@ import httplib2
 import pytest
 from googleapiclient.errors import HttpError
 
-from aiptrain.backends import _logs
 from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.mlv1 import MlV1Backend
-from aiptrain.backends.rest import (
+from aiptrain.backends.rest import logs as _logs
+from aiptrain.backends.rest.client import (
     ServiceUnavailable,
     is_loopback,
     resolve_endpoint,
     translate_http_error,
 )
-from aiptrain.backends.vertex import VertexBackend
+from aiptrain.backends.rest.mlv1 import MlV1Backend
+from aiptrain.backends.vertex.backend import VertexBackend
 from aiptrain.emulator.serve import base_url, check_bind, serve
 from aiptrain.errors import (
     AlreadyExists,
@@ -28,7 +28,7 @@ from aiptrain.errors import (
     UsageError,
     ValidationFailed,
 )
-from aiptrain.logs import LogCursor
+from aiptrain.job.logs import LogCursor
 
 
 @pytest.mark.parametrize(("url", "loopback"), [

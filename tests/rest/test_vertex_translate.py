@@ -6,10 +6,7 @@ from typing import Any
 
 import pytest
 
-from aiptrain.catalog import load_catalog
-from aiptrain.errors import ValidationFailed
-from aiptrain.spec import JobState, parse_job
-from aiptrain.vertex.translate import (
+from aiptrain.backends.vertex.translate import (
     VERTEX_TO_ML_STATE,
     custom_job_to_job,
     job_to_custom_job,
@@ -17,6 +14,9 @@ from aiptrain.vertex.translate import (
     vertex_problems,
     vertex_task_name,
 )
+from aiptrain.errors import ValidationFailed
+from aiptrain.job.catalog import load_catalog
+from aiptrain.job.spec import JobState, parse_job
 
 CPU = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest"
 GPU = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-8:latest"

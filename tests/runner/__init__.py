@@ -1,1 +1,1 @@
-"""Tests of the local engine (aiptrain.runner) with real processes."""
+"""Tests of the local engine (aiptrain.backends.local and aiptrain.replicas) with real processes."""

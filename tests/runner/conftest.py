@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.job.spec import Job, JobState
 from aiptrain.packaging import build_package
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.processes import is_running, process_start_ticks, tokened_processes
-from aiptrain.spec import Job, JobState
+from aiptrain.replicas.processes import is_running, process_start_ticks, tokened_processes
 from tests.fixtures.engine import engine, home, kill_everything, quick_settings, wait_until
 
 __all__ = ["engine", "home", "kill_everything", "quick_settings", "wait_until"]

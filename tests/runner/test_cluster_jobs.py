@@ -10,12 +10,12 @@ import pytest
 
 from aiptrain.backends import get_backend
 from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.local import LocalBackend
-from aiptrain.catalog import load_catalog
-from aiptrain.cluster import resolve_cluster
-from aiptrain.runner.cluster_plan import plan_cluster, shrink_to_cap, total_replicas
-from aiptrain.runner.settings import LocalSettings
-from aiptrain.spec import Job, JobState, TrainingInput
+from aiptrain.backends.local.backend import LocalBackend
+from aiptrain.job.catalog import load_catalog
+from aiptrain.job.cluster import resolve_cluster
+from aiptrain.job.spec import Job, JobState, TrainingInput
+from aiptrain.replicas.cluster_plan import plan_cluster, shrink_to_cap, total_replicas
+from aiptrain.replicas.settings import LocalSettings
 
 from .conftest import PROJECT, kill_everything, local_dir, make_job, training_input, wait_for_end
 

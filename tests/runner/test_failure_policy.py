@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.replica_set import failure_message, is_retryable, service_replica_name
-from aiptrain.spec import JobState
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.job.spec import JobState
+from aiptrain.replicas.replica_set import failure_message, is_retryable, service_replica_name
 
 from .conftest import PROJECT, local_dir, make_job, read_pid, training_input, wait_for_end
 

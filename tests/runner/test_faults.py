@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.errors import JobAlreadyFinished
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.processes import is_running
-from aiptrain.runner.replica_set import ReplicaPolicy
-from aiptrain.spec import JobState
+from aiptrain.job.spec import JobState
+from aiptrain.replicas.processes import is_running
+from aiptrain.replicas.replica_set import ReplicaPolicy
 from tests.fixtures.engine import max_overlap
 
 from .conftest import (
@@ -344,7 +344,7 @@ def test_a_job_whose_submitter_died_before_starting_its_supervisor_is_started_by
 def test_the_sweep_leaves_a_job_alone_while_its_submitter_is_starting_it(
     engine: LocalEngine, home: Path, package_uri: str
 ) -> None:
-    from aiptrain.runner.launch import launch_lock
+    from aiptrain.backends.local.launch import launch_lock
 
     job = make_job("being_started", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/being_started"))
     with launch_lock(home, "startingtoken"):

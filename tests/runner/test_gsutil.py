@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.job.spec import JobState
 from aiptrain.packaging import build_package
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.spec import JobState
 
 from .conftest import PROJECT, TRAINERS, make_job, training_input, wait_for_end
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.job.spec import JobState
 from aiptrain.packaging import build_package
-from aiptrain.runner import install_cache
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.preparation import install_packages
-from aiptrain.spec import JobState
+from aiptrain.replicas import install_cache
+from aiptrain.replicas.preparation import install_packages
 
 from .conftest import PROJECT, TRAINERS, make_job, training_input, wait_for_end
 

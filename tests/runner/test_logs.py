@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from aiptrain.logs import LogCursor, LogEntry
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.log_capture import LineClassifier
-from aiptrain.spec import JobState
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.job.logs import LogCursor, LogEntry
+from aiptrain.job.spec import JobState
+from aiptrain.replicas.log_capture import LineClassifier
 
 from .conftest import PROJECT, make_job, training_input, wait_for_end
 

@@ -17,7 +17,7 @@ import pytest
 from google.api_core import exceptions
 from google.cloud import storage
 
-from aiptrain.runner.gcs_endpoint.service import ReplicaStorage
+from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 
 __all__ = ["fake_gcs_server"]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.backends.local.store import JobStore, PendingLine
 from aiptrain.errors import AlreadyExists, NotFound, UsageError
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.runner.store import JobStore, PendingLine
-from aiptrain.spec import Job, JobState
+from aiptrain.job.spec import Job, JobState
 
 from .conftest import PROJECT, make_job, training_input
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.spec import JobState
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.job.spec import JobState
 
 from .conftest import PROJECT, local_dir, make_job, token_processes, training_input, wait_for_end, wait_until
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.cli.main import root
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.spec import JobState
+from aiptrain.job.spec import JobState
 from tests.fixtures.engine import engine, home, quick_settings
 from tests.template.harness import TEMPLATE_DIR, TINY_HYPERPARAMETERS, checkpoint_steps, wait_for
 

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.local import LocalBackend
+from aiptrain.backends.local.backend import LocalBackend
+from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.cli.main import root
 from aiptrain.cli.summary import summarize_job
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.spec import Job, JobState
+from aiptrain.job.spec import Job, JobState
 from aiptrain.tuning.trials import objective_of
 from tests.tuning.harness import (
     PROJECT,

@@ -10,7 +10,7 @@ import itertools
 import statistics
 from typing import Any
 
-from aiptrain.spec import HyperparameterSpec
+from aiptrain.job.spec import HyperparameterSpec
 from aiptrain.tuning.ask_tell import PastTrial, Search, SearchSettings
 from aiptrain.tuning.plan import TuningPlan
 from aiptrain.tuning.search import make_search

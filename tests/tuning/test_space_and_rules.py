@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from aiptrain.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, JobState
+from aiptrain.job.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, JobState
 from aiptrain.tuning.ask_tell import PastTrial, SearchSettings
 from aiptrain.tuning.early_stopping import MedianStoppingRule
 from aiptrain.tuning.grid import GridSearch

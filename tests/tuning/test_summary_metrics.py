@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.spec import JobState
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.job.spec import JobState
 from aiptrain.tuning.metrics import SummaryReadError, read_summary_metric
 from tests.tuning.harness import PROJECT, TRAINERS, job_log, trials_of, tuning_job, wait_for_end
 

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.cli.main import root
-from aiptrain.runner.engine import LocalEngine
-from aiptrain.spec import JobState
+from aiptrain.job.spec import JobState
 from tests.tuning.harness import PROJECT, job_log, trials_of
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "trainer_template"

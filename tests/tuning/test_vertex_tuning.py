@@ -19,19 +19,19 @@ from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
 from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.mlv1 import MlV1Backend
-from aiptrain.backends.vertex import VertexBackend
-from aiptrain.catalog import load_catalog
+from aiptrain.backends.polling import AdaptivePoller
+from aiptrain.backends.rest.mlv1 import MlV1Backend
+from aiptrain.backends.vertex.backend import VertexBackend
+from aiptrain.backends.vertex.study import hyperparameter_tuning_job_to_job, job_to_hyperparameter_tuning_job
+from aiptrain.backends.vertex.translate import vertex_problems
 from aiptrain.cli.main import root
 from aiptrain.emulator.discovery import discovery_document
 from aiptrain.emulator.schema import SchemaValidator
 from aiptrain.errors import AlreadyExists, ValidationFailed
-from aiptrain.follow import follow_job
-from aiptrain.polling import AdaptivePoller
-from aiptrain.spec import Job, JobState, parse_job
+from aiptrain.job.catalog import load_catalog
+from aiptrain.job.spec import Job, JobState, parse_job
+from aiptrain.submit.follow import follow_job
 from aiptrain.tuning.trials import objective_of
-from aiptrain.vertex.study import hyperparameter_tuning_job_to_job, job_to_hyperparameter_tuning_job
-from aiptrain.vertex.translate import vertex_problems
 from tests.rest.harness import Emulator, running_emulator
 from tests.tuning.harness import trials_of, tuning_job
 from tests.tuning.trainers.hptrainer.objective import objective

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from aiptrain.errors import ValidationFailed
-from aiptrain.spec import Job, JobState, parse_job, parse_job_lenient
+from aiptrain.job.spec import Job, JobState, parse_job, parse_job_lenient
 
 FULL_JOB = {
     "jobId": "census_1",

@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain import staging
 from aiptrain.errors import OperationalError, ValidationFailed
-from aiptrain.staging import (
+from aiptrain.storage import base
+from aiptrain.storage import local as local_store
+from aiptrain.storage.base import LocalDigests, ObjectInfo, ProgressCallback
+from aiptrain.storage.local import LocalObjectStore
+from aiptrain.submit import staging
+from aiptrain.submit.staging import (
     UploadPlan,
     UploadResult,
     check_package_entries,
@@ -20,10 +24,6 @@ from aiptrain.staging import (
     plan_uploads,
     staging_uri,
 )
-from aiptrain.storage import base
-from aiptrain.storage import local as local_store
-from aiptrain.storage.base import LocalDigests, ObjectInfo, ProgressCallback
-from aiptrain.storage.local import LocalObjectStore
 
 
 @pytest.fixture

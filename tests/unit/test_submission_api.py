@@ -16,10 +16,10 @@ import json, sys
 from pathlib import Path
 from aiptrain.backends import get_backend
 from aiptrain.backends.base import BackendSettings
-from aiptrain.catalog import load_catalog
+from aiptrain.job.catalog import load_catalog
 from aiptrain.errors import ValidationFailed
 from aiptrain.storage import open_store
-from aiptrain.submission import SubmitOptions, dry_run_document, submit
+from aiptrain.submit.submission import SubmitOptions, dry_run_document, submit
 
 package = Path(sys.argv[1])
 backend = get_backend("local", BackendSettings(project="ci"))

@@ -1,0 +1,201 @@
+"""The local engine's API: submit, get, list, cancel and read the logs of local jobs.
+
+Everything is in the store; each submitted job gets a detached supervisor process that outlives
+the caller. `get` and `list` notice jobs whose supervisor died and finish them as FAILED.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import builtins
+import contextlib
+import os
+import secrets
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiptrain
+from aiptrain.backends.local.filters import compile_filter
+from aiptrain.backends.local.launch import launch_lock, recover_unlaunched
+from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.reaper import reap_dead_jobs, reap_if_supervisor_died
+from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
+from aiptrain.backends.local.supervisor_start import start_supervisor, supervisor_environment
+from aiptrain.errors import EtagMismatch, JobAlreadyFinished, UsageError
+from aiptrain.job.logs import LogCursor, LogEntry
+from aiptrain.job.spec import Job, JobState, without_output_fields
+from aiptrain.paths import aiptrain_home
+from aiptrain.replicas.clock import utc_now
+from aiptrain.replicas.log_capture import SERVICE_TASK
+from aiptrain.replicas.processes import is_running, process_start_ticks
+from aiptrain.replicas.settings import LocalSettings
+
+MAX_PAGE_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class JobProcesses:
+    """The processes behind a job, for diagnostics and tests."""
+
+    supervisor_pid: int | None
+    run_token: str
+    replicas: list[ReplicaRecord]
+
+
+def _page_token(key: int) -> str:
+    return base64.urlsafe_b64encode(f"k{key}".encode()).decode().rstrip("=")
+
+
+def _key_from_token(token: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        if text.startswith("k") and text[1:].isdigit():
+            return int(text[1:])
+    except (binascii.Error, UnicodeDecodeError):
+        pass
+    raise UsageError(f"invalid page token {token!r}", hint="pass the nextPageToken of the previous page")
+
+
+class LocalEngine:
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = home if home is not None else aiptrain_home()
+        self.store = JobStore(self.home)
+        self.recover_unlaunched()
+
+    # -- submit -------------------------------------------------------------------------------
+
+    def submit(self, project: str, job: Job) -> Job:
+        """Store the job as QUEUED and start its supervisor; AlreadyExists if the ID is taken."""
+        if not job.job_id:
+            raise UsageError("the job has no jobId", hint="pass a JOB id to `jobs submit training`")
+        LocalSettings.from_env()  # a bad setting is the submitter's usage error, found now
+        # The store sets the state, the times and its own etag.
+        fresh = Job.model_validate(without_output_fields(job.to_api(), "etag"))
+        token = secrets.token_hex(12)
+        with launch_lock(self.home, token):  # a sweep leaves the job alone until its supervisor is known
+            record = self.store.insert_job(project, fresh, token)
+            self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
+            self._start_or_fail(record)
+        return self.get(project, fresh.job_id or "")
+
+    def _start_or_fail(self, record: JobRecord) -> None:
+        try:
+            self._start_supervisor(record)
+        except OSError as error:
+            self.store.transition(
+                record.key, JobState.FAILED, error_message=f"The local supervisor could not be started: {error}"
+            )
+
+    def recover_unlaunched(self) -> list[str]:
+        """Start the supervisors that submitters killed mid-submit never started (see `launch`)."""
+        def start(record: JobRecord) -> None:
+            self.store.append_logs(record.key, [PendingLine(
+                utc_now(), "WARNING", SERVICE_TASK,
+                "The command that submitted this job stopped before starting its supervisor; started now.")])
+            self._start_or_fail(record)
+
+        return recover_unlaunched(self.store, self.home, start)
+
+    def _start_supervisor(self, record: JobRecord) -> None:
+        layout = JobLayout.of(self.home, record.project, record.job_id, record.key)
+        layout.root.mkdir(parents=True, exist_ok=True)
+        # The supervisor must import this very aiptrain, installed or not.
+        package_parent = str(Path(aiptrain.__file__).resolve().parent.parent)
+        env = supervisor_environment(os.environ, record.run_token, self.home, package_parent)
+        pid = start_supervisor(self.home, record.key, layout.root, layout.supervisor_log, env,
+                               store_path=self.store.path, release_store=self.store.close)
+        self.store.set_supervisor(record.key, pid, process_start_ticks(pid))
+
+    # -- read ---------------------------------------------------------------------------------
+
+    def _current(self, record: JobRecord) -> JobRecord:
+        return reap_if_supervisor_died(self.store, record, self.home)
+
+    def _present(self, record: JobRecord) -> Job:
+        job = record.job
+        if record.state == JobState.QUEUED and not record.holds_slot:
+            job.job_position = self.store.queue_position(record.key)
+        return job
+
+    def get(self, project: str, job_id: str) -> Job:
+        """The job as it is now; NotFound. A job whose supervisor died becomes FAILED here."""
+        return self._present(self._current(self.store.get(project, job_id)))
+
+    def list(
+        self,
+        project: str,
+        *,
+        page_size: int = 100,
+        page_token: str | None = None,
+        filter: str | None = None,
+    ) -> tuple[list[Job], str | None]:
+        """One page of the project's jobs, newest first, and the token of the next page (or None)."""
+        if page_size < 1:
+            raise UsageError(f"page size {page_size} is not positive", hint="use a page size of 1 or more")
+        size = min(page_size, MAX_PAGE_SIZE)
+        before = _key_from_token(page_token) if page_token else None
+        condition = compile_filter(filter)
+        reap_dead_jobs(self.store, self.home)
+        records = self.store.list_jobs(
+            project, limit=size + 1, before_key=before, where=condition.where, params=condition.params
+        )
+        next_token = _page_token(records[size - 1].key) if len(records) > size else None
+        return [self._present(record) for record in records[:size]], next_token
+
+    def state_history(self, project: str, job_id: str) -> builtins.list[StateChange]:
+        return self.store.state_history(self.store.get(project, job_id).key)
+
+    def processes(self, project: str, job_id: str) -> JobProcesses:
+        record = self.store.get(project, job_id)
+        return JobProcesses(record.supervisor_pid, record.run_token, self.store.replicas(record.key))
+
+    # -- cancel -------------------------------------------------------------------------------
+
+    def cancel(self, project: str, job_id: str) -> Job:
+        """Ask the job to stop: CANCELLING now, CANCELLED once its processes are gone."""
+        record = self._current(self.store.get(project, job_id))
+        if record.state.is_terminal:
+            raise JobAlreadyFinished(
+                f"job {job_id!r} already ended ({record.state.value}); it cannot be cancelled",
+            )
+        record = self.store.request_cancel(record.key)
+        self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
+        pid = record.supervisor_pid
+        if pid is not None and is_running(pid, record.supervisor_start_ticks):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        return self.get(project, job_id)
+
+    # -- update -------------------------------------------------------------------------------
+
+    def update_labels(
+        self, project: str, job_id: str, labels: dict[str, str] | None, *, expected_etag: str | None = None
+    ) -> Job:
+        """Replace the job's labels (None keeps them), only if its etag is `expected_etag` when given."""
+        record = self.store.get(project, job_id)
+
+        def mutate(job: Job) -> None:
+            if expected_etag is not None and job.etag != expected_etag:
+                raise EtagMismatch(f"job {job_id!r} has etag {job.etag!r}, not {expected_etag!r}")
+            if labels is not None:
+                job.labels = dict(labels) or None
+
+        self.store.update_resource(record.key, mutate)
+        return self.get(project, job_id)
+
+    # -- logs ---------------------------------------------------------------------------------
+
+    def logs(
+        self,
+        project: str,
+        job_id: str,
+        *,
+        after: LogCursor | None = None,
+        task_name: str | None = None,
+        limit: int = 1000,
+    ) -> builtins.list[LogEntry]:
+        """Entries strictly after `after`, in (timestamp, insert_id) order; at most `limit`."""
+        key = self.store.get(project, job_id).key
+        return self.store.read_logs(key, after=after, task_name=task_name, limit=limit)

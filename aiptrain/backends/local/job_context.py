@@ -1,0 +1,174 @@
+"""What a job body gets from the supervisor: the job, where things go, and a way to run replica sets.
+
+A job body (one replica set, or the tuning study of `tuning_job`) takes a `JobContext` and calls
+`run_replica_set(extra_args=..., extra_env=..., trial_id=..., job_dir=..., stop=...)` once per
+run, from several threads if it likes. The supervisor builds the context and picks the body.
+The context is the local engine's `tuning_job.TuningHost`: the rest of its methods serve the study.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.store import JobRecord, JobStore
+from aiptrain.job.spec import Job, TrainingInput
+from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
+from aiptrain.replicas.gcs_endpoint.service import replica_base_environment
+from aiptrain.replicas.gs_paths import local_location, localize
+from aiptrain.replicas.log_capture import SERVICE_TASK, StoreLogWriter
+from aiptrain.replicas.processes import ManagedProcess
+from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
+from aiptrain.replicas.settings import LocalSettings
+
+if TYPE_CHECKING:
+    from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
+    from aiptrain.tuning.metrics import MetricReport
+
+
+def stored_job(store: JobStore, project: str, job_id: str) -> Job:
+    """A job of the store as describe shows it (its state from the store's row); NotFound."""
+    record = store.get(project, job_id)
+    job = record.job.model_copy()
+    job.state = record.state
+    return job
+
+
+class _StoreObserver:
+    """Records each replica start and exit in the store (pids for the reaper, exit codes)."""
+
+    def __init__(self, store: JobStore, key: int, trial_id: str | None) -> None:
+        self._store = store
+        self._key = key
+        self._trial_id = trial_id
+
+    def started(self, task_name: str, process: ManagedProcess, restarts: int) -> None:
+        self._store.replica_started(
+            self._key, self._trial_id, task_name, process.pid, process.pgid, process.start_ticks, restarts
+        )
+
+    def exited(self, task_name: str, returncode: int) -> None:
+        self._store.replica_exited(self._key, self._trial_id, task_name, returncode)
+
+
+@dataclass
+class JobContext:
+    """What a job body gets: the job, where things go, and a way to run replica sets."""
+
+    store: JobStore
+    record: JobRecord
+    home: Path
+    layout: JobLayout
+    settings: LocalSettings
+    plan: LocalPlan
+    sink: StoreLogWriter
+    stop: threading.Event
+    # The replicas' gs:// endpoint; None when gs:// is rewritten to local paths (AIPTRAIN_LOCAL_GCS=rewrite).
+    storage: ReplicaStorage | None = None
+
+    @property
+    def storage_root(self) -> Path:
+        return self.home / "storage"
+
+    @property
+    def training_input(self) -> TrainingInput:
+        return self.record.job.training_input or TrainingInput()
+
+    def say(self, message: str, severity: str = "INFO", trial_id: str | None = None) -> None:
+        self.sink.emit(SERVICE_TASK, severity, message, trial_id=trial_id)
+
+    @property
+    def project(self) -> str:
+        return self.record.project
+
+    @property
+    def job_id(self) -> str:
+        return self.record.job_id
+
+    def trials_at_once(self, max_parallel_trials: int) -> tuple[int, str | None]:
+        return trials_at_once(max_parallel_trials, self.plan.groups)
+
+    def metric_path(self, trial_id: str) -> Path:
+        return self.layout.work_dir / trial_id / "hypertune.metrics"
+
+    def summary_metric(self, job_dir: str, tag: str) -> MetricReport | None:
+        from aiptrain.tuning.metrics import read_summary_metric
+
+        return read_summary_metric(self.settings.python, self.output_location(job_dir), tag, self.replica_base_env())
+
+    def update_job(self, mutate: Callable[[Job], None]) -> None:
+        self.store.update_resource(self.record.key, mutate)
+
+    def find_job(self, job_id: str) -> Job:
+        return stored_job(self.store, self.record.project, job_id)
+
+    def replica_base_env(self) -> dict[str, str]:
+        """The environment every replica starts from (TF_CONFIG and the rest come on top)."""
+        base_env = replica_base_environment(os.environ, self.storage)
+        base_env["PYTHONPATH"] = str(self.layout.site_dir)
+        return base_env
+
+    def output_location(self, uri: str) -> str:
+        """Where a replica (or a reader in its environment) finds `uri`: itself, or its local path."""
+        return uri if self.storage is not None else local_location(uri, self.storage_root)
+
+    def run_replica_set(
+        self,
+        *,
+        extra_args: Sequence[str] = (),
+        extra_env: Mapping[str, str] | None = None,
+        trial_id: str | None = None,
+        job_dir: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> ReplicaSetOutcome:
+        """Run the job's cluster once: the job's args plus `extra_args`, then `--job-dir`.
+
+        `job_dir` (gs:// or local) defaults to the job's jobDir; tuning passes JOB_DIR/TRIAL_ID.
+        `stop` ends this set alone (a tuning trial stopped early); it defaults to the job's
+        `stop`, and whoever passes another must also set it when the job's is set.
+        Blocks until every process of the set is gone. Thread-safe.
+        """
+        training_input = self.training_input
+        args = [*(training_input.args or []), *extra_args]
+        local_dir = job_dir if job_dir is not None else training_input.job_dir
+        if self.storage is None:  # AIPTRAIN_LOCAL_GCS=rewrite; else the trainer gets them as given
+            local = localize(args, local_dir, self.storage_root)
+            for note in local.notes:
+                self.say(note, trial_id=trial_id)
+            args, local_dir = local.args, local.job_dir
+            if local_dir:
+                Path(local_dir).mkdir(parents=True, exist_ok=True)
+        base_env = self.replica_base_env()
+        spec = ReplicaSetSpec(
+            job=self.record.job,
+            groups=self.plan.groups,
+            python=self.settings.python,
+            module=training_input.python_module or "",
+            args=args,
+            job_dir=local_dir,
+            work_dir=self.layout.work_dir / trial_id if trial_id else self.layout.work_dir,
+            run_token=f"{self.record.run_token}/{trial_id or 'run'}",
+            base_env=base_env,
+            extra_env=dict(extra_env or {}),
+            trial_id=trial_id,
+        )
+        policy = ReplicaPolicy(
+            max_restarts=self.settings.max_restarts,
+            restart_delay=self.settings.restart_delay,
+            kill_grace=self.settings.kill_grace,
+            evaluator_grace=self.settings.evaluator_grace,
+        )
+        observer = _StoreObserver(self.store, self.record.key, trial_id)
+        return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
+
+
+JobBody = Callable[[JobContext], ReplicaSetOutcome]
+
+
+def run_single_training(context: JobContext) -> ReplicaSetOutcome:
+    return context.run_replica_set()

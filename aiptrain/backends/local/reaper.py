@@ -1,0 +1,76 @@
+"""Noticing jobs whose supervisor died, and cleaning up after them.
+
+A supervisor writes a terminal state before it exits, so an unfinished job whose supervisor is
+gone can never finish: it is marked FAILED (CANCELLED if a cancel was pending) with a reason
+that says so, and every process it left is killed. The check runs inside the store's write
+lock, so a supervisor that finishes at that very moment is never mistaken for a dead one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.store import JobRecord, JobSnapshot, JobStore, PendingLine
+from aiptrain.job.state import JobState
+from aiptrain.replicas.clock import utc_now
+from aiptrain.replicas.log_capture import SERVICE_TASK
+from aiptrain.replicas.processes import is_running, kill_tokened_processes
+
+# A job whose supervisor pid is not recorded yet is given this long to get one.
+SUPERVISOR_START_WINDOW = 60.0
+
+
+def supervisor_alive(record: JobRecord | JobSnapshot) -> bool:
+    if record.supervisor_pid is None:
+        return time.time() - record.created_epoch < SUPERVISOR_START_WINDOW
+    return is_running(record.supervisor_pid, record.supervisor_start_ticks)
+
+
+def kill_job_processes(store: JobStore, record: JobRecord) -> None:
+    """SIGKILL every replica group of the job still alive, then anything with its token."""
+    for replica in store.replicas(record.key):
+        if replica.pid is None or replica.pgid is None:
+            continue
+        # Only a leader that is provably the process we started: pids get reused.
+        if is_running(replica.pid, replica.start_ticks):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(replica.pgid, signal.SIGKILL)
+    kill_tokened_processes(record.run_token)
+
+
+def reap_if_supervisor_died(store: JobStore, record: JobRecord, home: Path) -> JobRecord:
+    """Finish the job if its supervisor is gone; returns the job as it is now."""
+    if record.state.is_terminal or supervisor_alive(record):
+        return record
+    layout = JobLayout.of(home, record.project, record.job_id, record.key)
+    pid_text = f"pid {record.supervisor_pid}" if record.supervisor_pid else "never started"
+    was_cancelling = record.state == JobState.CANCELLING
+    state = JobState.CANCELLED if was_cancelling else JobState.FAILED
+    reason = (
+        f"The local supervisor of this job ({pid_text}) died unexpectedly (killed or crashed), "
+        f"so the job cannot continue; its replica processes were stopped. "
+        f"The supervisor's own output is in {layout.supervisor_log}."
+    )
+    # Stop the processes first: the supervisor is gone for good, so nothing else will.
+    kill_job_processes(store, record)
+    store.transition(
+        record.key,
+        state,
+        error_message=None if was_cancelling else reason,
+        detail="supervisor died",
+        still_applies=lambda current: not supervisor_alive(current),
+        lines=[PendingLine(utc_now(), "ERROR", SERVICE_TASK, reason)],
+    )
+    return store.get_by_key(record.key)
+
+
+def reap_dead_jobs(store: JobStore, home: Path) -> None:
+    """Check every unfinished job (they are few) and finish those whose supervisor died."""
+    for record in store.active_jobs():
+        reap_if_supervisor_died(store, record, home)
+

@@ -1,0 +1,624 @@
+"""The local job store: one SQLite file (`$AIPTRAIN_HOME/jobs.db`) shared by every process.
+
+The CLI, the emulator and every job's supervisor open the same file, so everything that must
+not race happens inside `BEGIN IMMEDIATE` transactions: job-ID uniqueness is a UNIQUE
+constraint, slot acquisition counts and claims in one transaction, and log inserts clamp their
+timestamps there so `(timestamp, insert_id)` grows in commit order (a reader holding a cursor
+can never miss a line committed later with an earlier timestamp). WAL mode lets readers follow
+logs while supervisors write.
+
+Every query a listing or a describe runs is an index lookup; nothing reads per-job logs or
+scans the whole table, so 10,000 stored jobs cost the same as ten.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiptrain.backends.local.store_errors import store_failure
+from aiptrain.errors import AlreadyExists, NotFound
+from aiptrain.job.logs import LogCursor, LogEntry
+from aiptrain.job.state import TERMINAL_STATES, JobState
+from aiptrain.replicas.clock import job_time, log_time, parse_log_time
+
+if TYPE_CHECKING:
+    from aiptrain.job.spec import Job
+
+DB_NAME = "jobs.db"
+BUSY_TIMEOUT_MS = 30_000
+# Zero-padded so that text order and numeric order of insert ids agree.
+INSERT_ID_WIDTH = 20
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    key INTEGER PRIMARY KEY AUTOINCREMENT,
+    project TEXT NOT NULL,
+    job_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    holds_slot INTEGER NOT NULL DEFAULT 0,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    supervisor_pid INTEGER,
+    supervisor_start_ticks INTEGER,
+    run_token TEXT NOT NULL,
+    created_epoch REAL NOT NULL,
+    UNIQUE (project, job_id)
+);
+CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs (project, key);
+CREATE INDEX IF NOT EXISTS jobs_by_project_state ON jobs (project, state, key);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, holds_slot, key);
+CREATE INDEX IF NOT EXISTS jobs_holding_slot ON jobs (holds_slot) WHERE holds_slot = 1;
+
+CREATE TABLE IF NOT EXISTS state_history (
+    job_key INTEGER NOT NULL REFERENCES jobs (key),
+    state TEXT NOT NULL,
+    at TEXT NOT NULL,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS state_history_by_job ON state_history (job_key);
+
+CREATE TABLE IF NOT EXISTS replicas (
+    job_key INTEGER NOT NULL REFERENCES jobs (key),
+    trial_id TEXT NOT NULL DEFAULT '',
+    task_name TEXT NOT NULL,
+    pid INTEGER,
+    pgid INTEGER,
+    start_ticks INTEGER,
+    restarts INTEGER NOT NULL DEFAULT 0,
+    exit_code INTEGER,
+    signal INTEGER,
+    started_at TEXT,
+    ended_at TEXT,
+    PRIMARY KEY (job_key, trial_id, task_name)
+);
+
+CREATE TABLE IF NOT EXISTS logs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_key INTEGER NOT NULL REFERENCES jobs (key),
+    timestamp TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    task_name TEXT NOT NULL,
+    trial_id TEXT,
+    message TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS logs_by_cursor ON logs (job_key, timestamp, seq);
+"""
+
+ACTIVE_JOB_STATES = frozenset(state for state in JobState if state not in TERMINAL_STATES)
+ACTIVE_STATES = tuple(sorted(state.value for state in ACTIVE_JOB_STATES))
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A stored job: its resource plus what the engine keeps about running it."""
+
+    key: int
+    project: str
+    job_id: str
+    state: JobState
+    job: Job
+    holds_slot: bool
+    cancel_requested: bool
+    supervisor_pid: int | None
+    supervisor_start_ticks: int | None
+    run_token: str
+    created_epoch: float
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """A stored job without its model: what a command that only waits for its end reads."""
+
+    key: int
+    state: JobState
+    resource: dict[str, Any]  # the REST representation, as stored
+    supervisor_pid: int | None
+    supervisor_start_ticks: int | None
+    created_epoch: float
+    holds_slot: bool
+
+
+@dataclass(frozen=True)
+class ReplicaRecord:
+    trial_id: str
+    task_name: str
+    pid: int | None
+    pgid: int | None
+    start_ticks: int | None
+    restarts: int
+    exit_code: int | None
+    signal: int | None
+
+
+@dataclass(frozen=True)
+class StateChange:
+    state: JobState
+    at: str
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class PendingLine:
+    """A captured line waiting to be stored; the store assigns its final timestamp and id."""
+
+    captured: datetime
+    severity: str
+    task_name: str
+    message: str
+    trial_id: str | None = None
+
+
+def insert_id_for(seq: int) -> str:
+    return str(seq).zfill(INSERT_ID_WIDTH)
+
+
+def _etag(resource: str) -> str:
+    return base64.b64encode(hashlib.sha256(resource.encode()).digest()[:8]).decode()
+
+
+def _dump(job: Job) -> str:
+    job.etag = None
+    text = json.dumps(job.to_api(), sort_keys=True)
+    job.etag = _etag(text)
+    return json.dumps(job.to_api(), sort_keys=True)
+
+
+class JobStore:
+    """Typed access to jobs.db. Safe to share between threads (one connection per thread)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.path = home / DB_NAME
+        self._local = threading.local()
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            home.chmod(0o700)
+            conn = self.connection()
+            # Readers never wait for a writer: a store already at this schema is opened without
+            # taking the write lock, so a long transaction elsewhere does not block `jobs list`.
+            version = zlib.crc32(_SCHEMA.encode()) & 0x7FFFFFFF
+            if conn.execute("PRAGMA user_version").fetchone()[0] != version:
+                conn.execute("PRAGMA journal_mode=WAL")
+                with self._write() as tx:
+                    tx.executescript_in_tx(_SCHEMA)
+                    tx.execute(f"PRAGMA user_version = {version}")
+            self.path.chmod(0o600)
+        except (OSError, sqlite3.Error) as error:
+            self.close()
+            raise store_failure(error, self.path) from None
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[_Tx]:
+        """A write transaction that holds the database's write lock from its first statement."""
+        conn = self.connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield _Tx(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
+        return self.connection().execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def insert_job(self, project: str, job: Job, run_token: str) -> JobRecord:
+        """Store a new job as QUEUED; AlreadyExists if the project already has this job ID."""
+        assert job.job_id
+        job.state = JobState.QUEUED
+        job.create_time = job_time()
+        try:
+            with self._write() as tx:
+                cursor = tx.execute(
+                    "INSERT INTO jobs (project, job_id, state, resource, run_token, created_epoch)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (project, job.job_id, JobState.QUEUED.value, _dump(job), run_token, time.time()),
+                )
+                key = int(cursor.lastrowid or 0)
+                tx.execute(
+                    "INSERT INTO state_history (job_key, state, at) VALUES (?, ?, ?)",
+                    (key, JobState.QUEUED.value, job.create_time),
+                )
+        except sqlite3.IntegrityError:
+            raise AlreadyExists(
+                f"a job with ID {job.job_id!r} already exists in project {project!r}",
+                hint="job IDs are unique per project; submit again with another job ID (the first argument)",
+            ) from None
+        return self.get_by_key(key)
+
+    def get(self, project: str, job_id: str) -> JobRecord:
+        return _record(self._one_job(project, job_id))
+
+    def peek(self, project: str, job_id: str) -> JobSnapshot:
+        """The job's state and stored resource without its model (no pydantic); NotFound."""
+        row = self._one_job(project, job_id)
+        return JobSnapshot(key=row["key"], state=JobState(row["state"]), resource=json.loads(row["resource"]),
+                           supervisor_pid=row["supervisor_pid"], supervisor_start_ticks=row["supervisor_start_ticks"],
+                           created_epoch=row["created_epoch"], holds_slot=bool(row["holds_slot"]))
+
+    def _one_job(self, project: str, job_id: str) -> sqlite3.Row:
+        rows = self._read("SELECT * FROM jobs WHERE project = ? AND job_id = ?", (project, job_id))
+        if not rows:
+            raise NotFound(
+                f"job {job_id!r} not found in project {project!r}",
+                hint="`aiptrain jobs list` shows the jobs of a project",
+            )
+        return rows[0]
+
+    def has_unlaunched(self) -> bool:
+        """True if some job is QUEUED without a supervisor (one `launch` may have to start)."""
+        row = self.connection().execute(
+            "SELECT 1 FROM jobs WHERE state = ? AND supervisor_pid IS NULL LIMIT 1", (JobState.QUEUED.value,)
+        ).fetchone()
+        return row is not None
+
+    def get_by_key(self, key: int) -> JobRecord:
+        rows = self._read("SELECT * FROM jobs WHERE key = ?", (key,))
+        if not rows:
+            raise NotFound(f"no stored job with key {key}")
+        return _record(rows[0])
+
+    def list_jobs(
+        self,
+        project: str,
+        *,
+        limit: int,
+        before_key: int | None = None,
+        where: str = "",
+        params: Sequence[object] = (),
+    ) -> list[JobRecord]:
+        """Newest first. `where` is an extra SQL condition over the jobs columns (from `filters`)."""
+        sql = "SELECT * FROM jobs WHERE project = ?"
+        args: list[object] = [project]
+        if before_key is not None:
+            sql += " AND key < ?"
+            args.append(before_key)
+        if where:
+            sql += f" AND ({where})"
+            args.extend(params)
+        sql += " ORDER BY key DESC LIMIT ?"
+        args.append(limit)
+        return [_record(row) for row in self._read(sql, args)]
+
+    def active_jobs(self) -> list[JobRecord]:
+        """Jobs not in a terminal state, on any project (few: they are running or waiting)."""
+        marks = ",".join("?" * len(ACTIVE_STATES))  # placeholders only; values are bound
+        rows = self._read(f"SELECT * FROM jobs WHERE state IN ({marks}) ORDER BY key", ACTIVE_STATES)  # noqa: S608
+        return [_record(row) for row in rows]
+
+    def set_supervisor(self, key: int, pid: int, start_ticks: int | None) -> None:
+        with self._write() as tx:
+            tx.execute(
+                "UPDATE jobs SET supervisor_pid = ?, supervisor_start_ticks = ? WHERE key = ?",
+                (pid, start_ticks, key),
+            )
+
+    def transition(
+        self,
+        key: int,
+        state: JobState,
+        *,
+        allowed_from: frozenset[JobState] | None = None,
+        error_message: str | None = None,
+        detail: str | None = None,
+        still_applies: Callable[[JobRecord], bool] | None = None,
+        lines: Sequence[PendingLine] = (),
+    ) -> JobRecord | None:
+        """Move a job to `state` and record it; None when its current state does not allow it.
+
+        `lines` are logged in the same transaction, only if the move happens: a follower that
+        sees the final state has already been able to read the final lines.
+
+        `allowed_from` defaults to every non-terminal state: a finished job never changes again.
+        `still_applies`, if given, is asked inside the write lock whether the move still applies
+        (used to fail a job only if its supervisor is really gone at that instant).
+        Entering PREPARING sets startTime; a terminal state sets endTime and frees the slot.
+        """
+        with self._write() as tx:
+            changed = _transition_in_tx(tx, key, state, allowed_from, error_message, detail, still_applies)
+            if changed:
+                _append_logs_in_tx(tx, key, lines)
+        return self.get_by_key(key) if changed else None
+
+    def update_resource(self, key: int, mutate: Callable[[Job], None]) -> JobRecord:
+        """Change service-filled fields (trainingOutput, ...) of the stored resource atomically."""
+        with self._write() as tx:
+            rows = tx.execute("SELECT * FROM jobs WHERE key = ?", (key,)).fetchall()
+            if not rows:
+                raise NotFound(f"no stored job with key {key}")
+            job = _record(rows[0]).job
+            mutate(job)
+            tx.execute("UPDATE jobs SET resource = ? WHERE key = ?", (_dump(job), key))
+        return self.get_by_key(key)
+
+    def request_cancel(self, key: int) -> JobRecord:
+        """Flag the job for cancellation and show CANCELLING; a no-op on a finished job."""
+        with self._write() as tx:
+            changed = _transition_in_tx(
+                tx,
+                key,
+                JobState.CANCELLING,
+                frozenset({JobState.QUEUED, JobState.PREPARING, JobState.RUNNING}),
+                None,
+                "cancel requested",
+                None,
+            )
+            if changed:
+                tx.execute("UPDATE jobs SET cancel_requested = 1 WHERE key = ?", (key,))
+        return self.get_by_key(key)
+
+    def cancel_requested(self, key: int) -> bool:
+        row = self.connection().execute("SELECT cancel_requested FROM jobs WHERE key = ?", (key,)).fetchone()
+        return bool(row and row[0])
+
+    def state_history(self, key: int) -> list[StateChange]:
+        rows = self._read(
+            "SELECT state, at, detail FROM state_history WHERE job_key = ? ORDER BY rowid", (key,)
+        )
+        return [StateChange(JobState(row["state"]), row["at"], row["detail"]) for row in rows]
+
+    # -- slots --------------------------------------------------------------------------------
+
+    def try_acquire_slot(self, key: int, limit: int) -> bool:
+        """Claim a run slot if fewer than `limit` jobs hold one and this job is next in line.
+
+        First come, first served: a job takes a slot only if every waiting job created before it
+        could take one too. Count and claim share one IMMEDIATE transaction, so two supervisors
+        can never both take the last slot.
+        """
+        if not self._slot_looks_free(key, limit):
+            return False  # a read is enough to say no; only a likely yes takes the write lock
+        with self._write() as tx:
+            row = tx.execute("SELECT state, holds_slot FROM jobs WHERE key = ?", (key,)).fetchone()
+            if row is None or row["state"] != JobState.QUEUED.value:
+                return False
+            if row["holds_slot"]:
+                return True
+            running = tx.execute("SELECT COUNT(*) FROM jobs WHERE holds_slot = 1").fetchone()[0]
+            ahead = tx.execute(
+                "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND key < ?",
+                (JobState.QUEUED.value, key),
+            ).fetchone()[0]
+            if running + ahead >= limit:
+                return False
+            resource = tx.execute("SELECT resource FROM jobs WHERE key = ?", (key,)).fetchone()[0]
+            job = _job(resource)
+            job.job_position = 0
+            tx.execute("UPDATE jobs SET holds_slot = 1, resource = ? WHERE key = ?", (_dump(job), key))
+        return True
+
+    def _slot_looks_free(self, key: int, limit: int) -> bool:
+        conn = self.connection()
+        running = conn.execute("SELECT COUNT(*) FROM jobs WHERE holds_slot = 1").fetchone()[0]
+        ahead = conn.execute(
+            "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND key < ?",
+            (JobState.QUEUED.value, key),
+        ).fetchone()[0]
+        return int(running) + int(ahead) < limit
+
+    def queue_position(self, key: int) -> int:
+        """1 + the number of jobs waiting for a slot ahead of this one (it must be waiting too)."""
+        row = self.connection().execute(
+            "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND key < ?",
+            (JobState.QUEUED.value, key),
+        ).fetchone()
+        return int(row[0]) + 1
+
+    def slot_holders(self) -> list[JobRecord]:
+        return [_record(row) for row in self._read("SELECT * FROM jobs WHERE holds_slot = 1")]
+
+    # -- replicas -----------------------------------------------------------------------------
+
+    def replica_started(
+        self, key: int, trial_id: str | None, task_name: str, pid: int, pgid: int, start_ticks: int | None,
+        restarts: int,
+    ) -> None:
+        with self._write() as tx:
+            tx.execute(
+                "INSERT INTO replicas (job_key, trial_id, task_name, pid, pgid, start_ticks, restarts,"
+                " started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (job_key, trial_id, task_name) DO UPDATE SET pid = excluded.pid,"
+                " pgid = excluded.pgid, start_ticks = excluded.start_ticks, restarts = excluded.restarts,"
+                " started_at = excluded.started_at, exit_code = NULL, signal = NULL, ended_at = NULL",
+                (key, trial_id or "", task_name, pid, pgid, start_ticks, restarts, job_time()),
+            )
+
+    def replica_exited(self, key: int, trial_id: str | None, task_name: str, returncode: int) -> None:
+        exit_code, signal = (None, -returncode) if returncode < 0 else (returncode, None)
+        with self._write() as tx:
+            tx.execute(
+                "UPDATE replicas SET exit_code = ?, signal = ?, ended_at = ?"
+                " WHERE job_key = ? AND trial_id = ? AND task_name = ?",
+                (exit_code, signal, job_time(), key, trial_id or "", task_name),
+            )
+
+    def replicas(self, key: int) -> list[ReplicaRecord]:
+        rows = self._read("SELECT * FROM replicas WHERE job_key = ? ORDER BY rowid", (key,))
+        return [
+            ReplicaRecord(
+                trial_id=row["trial_id"],
+                task_name=row["task_name"],
+                pid=row["pid"],
+                pgid=row["pgid"],
+                start_ticks=row["start_ticks"],
+                restarts=row["restarts"],
+                exit_code=row["exit_code"],
+                signal=row["signal"],
+            )
+            for row in rows
+        ]
+
+    # -- logs ---------------------------------------------------------------------------------
+
+    def append_logs(self, key: int, lines: Sequence[PendingLine]) -> None:
+        """Store lines in capture order, each stamped no earlier than the job's latest line."""
+        if not lines:
+            return
+        with self._write() as tx:
+            _append_logs_in_tx(tx, key, lines)
+
+    def read_logs(
+        self, key: int, *, after: LogCursor | None = None, task_name: str | None = None, limit: int = 1000
+    ) -> list[LogEntry]:
+        """Entries strictly after `after` in (timestamp, insert_id) order, at most `limit`."""
+        sql = "SELECT seq, timestamp, severity, task_name, trial_id, message FROM logs WHERE job_key = ?"
+        args: list[object] = [key]
+        if after is not None:
+            stamp = log_time(after.timestamp)
+            if after.insert_id.isdigit():
+                sql += " AND (timestamp, seq) > (?, ?)"
+                args += [stamp, int(after.insert_id)]
+            else:
+                sql += " AND timestamp > ?"
+                args.append(stamp)
+        if task_name is not None:
+            sql += " AND task_name = ?"
+            args.append(task_name)
+        sql += " ORDER BY timestamp, seq LIMIT ?"
+        args.append(limit)
+        return [
+            LogEntry(
+                timestamp=parse_log_time(row["timestamp"]),
+                insert_id=insert_id_for(row["seq"]),
+                severity=row["severity"],
+                task_name=row["task_name"],
+                message=row["message"],
+                trial_id=row["trial_id"],
+            )
+            for row in self._read(sql, args)
+        ]
+
+
+class _Tx:
+    """The cursor-like handle a write transaction hands out."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
+        return self._conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        self._conn.executemany(sql, rows)
+
+    def executescript_in_tx(self, script: str) -> None:
+        # executescript() would COMMIT first; run the statements one by one inside the transaction.
+        for statement in script.split(";"):
+            if statement.strip():
+                self._conn.execute(statement)
+
+
+def _append_logs_in_tx(tx: _Tx, key: int, lines: Sequence[PendingLine]) -> None:
+    if not lines:
+        return
+    row = tx.execute(
+        "SELECT timestamp FROM logs WHERE job_key = ? ORDER BY timestamp DESC, seq DESC LIMIT 1", (key,)
+    ).fetchone()
+    latest = row[0] if row else ""
+    values = []
+    for line in sorted(lines, key=lambda pending: pending.captured):
+        stamp = max(log_time(line.captured), latest)
+        latest = stamp
+        values.append((key, stamp, line.severity, line.task_name, line.trial_id, line.message))
+    tx.executemany(
+        "INSERT INTO logs (job_key, timestamp, severity, task_name, trial_id, message) VALUES (?, ?, ?, ?, ?, ?)",
+        values,
+    )
+
+
+def _transition_in_tx(
+    tx: _Tx,
+    key: int,
+    state: JobState,
+    allowed_from: frozenset[JobState] | None,
+    error_message: str | None,
+    detail: str | None,
+    still_applies: Callable[[JobRecord], bool] | None,
+) -> bool:
+    allowed = allowed_from if allowed_from is not None else frozenset(ACTIVE_JOB_STATES)
+    rows = tx.execute("SELECT * FROM jobs WHERE key = ?", (key,)).fetchall()
+    if not rows:
+        raise NotFound(f"no stored job with key {key}")
+    record = _record(rows[0])
+    if record.state not in allowed:
+        return False
+    if still_applies is not None and not still_applies(record):
+        return False
+    now = job_time()
+    job = record.job
+    job.state = state
+    if state != JobState.QUEUED:
+        job.job_position = None  # only meaningful while queued
+    if state == JobState.PREPARING and job.start_time is None:
+        job.start_time = now
+    if state in TERMINAL_STATES:
+        job.end_time = now
+    if error_message is not None:
+        job.error_message = error_message
+    holds_slot = record.holds_slot and state not in TERMINAL_STATES
+    tx.execute(
+        "UPDATE jobs SET state = ?, resource = ?, holds_slot = ? WHERE key = ?",
+        (state.value, _dump(job), int(holds_slot), key),
+    )
+    tx.execute(
+        "INSERT INTO state_history (job_key, state, at, detail) VALUES (?, ?, ?, ?)",
+        (key, state.value, now, detail),
+    )
+    return True
+
+
+def _job(resource: str) -> Job:
+    # The job model (pydantic) is loaded by the first record read, not by importing the store:
+    # `JobStore.peek` serves the commands that only wait for a state without it.
+    from aiptrain.job.spec import Job
+
+    return Job.model_validate(json.loads(resource))
+
+
+def _record(row: sqlite3.Row) -> JobRecord:
+    return JobRecord(
+        key=row["key"],
+        project=row["project"],
+        job_id=row["job_id"],
+        state=JobState(row["state"]),
+        job=_job(row["resource"]),
+        holds_slot=bool(row["holds_slot"]),
+        cancel_requested=bool(row["cancel_requested"]),
+        supervisor_pid=row["supervisor_pid"],
+        supervisor_start_ticks=row["supervisor_start_ticks"],
+        run_token=row["run_token"],
+        created_epoch=row["created_epoch"],
+    )

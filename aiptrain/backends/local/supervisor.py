@@ -1,0 +1,256 @@
+"""The detached process that runs one job: `python -m aiptrain.backends.local.supervisor --home H --job-key K`.
+
+It outlives the command that submitted the job. Its life: wait QUEUED for a run slot (at most
+AIPTRAIN_LOCAL_MAX_RUNNING jobs hold one), PREPARING (the runtime's environment, built once, and
+the packages installed on top), RUNNING (the job body runs one replica set, or a tuning engine
+runs several), then record the final state.
+It writes the terminal state before it exits, which is how `reaper` tells a crash from an end.
+
+Cancellation arrives as SIGTERM and as a flag in the store (whichever is seen first).
+
+`job_body_for` picks the function that runs the job given a `JobContext`: one replica set, or
+the tuning study of `tuning_job` for a job with `hyperparameters`, which calls
+`JobContext.run_replica_set(extra_args=..., extra_env=..., trial_id=..., job_dir=..., stop=...)`
+once per trial, from several threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import random
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.backends.local.job_context import JobBody, JobContext, run_single_training
+from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.reaper import reap_dead_jobs
+from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine
+from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
+from aiptrain.errors import AiptrainError
+from aiptrain.job.catalog import load_catalog
+from aiptrain.job.spec import JobState, TrainingInput
+from aiptrain.replicas.clock import utc_now
+from aiptrain.replicas.cluster_plan import plan_cluster
+from aiptrain.replicas.envs.for_job import JobEnvironmentFailed, environment_for_job
+from aiptrain.replicas.envs.store import BuildCancelled
+from aiptrain.replicas.gcs_endpoint.service import replica_storage
+from aiptrain.replicas.log_capture import SERVICE_TASK, StoreLogWriter
+from aiptrain.replicas.preparation import install_packages
+from aiptrain.replicas.processes import (
+    kill_tokened_processes,
+    process_start_ticks,
+    run_token_of,
+)
+from aiptrain.replicas.replica_set import ReplicaSetOutcome
+from aiptrain.replicas.settings import LocalSettings
+
+_SLOT_POLL_SECONDS = 0.25
+_REAP_EVERY_SECONDS = 2.0
+_CANCEL_POLL_SECONDS = 0.25
+
+
+def job_body_for(record: JobRecord) -> JobBody:
+    """How to run this job: one replica set, or a tuning study for jobs with `hyperparameters`."""
+    training_input = record.job.training_input
+    if training_input is not None and training_input.hyperparameters is not None:
+        from aiptrain.tuning.job import run_tuning  # only tuning jobs pay for its imports
+
+        return run_tuning
+    return run_single_training
+
+
+class Supervisor:
+    def __init__(self, home: Path, key: int) -> None:
+        self.home = home
+        self.store = JobStore(home)
+        self.record = self.store.get_by_key(key)
+        self.key = key
+        self.layout = JobLayout.of(home, self.record.project, self.record.job_id, key)
+        self.stop = threading.Event()
+        self.sink = StoreLogWriter(self.store, key)
+
+    def say(self, message: str, severity: str = "INFO") -> None:
+        self.sink.emit(SERVICE_TASK, severity, message)
+
+    def move(
+        self,
+        state: JobState,
+        line: str,
+        *,
+        severity: str = "INFO",
+        allowed_from: frozenset[JobState] | None = None,
+        error_message: str | None = None,
+    ) -> bool:
+        """Change state with its log line in one transaction, after every earlier line is stored."""
+        self.sink.flush()
+        pending = PendingLine(utc_now(), severity, SERVICE_TASK, line)
+        changed = self.store.transition(
+            self.key, state, allowed_from=allowed_from, error_message=error_message, lines=[pending]
+        )
+        return changed is not None
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: self.stop.set())
+        become_subreaper()  # a trainer's setsid-ed, token-less child still ends up below us
+        self.store.set_supervisor(self.key, os.getpid(), process_start_ticks(os.getpid()))
+        watcher = threading.Thread(target=self._watch_for_cancel, name="cancel-watcher", daemon=True)
+        watcher.start()
+        try:
+            self._lifecycle()
+            return 0
+        except Exception as error:
+            detail = "".join(traceback.format_exception(error))
+            print(detail, file=sys.stderr, flush=True)
+            for line in detail.rstrip().splitlines():
+                self.say(line, "ERROR")
+            self._finish(ReplicaSetOutcome(
+                JobState.FAILED, f"Internal error in the local supervisor: {error!r} "
+                f"(see {self.layout.supervisor_log})",
+            ))
+            return 1
+        finally:
+            self.sink.close()
+            kill_tokened_processes(self.record.run_token)
+
+    def _watch_for_cancel(self) -> None:
+        while not self.stop.wait(_CANCEL_POLL_SECONDS):
+            try:
+                if self.store.cancel_requested(self.key):
+                    self.stop.set()
+            except Exception as error:
+                print(f"cancel watcher: {error!r}", file=sys.stderr, flush=True)
+
+    def _lifecycle(self) -> None:
+        try:
+            settings = LocalSettings.from_env()
+        except AiptrainError as error:
+            self._finish(ReplicaSetOutcome(JobState.FAILED, f"{error.message} ({error.hint})"))
+            return
+        if not self._wait_for_slot(settings):
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        if not self.move(JobState.PREPARING, "Job PREPARING.", allowed_from=frozenset({JobState.QUEUED})):
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        record = self.store.get_by_key(self.key)
+        training_input = record.job.training_input or TrainingInput()
+        try:
+            environment = environment_for_job(
+                training_input, load_catalog(), home=self.home, settings=settings, say=self.say,
+                stop=self.stop, run_token=record.run_token,
+            )
+        except BuildCancelled:
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        except JobEnvironmentFailed as failed:
+            self.say(failed.message, "ERROR")
+            self._finish(ReplicaSetOutcome(JobState.FAILED, failed.message))
+            return
+        if environment is not None:
+            settings = dataclasses.replace(settings, python=environment.python)
+        problem = install_packages(
+            list(training_input.package_uris or []),
+            site_dir=self.layout.site_dir,
+            storage_root=self.home / "storage",
+            python=settings.python,
+            base_env=dict(os.environ),
+            run_token=record.run_token,
+            sink=self.sink,
+            stop=self.stop,
+            kill_grace=settings.kill_grace,
+            environment=environment,
+        )
+        if self.stop.is_set():
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        if problem is not None:
+            self.say(problem, "ERROR")
+            self._finish(ReplicaSetOutcome(JobState.FAILED, problem))
+            return
+        plan = plan_cluster(training_input, load_catalog(), settings)
+        for warning in plan.warnings:
+            self.say(warning, "WARNING")
+        if not self.move(JobState.RUNNING, "Job RUNNING.", allowed_from=frozenset({JobState.PREPARING})):
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        with replica_storage(self.home, self.home / "storage", settings.gcs, self.say) as storage:
+            context = JobContext(
+                store=self.store,
+                record=self.store.get_by_key(self.key),
+                home=self.home,
+                layout=self.layout,
+                settings=settings,
+                plan=plan,
+                sink=self.sink,
+                stop=self.stop,
+                storage=storage,
+            )
+            self._finish(job_body_for(context.record)(context))
+
+    def _wait_for_slot(self, settings: LocalSettings) -> bool:
+        """True once this job holds a run slot; False if it was cancelled while waiting."""
+        announced = False
+        last_reap = 0.0
+        sweeper: LocalEngine | None = None
+        while not self.stop.is_set():
+            if self.store.try_acquire_slot(self.key, settings.max_running):
+                return True
+            if not announced:
+                self.say(
+                    f"Waiting for a free slot: at most {settings.max_running} job(s) run at once "
+                    "on this machine (AIPTRAIN_LOCAL_MAX_RUNNING)."
+                )
+                announced = True
+            if time.monotonic() - last_reap > _REAP_EVERY_SECONDS:
+                # A job whose submitter died before starting its supervisor is started, and a dead
+                # supervisor must not hold a slot or a place in the queue forever.
+                if sweeper is None:
+                    sweeper = LocalEngine(self.home)  # its start-up sweep runs now
+                else:
+                    sweeper.recover_unlaunched()
+                reap_dead_jobs(self.store, self.home)
+                last_reap = time.monotonic()
+            # Jitter keeps many waiting supervisors from polling in lockstep.
+            self.stop.wait(_SLOT_POLL_SECONDS * (0.5 + random.random()))
+        return False
+
+    def _finish(self, outcome: ReplicaSetOutcome) -> None:
+        # Whatever the replicas left behind goes before the job is reported as ended; a supervisor
+        # this one started for a job found unlaunched (`launch`) carries its own token and is spared.
+        mine = self.record.run_token
+        kill_descendants(spare=lambda pid: (run_token_of(pid) or mine).split("/")[0] != mine)
+        kill_tokened_processes(self.record.run_token)
+        state = outcome.state
+        done = False
+        if state == JobState.SUCCEEDED:
+            done = self.move(state, "Job completed successfully.", allowed_from=frozenset({JobState.RUNNING}))
+        elif state == JobState.FAILED:
+            done = self.move(
+                state,
+                "Job failed.",
+                severity="ERROR",
+                allowed_from=frozenset({JobState.QUEUED, JobState.PREPARING, JobState.RUNNING}),
+                error_message=outcome.error_message,
+            )
+        if not done:
+            # Cancelled, or a cancel request arrived before the job could end another way.
+            self.move(JobState.CANCELLED, "Job cancelled.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aiptrain.backends.local.supervisor")
+    parser.add_argument("--home", required=True, type=Path)
+    parser.add_argument("--job-key", required=True, type=int)
+    options = parser.parse_args(argv)
+    return Supervisor(options.home, options.job_key).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

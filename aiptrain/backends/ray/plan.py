@@ -1,0 +1,259 @@
+"""What a job becomes on Ray, computed without Ray: refusals, bundles and the Ray job document.
+
+One aiptrain job is one Ray job (submission ID = job ID, labels in its metadata) whose entrypoint
+is `python -m aiptrain.backends.ray.driver`. The driver reads `aiptrain-job.json` (the payload
+below) from its working directory, reserves one placement-group bundle per replica and runs the
+replicas there. Bundles are sized from the machine-type catalog: a machine type's vCPUs and
+memory, and the GPUs its accelerator config asks for; `--ray-resource-scale` shrinks CPUs and
+memory (never GPUs) by a factor, and the job's log says so. Each replica's actor gets the runtime
+version's package list (the runtime catalog, as the local backend installs it) as a Ray runtime
+environment of its own (`pip` or `uv`), so the driver keeps the cluster's base environment; with
+AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster the replicas use the cluster's Python as it is. A job's
+region (gcloud's command lines always give one) is accepted and has no effect; the log says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from aiptrain.errors import Problem
+from aiptrain.job.catalog import Catalog
+from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
+from aiptrain.job.spec import ROLES, Job, TrainingInput
+from aiptrain.replicas.cluster_plan import is_tpu
+from aiptrain.replicas.settings import LocalSettings
+from aiptrain.replicas.tf_config import replica_tasks
+
+ENTRYPOINT = "python -m aiptrain.backends.ray.driver"
+PAYLOAD_FILE = "aiptrain-job.json"
+# Where the staged packages sit inside the working directory, laid out as BUCKET/OBJECT.
+PACKAGE_STORE_DIR = "packages"
+PLACEMENT_STRATEGY = "SPREAD"
+METADATA_PROJECT = "aiptrain.project"
+METADATA_JOB = "aiptrain.job"
+_GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """The resources one replica reserves on one node."""
+
+    task_name: str
+    machine_type: str | None
+    cpus: float
+    memory_bytes: int
+    gpus: int
+
+    def resources(self) -> dict[str, float]:
+        """The placement-group bundle as Ray takes it."""
+        resources: dict[str, float] = {"CPU": self.cpus, "memory": float(self.memory_bytes)}
+        if self.gpus:
+            resources["GPU"] = float(self.gpus)
+        return resources
+
+    def describe(self) -> str:
+        gpus = f", {self.gpus} GPU" if self.gpus else ""
+        return f"{self.task_name}: {self.cpus:g} CPU, {self.memory_bytes / _GIB:.2f} GiB{gpus}"
+
+
+def ray_problems(job: Job, catalog: Catalog) -> list[Problem]:
+    """Everything about `job` a Ray cluster cannot honour; [] if it can run it."""
+    from aiptrain.replicas.gs_paths import unmappable_args
+
+    training_input = job.training_input or TrainingInput()
+    problems: list[Problem] = []
+    for role in ROLES:
+        config = role.config(training_input)
+        field = role.config_field
+        if config is None:
+            continue
+        if config.image_uri:
+            problems.append(Problem(
+                f"trainingInput.{field}.imageUri",
+                "custom containers are not run by the ray backend (it runs Python packages on the cluster's nodes)",
+                "submit the trainer as --package-path/--module-name, or use --backend vertex",
+            ))
+        if config.container_command or config.container_args:
+            problems.append(Problem(
+                f"trainingInput.{field}.containerCommand",
+                "container commands need a custom container, which the ray backend does not run",
+                "pass arguments after `--` as USER_ARGS instead",
+            ))
+    if not training_input.python_module and not problems:
+        problems.append(Problem("trainingInput.pythonModule", "the ray backend needs a Python module to run",
+                                "pass --module-name, e.g. --module-name trainer.task"))
+    problems += [
+        Problem(f"trainingInput.packageUris[{index}]", f"{uri!r} is a path on this machine, not a staged package",
+                "give packages as gs:// URIs or pass them with --packages, which stages them")
+        for index, uri in enumerate(training_input.package_uris or []) if not uri.startswith("gs://")
+    ]
+    problems += [Problem(f"trainingInput.args[{index}]", error.message, error.hint)
+                 for index, error in unmappable_args(training_input.args)]
+    try:
+        groups = resolve_cluster(training_input, catalog)
+    except KeyError:
+        return problems  # an unknown tier is the validator's to report
+    for group in groups:
+        if is_tpu(group, catalog):
+            problems.append(Problem(
+                "trainingInput.scaleTier" if training_input.scale_tier == "BASIC_TPU" else "trainingInput",
+                f"the {group.role} replicas ask for Cloud TPUs ({group.accelerator_type or group.machine_type}), "
+                "which a Ray cluster does not have",
+                "use GPUs (acceleratorConfig type NVIDIA_*) or CPUs only, or use --backend vertex",
+            ))
+            break
+    return problems
+
+
+def _machine_size(machine_type: str | None, catalog: Catalog) -> tuple[int, float]:
+    """(vCPUs, memory GB) of a machine type; legacy names use their Compute Engine equivalent."""
+    machine = catalog.machine_types.get(machine_type or "")
+    if machine is not None and machine.compute_engine:
+        machine = catalog.machine_types.get(machine.compute_engine, machine)
+    if machine is None or not machine.vcpus:
+        return 1, 1.0  # the validator reports unknown types; this only keeps dry-run printable
+    return machine.vcpus, machine.memory_gb
+
+
+def bundles_for(groups: list[ReplicaGroup], catalog: Catalog, scale: float = 1.0) -> list[Bundle]:
+    """One bundle per replica, in replica order (primary, workers, parameter servers, evaluators)."""
+    by_role = {group.role: group for group in groups}
+    bundles = []
+    for task in replica_tasks(groups):
+        group = by_role[task.role]
+        vcpus, memory_gb = _machine_size(group.machine_type, catalog)
+        cpus = max(0.01, math.floor(vcpus * scale * 100) / 100)
+        bundles.append(Bundle(
+            task_name=task.task_name,
+            machine_type=group.machine_type,
+            cpus=cpus,
+            memory_bytes=int(memory_gb * scale * 1e9),
+            gpus=group.accelerator_count if group.accelerator_type and not is_tpu(group, catalog) else 0,
+        ))
+    return bundles
+
+
+def notes(training_input: TrainingInput, scale: float) -> list[str]:
+    """WARNING lines for the job's log: what runs differently from the service."""
+    lines = []
+    if scale < 1:
+        lines.append(f"--ray-resource-scale {scale:g}: each replica reserves {scale:g} of its machine type's CPUs "
+                     "and memory on the cluster, not the whole machine type.")
+    if training_input.region:
+        # gcloud's command lines always name a region, so it is accepted; a Ray cluster has none.
+        lines.append(f"The region {training_input.region} is not used: the job runs on the Ray cluster it was "
+                     "submitted to.")
+    return lines
+
+
+def replica_runtime_envs(training_input: TrainingInput, bundles: list[Bundle], catalog: Catalog,
+                         mode: str) -> dict[str, dict[str, Any]]:
+    """Task name -> the Ray runtime environment of its actor ({} with the cluster's own Python).
+
+    A replica with GPUs gets the GPU build of a package where the recipe names one."""
+    from aiptrain.replicas.envs.resolution import resolve_runtime
+
+    if mode == "cluster":
+        return {}
+    recipe = resolve_runtime(training_input, catalog).recipe
+    envs = {}
+    for bundle in bundles:
+        packages = [recipe.gpu_packages.get(p, p) if bundle.gpus else p for p in recipe.packages]
+        envs[bundle.task_name] = {mode: {"packages": packages}}
+    return envs
+
+
+def runtime_notes(training_input: TrainingInput, catalog: Catalog, mode: str) -> list[str]:
+    """INFO lines for the job's log: which packages the replicas run with, and how they get them."""
+    from aiptrain.replicas.envs.resolution import resolve_runtime
+
+    resolution = resolve_runtime(training_input, catalog)
+    if mode == "cluster":
+        return [f"Runtime version {resolution.version}: the replicas run with the cluster's own Python "
+                "(AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster); the trainer's dependencies must already be installed there."]
+    return [resolution.summary(),
+            f"Runtime packages, installed for each replica through a Ray runtime environment ({mode}): "
+            + ", ".join(resolution.packages) + "."]
+
+
+def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *,
+                   scale: float, storage_root: str, policy: LocalSettings, packages_mode: str) -> dict[str, Any]:
+    """What the driver reads from aiptrain-job.json."""
+    training_input = job.training_input or TrainingInput()
+    return {
+        "project": project,
+        "job": job.to_api(),
+        "bundles": [
+            {"taskName": bundle.task_name, "machineType": bundle.machine_type, "resources": bundle.resources()}
+            for bundle in bundles_for(groups, catalog, scale)
+        ],
+        "placementStrategy": PLACEMENT_STRATEGY,
+        "notes": notes(training_input, scale),
+        "runtimeNotes": runtime_notes(training_input, catalog, packages_mode),
+        "replicaRuntimeEnvs": replica_runtime_envs(training_input, bundles_for(groups, catalog, scale), catalog,
+                                                   packages_mode),
+        "storageRoot": storage_root,
+        "restartPolicy": {
+            "maxRestarts": policy.max_restarts,
+            "restartDelay": policy.restart_delay,
+            "killGrace": policy.kill_grace,
+            "evaluatorGrace": policy.evaluator_grace,
+        },
+    }
+
+
+def job_metadata(job: Job, project: str) -> dict[str, str]:
+    """The Ray job's metadata: the job's labels as they are, plus the project and the Job resource."""
+    import json
+
+    metadata = dict(job.labels or {})
+    metadata[METADATA_PROJECT] = project
+    metadata[METADATA_JOB] = json.dumps(job.to_api(), sort_keys=True)
+    return metadata
+
+
+def runtime_env(working_dir: str, aiptrain_dir: str) -> dict[str, Any]:
+    """The runtime environment: the job's files as working_dir, aiptrain itself as a py_module."""
+    return {
+        "working_dir": working_dir,
+        "py_modules": [aiptrain_dir],
+        "excludes": ["__pycache__", "*.pyc"],
+        "env_vars": {"PYTHONUNBUFFERED": "1"},
+    }
+
+
+def ray_job_document(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *,
+                     scale: float, working_dir: str, aiptrain_dir: str, packages_mode: str) -> dict[str, Any]:
+    """What is sent to the Jobs API (and what --dry-run prints): the replicas' runtime
+    environments and notes travel in the working directory, and are shown here too."""
+    training_input = job.training_input or TrainingInput()
+    return {
+        "submissionId": job.job_id,
+        "entrypoint": ENTRYPOINT,
+        "runtimeEnv": runtime_env(working_dir, aiptrain_dir),
+        "metadata": job_metadata(job, project),
+        "placementGroup": {
+            "strategy": PLACEMENT_STRATEGY,
+            "bundles": [{"taskName": b.task_name, "machineType": b.machine_type, **b.resources()}
+                        for b in bundles_for(groups, catalog, scale)],
+        },
+        "replicaRuntimeEnvs": replica_runtime_envs(training_input, bundles_for(groups, catalog, scale), catalog,
+                                                   packages_mode),
+        "runtimeNotes": runtime_notes(training_input, catalog, packages_mode),
+        **tuning_plan(training_input),
+    }
+
+
+def tuning_plan(training_input: TrainingInput) -> dict[str, Any]:
+    """How a tuning job's trials use the cluster (nothing for other jobs)."""
+    spec = training_input.hyperparameters
+    if spec is None:
+        return {}
+    return {"trials": {
+        "maxTrials": spec.max_trials or 1,
+        "maxParallelTrials": spec.max_parallel_trials or 1,
+        "placement": "each trial reserves a placement group of its own with the bundles above; "
+                     "trials beyond the room the cluster has wait for it",
+    }}

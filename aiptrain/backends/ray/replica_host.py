@@ -1,0 +1,299 @@
+"""One replica on its Ray node: the actor that runs the trainer process, and the driver's proxy.
+
+`ReplicaHost` is a plain class made a Ray actor by the driver (`ray.remote(ReplicaHost)`), placed
+on the replica's placement-group bundle and holding its resources (so a GPU replica sees its
+CUDA_VISIBLE_DEVICES). On its node it installs the job's packages (the local engine's
+`install_packages`, into a site directory of its own), probes a free port, and runs the trainer
+as a process group with the node's Python, the given environment and `PYTHONPATH` = that site
+directory. Output lines are buffered until the driver reads them.
+
+A trial of a tuning job names its cloudml-hypertune file (CLOUD_ML_HP_METRIC_FILE) as a path of
+the driver's; the actor points the trainer at a file on its own node instead and hands its
+content back with the output, and the proxy writes it where the driver's study reads it.
+
+`RemoteReplicaProcess` is the driver's view of that process, shaped like a local one (pipes,
+`has_exited`, `reap`), so `run_replica_set` applies the local engine's restart rules unchanged;
+`RayLauncher` starts, stops and sweeps replicas through their actors. An actor that dies (its node
+went away, its worker was killed) ends its replica as if killed by SIGKILL, with a line saying so.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from aiptrain.replicas.log_capture import MAX_LINE_BYTES
+from aiptrain.replicas.processes import ManagedProcess, kill_tokened_processes, start_process, stop_processes
+from aiptrain.replicas.replica_set import ReplicaProcess
+from aiptrain.tuning.metrics import METRIC_FILE_VARIABLE
+
+# How long one `read` call waits for output before returning empty-handed.
+READ_WAIT_SECONDS = 1.0
+SCRATCH_ROOT = Path(tempfile.gettempdir()) / "aiptrain-ray"
+
+
+def _node_ip() -> str:
+    import ray
+
+    address: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+    return address
+
+
+class _BufferSink:
+    """Keeps the lines `install_packages` logs, for the driver to print."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+
+    def emit(self, task_name: str, severity: str, message: str, **_: Any) -> None:
+        self.lines.append((severity, message))
+
+
+class ReplicaHost:
+    """The Ray actor of one replica (created with `ray.remote(ReplicaHost).options(...)`)."""
+
+    def __init__(self, submission_id: str, task_name: str, trial_id: str | None = None) -> None:
+        self.task_name = task_name
+        self.job_root = SCRATCH_ROOT / "jobs" / submission_id
+        self.root = self.job_root / (f"trial-{trial_id}" if trial_id else "") / task_name
+        self.site_dir = self.root / "site"
+        self.work_dir = self.root / "work"
+        self.process: ManagedProcess | None = None
+        self.condition = threading.Condition()
+        self.pending: collections.deque[tuple[int, bytes]] = collections.deque()  # (stream 1/2, line)
+        self.open_streams = 0
+        self.returncode: int | None = None
+        self.metric_file: Path | None = None  # the trainer's CLOUD_ML_HP_METRIC_FILE on this node
+        self.metric_seen: tuple[int, int] | None = None  # (mtime_ns, size) last handed over
+
+    def where(self) -> dict[str, str]:
+        import ray
+
+        return {"ip": _node_ip(), "nodeId": ray.get_runtime_context().get_node_id(),
+                "hostname": socket.gethostname(), "python": sys.executable}
+
+    def prepare(self, package_uris: list[str], store_dir: str, run_token: str,
+                kill_grace: float) -> tuple[str | None, list[tuple[str, str]]]:
+        """Install the packages (from the job's working directory) into this replica's site dir."""
+        from aiptrain.replicas.preparation import install_packages
+
+        sink = _BufferSink()
+        error = install_packages(
+            package_uris,
+            site_dir=self.site_dir,
+            storage_root=Path(store_dir).resolve(),
+            python=sys.executable,
+            base_env=dict(os.environ),
+            run_token=run_token,
+            sink=sink,
+            stop=threading.Event(),
+            kill_grace=kill_grace,
+            cache_dir=SCRATCH_ROOT / "install-cache",
+        )
+        return error, sink.lines
+
+    def address(self) -> str:
+        """`IP:PORT` of this node, the port free a moment ago."""
+        from aiptrain.replicas.ports import free_ports
+
+        return f"{_node_ip()}:{free_ports(1)[0]}"
+
+    def start(self, argv: list[str], env: dict[str, str]) -> int:
+        """Start the trainer with this node's Python; its pid."""
+        if self.process is not None and not self.process.has_exited():
+            raise RuntimeError(f"{self.task_name} is still running")
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        full_env = dict(os.environ)
+        full_env.update(env)
+        full_env["PYTHONPATH"] = str(self.site_dir)
+        self.metric_file, self.metric_seen = None, None
+        if METRIC_FILE_VARIABLE in env:
+            self.metric_file = self.root / "hypertune.metrics"
+            self.metric_file.unlink(missing_ok=True)
+            full_env[METRIC_FILE_VARIABLE] = str(self.metric_file)
+        with self.condition:
+            self.pending.clear()
+            self.returncode = None
+            self.open_streams = 2
+        process = start_process([sys.executable, *argv[1:]], env=full_env, cwd=self.work_dir)
+        self.process = process
+        for number, stream in ((1, process.stdout), (2, process.stderr)):
+            threading.Thread(target=self._pump, args=(number, stream), daemon=True).start()
+        return process.pid
+
+    def _pump(self, number: int, stream: IO[bytes]) -> None:
+        with stream:
+            for raw in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
+                with self.condition:
+                    self.pending.append((number, raw if raw.endswith(b"\n") else raw + b"\n"))
+                    self.condition.notify_all()
+        with self.condition:
+            self.open_streams -= 1
+            if self.open_streams == 0 and self.process is not None:
+                self.returncode = self.process.reap()
+            self.condition.notify_all()
+
+    def read(self, wait: float = READ_WAIT_SECONDS) -> tuple[list[tuple[int, bytes]], int | None, str | None]:
+        """Output lines since the last read, the exit status once the process ended and its output
+        is drained (None while it runs), and the metric file's content if it changed; waits up to
+        `wait` seconds for output or the end."""
+        with self.condition:
+            self.condition.wait_for(lambda: bool(self.pending) or self.returncode is not None, wait)
+            lines = list(self.pending)
+            self.pending.clear()
+            returncode = self.returncode if not self.pending else None
+        return lines, returncode, self._changed_metrics()
+
+    def _changed_metrics(self) -> str | None:
+        if self.metric_file is None:
+            return None
+        try:
+            stat = self.metric_file.stat()
+            if (stat.st_mtime_ns, stat.st_size) == self.metric_seen:
+                return None
+            self.metric_seen = (stat.st_mtime_ns, stat.st_size)
+            return self.metric_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def stop(self, grace: float) -> None:
+        if self.process is not None:
+            stop_processes([self.process], grace)
+
+    def sweep(self, token: str) -> list[int]:
+        return kill_tokened_processes(token)
+
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def cleanup(self) -> None:
+        """Remove this replica's directory (site-packages, working directory) from its node."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        parent = self.root.parent
+        while parent != self.job_root.parent:  # the trial's and the job's, once their last replica's is gone
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+            parent = parent.parent
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write `path` at once (the study may read it at any moment)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+def read_summary_on_node(directory: str, tag: str) -> tuple[Any, str | None]:
+    """A Ray task: the last value of `tag` in the summary events under `directory`, read with this
+    worker's Python (the replicas' runtime environment): (MetricReport or None, error or None)."""
+    from aiptrain.tuning.metrics import SummaryReadError, read_summary_metric
+
+    try:
+        return read_summary_metric(sys.executable, directory, tag, dict(os.environ)), None
+    except SummaryReadError as error:
+        return None, str(error)
+
+
+class RemoteReplicaProcess:
+    """A replica process on a Ray node, seen from the driver as a local process with pipes."""
+
+    def __init__(self, actor: Any, task_name: str, metric_file: str | None = None) -> None:
+        self.actor = actor
+        self.task_name = task_name
+        self.metric_file = Path(metric_file) if metric_file else None
+        out_read, self._out_write = os.pipe()
+        err_read, self._err_write = os.pipe()
+        self._stdout = os.fdopen(out_read, "rb")
+        self._stderr = os.fdopen(err_read, "rb")
+        self._returncode: int | None = None
+        self._ended = threading.Event()
+        threading.Thread(target=self._feed, name=f"feed-{task_name}", daemon=True).start()
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        return self._stdout
+
+    @property
+    def stderr(self) -> IO[bytes]:
+        return self._stderr
+
+    def _feed(self) -> None:
+        import ray
+
+        try:
+            while True:
+                lines, returncode, metrics = ray.get(self.actor.read.remote(READ_WAIT_SECONDS))
+                if metrics is not None and self.metric_file is not None:
+                    _replace_text(self.metric_file, metrics)
+                for number, line in lines:
+                    os.write(self._out_write if number == 1 else self._err_write, line)
+                if returncode is not None:
+                    self._returncode = returncode
+                    return
+        except ray.exceptions.RayError as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            os.write(self._err_write, f"The Ray actor of {self.task_name} is gone (its node or worker died): "
+                                      f"{first}\n".encode())
+            self._returncode = -signal.SIGKILL
+        finally:
+            os.close(self._out_write)
+            os.close(self._err_write)
+            self._ended.set()
+
+    def has_exited(self) -> bool:
+        return self._ended.is_set()
+
+    def reap(self) -> int:
+        self._ended.wait()
+        assert self._returncode is not None
+        return self._returncode
+
+
+class RayLauncher:
+    """Runs each replica through its `ReplicaHost` actor (task name -> actor handle)."""
+
+    def __init__(self, actors: dict[str, Any]) -> None:
+        self.actors = actors
+
+    def start(self, task_name: str, argv: list[str], env: dict[str, str], cwd: Path) -> ReplicaProcess:
+        """`cwd` is ignored: each replica runs in a directory of its own on its node."""
+        import ray
+
+        actor = self.actors[task_name]
+        try:
+            ray.get(actor.start.remote(argv, env))
+        except ray.exceptions.RayError as error:
+            raise OSError(f"its Ray actor is gone (its node or worker died): {error}") from None
+        return RemoteReplicaProcess(actor, task_name, env.get(METRIC_FILE_VARIABLE))
+
+    def stop(self, processes: list[ReplicaProcess], grace: float) -> None:
+
+        refs = [process.actor.stop.remote(grace) for process in processes if isinstance(process, RemoteReplicaProcess)]
+        self._gather(refs)
+        for process in processes:
+            process.reap()
+
+    def sweep(self, token: str) -> None:
+        """A replica's own token sweeps its node; the set's token sweeps every node."""
+        own = [actor for name, actor in self.actors.items() if token.endswith("/" + name)]
+        self._gather([actor.sweep.remote(token) for actor in (own or list(self.actors.values()))])
+
+    @staticmethod
+    def _gather(refs: list[Any]) -> None:
+        import ray
+
+        for ref in refs:
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayError:
+                pass  # a dead actor's processes died with it (parent-death signal)

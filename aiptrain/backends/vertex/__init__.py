@@ -1,0 +1,9 @@
+"""The `vertex` backend: an ml v1 Job as a Vertex AI CustomJob, and back.
+
+`translate` turns the Job into a CustomJob (worker pools, executor images) and back; `study` does
+the same for a HyperparameterTuningJob and its trials. Both are pure dictionaries in and out, and
+the emulator's Vertex side serves with them. `backend.VertexBackend` makes the REST calls through
+the REST client of `backends.rest`.
+
+May import: `job`, `tuning`'s pure parts, `backends.rest`.
+"""

@@ -1,0 +1,13 @@
+"""The job model: what a training job is, before anything runs it.
+
+- `spec`: the ml v1 `Job` / `TrainingInput` resource (pydantic, REST field names);
+- `state`: job states and which of them are final (no pydantic, so polling loops stay light);
+- `logs`: log entries and the cursor that walks a job's log;
+- `catalog`: scale tiers, machine types, accelerators, regions and runtime versions (YAML data);
+- `cluster`: the replica groups a tier or a CUSTOM config asks for;
+- `project_id`: project ids as gcloud accepts them;
+- `validate`: every problem of a job at once, against the catalog;
+- `listing`: `jobs list` filters and ordering applied on the client side.
+
+May import: `aiptrain.errors` and this folder only. Pure: no files, no network, no processes.
+"""

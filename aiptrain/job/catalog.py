@@ -1,0 +1,238 @@
+"""Loads `scale_tiers.yaml` (tiers, machine types, accelerators, regions, limits) and
+`runtimes.yaml` (runtime versions and the local environments they run in).
+
+Every catalog value lives in the YAML files; this module only gives it types. The files are found
+next to the repository root in a checkout and as package data (`aiptrain/data`) in a wheel.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aiptrain.errors import InternalError
+
+ROLES = ("master", "worker", "parameter_server", "evaluator")
+
+
+@dataclass(frozen=True)
+class AcceleratorSpec:
+    type: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """One role of a predefined tier: its machine type, replica count and accelerator."""
+
+    type: str
+    count: int = 1
+    accelerator: AcceleratorSpec | None = None
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    description: str
+    roles: dict[str, RoleSpec]
+    custom: bool = False
+    verified: bool = True
+    ml_units_per_hour: float | None = None
+
+
+@dataclass(frozen=True)
+class MachineType:
+    name: str
+    family: str  # compute_engine | legacy | tpu
+    vcpus: int = 0
+    memory_gb: float = 0.0
+    accelerator_family: str | None = None
+    compute_engine: str | None = None  # legacy types: the Compute Engine equivalent
+    builtin_accelerator: AcceleratorSpec | None = None
+    gpus: int | None = None  # machines whose GPU count is fixed by the type (a2)
+    vertex_machine_type: str | None = None
+    verified: bool = True
+
+
+@dataclass(frozen=True)
+class AttachmentRule:
+    counts: tuple[int, ...]
+    max_vcpus: dict[int, int] = field(default_factory=dict)
+    exact_per_machine: bool = False
+
+
+@dataclass(frozen=True)
+class EnvironmentRecipe:
+    """A package set that runtimes run in locally: one uv-built virtual environment per Python."""
+
+    name: str
+    tensorflow: str
+    packages: tuple[str, ...]
+    reason: str  # why a runtime's own TensorFlow is replaced; {python} is the local Python
+    tf1_note: str = ""
+    gpu_packages: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    version: str
+    tensorflow: str
+    python: tuple[str, ...]
+    vertex_images: dict[str, str] | None
+    verified: bool = True
+    retired: bool = False
+    local_environment: str = ""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    tiers: dict[str, Tier]
+    machine_types: dict[str, MachineType]
+    accelerators: dict[str, dict[str, Any]]
+    attachment: dict[str, dict[str, AttachmentRule]]
+    regions: dict[str, tuple[str, ...]]
+    runtimes: dict[str, Runtime]
+    default_runtime_version: str
+    environments: dict[str, EnvironmentRecipe]
+    limits: dict[str, Any]
+    source: Path
+
+    def vertex_accelerator(self, name: str) -> str | None:
+        value = self.accelerators.get(name, {}).get("vertex")
+        return str(value) if value else None
+
+
+def catalog_path() -> Path:
+    """The YAML file: $AIPTRAIN_CATALOG, else the packaged copy (a symlink to the root file in a checkout)."""
+    override = os.environ.get("AIPTRAIN_CATALOG")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parent.parent / "data" / "scale_tiers.yaml"
+
+
+def runtimes_path(catalog: Path) -> Path:
+    """`runtimes.yaml` beside the catalog, else the packaged copy (an $AIPTRAIN_CATALOG elsewhere)."""
+    beside = catalog.with_name("runtimes.yaml")
+    if beside.is_file():
+        return beside
+    return Path(__file__).resolve().parent.parent / "data" / "runtimes.yaml"
+
+
+def _accelerator(raw: dict[str, Any] | None) -> AcceleratorSpec | None:
+    if not raw:
+        return None
+    return AcceleratorSpec(type=str(raw["type"]), count=int(raw["count"]))
+
+
+def _parse(raw: dict[str, Any], source: Path) -> Catalog:
+    tiers = {}
+    for name, spec in raw["scale_tiers"].items():
+        roles = {
+            role: RoleSpec(
+                type=str(spec[role]["type"]),
+                count=int(spec[role].get("count", 1)),
+                accelerator=_accelerator(spec[role].get("accelerator")),
+            )
+            for role in ROLES
+            if role in spec
+        }
+        tiers[name] = Tier(
+            name=name,
+            description=str(spec.get("description", "")),
+            roles=roles,
+            custom=bool(spec.get("custom", False)),
+            verified=bool(spec.get("verified", True)),
+            ml_units_per_hour=float(spec["ml_units_per_hour"]) if "ml_units_per_hour" in spec else None,
+        )
+    machines = {
+        name: MachineType(
+            name=name,
+            family=str(spec["family"]),
+            vcpus=int(spec.get("vcpus", 0)),
+            memory_gb=float(spec.get("memory_gb", 0)),
+            accelerator_family=spec.get("accelerator_family"),
+            compute_engine=spec.get("compute_engine"),
+            builtin_accelerator=_accelerator(spec.get("builtin_accelerator")),
+            gpus=spec.get("gpus"),
+            vertex_machine_type=spec.get("vertex_machine_type"),
+            verified=bool(spec.get("verified", True)),
+        )
+        for name, spec in raw["machine_types"].items()
+    }
+    attachment = {
+        family: {
+            accel: AttachmentRule(
+                counts=tuple(int(c) for c in rule["counts"]),
+                max_vcpus={int(k): int(v) for k, v in rule.get("max_vcpus", {}).items()},
+                exact_per_machine=bool(rule.get("exact_per_machine", False)),
+            )
+            for accel, rule in rules.items()
+        }
+        for family, rules in raw["accelerator_attachment"].items()
+        if isinstance(rules, dict)
+    }
+    runtimes = {
+        str(version): Runtime(
+            version=str(version),
+            tensorflow=str(spec["tensorflow"]),
+            python=tuple(str(p) for p in spec["python"]),
+            vertex_images=dict(spec["vertex"]) if spec.get("vertex") else None,
+            verified=bool(spec.get("verified", True)),
+            retired=spec.get("status") == "retired",
+            local_environment=str(spec.get("local", "")),
+        )
+        for version, spec in raw["runtime_versions"].items()
+    }
+    environments = {
+        str(name): EnvironmentRecipe(
+            name=str(name),
+            tensorflow=str(spec["tensorflow"]),
+            packages=tuple(str(p) for p in spec["packages"]),
+            reason=str(spec.get("reason", "")),
+            tf1_note=str(spec.get("tf1_note", "")),
+            gpu_packages={str(k): str(v) for k, v in (spec.get("gpu_packages") or {}).items()},
+        )
+        for name, spec in (raw.get("environments") or {}).items()
+    }
+    for runtime in runtimes.values():
+        if runtime.local_environment and runtime.local_environment not in environments:
+            raise ValueError(f"runtime {runtime.version} names the unknown environment {runtime.local_environment!r}")
+    return Catalog(
+        tiers=tiers,
+        machine_types=machines,
+        accelerators=dict(raw["accelerators"]),
+        attachment=attachment,
+        regions={name: tuple(spec.get("accelerators", [])) for name, spec in raw["regions"].items()},
+        runtimes=runtimes,
+        default_runtime_version=str(raw["default_runtime_version"]),
+        environments=environments,
+        limits=dict(raw["limits"]),
+        source=source,
+    )
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    # libyaml's loader when PyYAML has it: every supervisor and submit reads both files, and the
+    # pure-Python loader takes most of the catalog's import-to-ready time.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 - a safe loader
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} does not hold a mapping")
+    return data
+
+
+@functools.cache
+def load_catalog(path: Path | None = None) -> Catalog:
+    source = path or catalog_path()
+    try:
+        raw = _read_yaml(source)
+        if "runtime_versions" not in raw:  # a catalog may still carry its runtimes itself
+            raw.update(_read_yaml(runtimes_path(source)))
+        return _parse(raw, source)
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as error:
+        raise InternalError(f"the catalog {source} cannot be read: {error}") from error

@@ -1,0 +1,164 @@
+"""What of a job this machine can run, and the cluster it actually starts.
+
+`local_problems` is what the local backend refuses before anything is built or uploaded;
+`plan_cluster` is the replica groups the supervisor starts, after the optional replica cap, with
+the WARNING lines that tell the user what differs from the service; `trials_at_once` is how many
+tuning trials (each a whole cluster) run side by side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from aiptrain.errors import Problem
+from aiptrain.job.catalog import Catalog
+from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
+from aiptrain.job.spec import ROLES, Job, ScaleTier, TrainingInput
+from aiptrain.replicas.settings import DEFAULT_MAX_REPLICAS, LocalSettings
+
+_ROLE_LABELS = {"master": "master", "worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
+
+
+@dataclass(frozen=True)
+class LocalPlan:
+    groups: list[ReplicaGroup]
+    warnings: list[str]
+
+
+def is_tpu(group: ReplicaGroup, catalog: Catalog) -> bool:
+    machine = catalog.machine_types.get(group.machine_type or "")
+    if machine is not None and machine.family == "tpu":
+        return True
+    kind = catalog.accelerators.get(group.accelerator_type or "", {}).get("kind")
+    return kind == "tpu" or (group.machine_type or "").startswith("cloud_tpu")
+
+
+def total_replicas(groups: list[ReplicaGroup]) -> int:
+    return sum(group.count for group in groups)
+
+
+def describe_groups(groups: list[ReplicaGroup]) -> str:
+    return ", ".join(f"{_ROLE_LABELS[group.role]} {group.count}" for group in groups)
+
+
+def local_problems(job: Job, catalog: Catalog, settings: LocalSettings) -> list[Problem]:
+    """Everything about `job` the local backend cannot do; [] if it can run it."""
+    training_input = job.training_input or TrainingInput()
+    problems: list[Problem] = []
+    for role in ROLES:
+        config = role.config(training_input)
+        field = f"trainingInput.{role.config_field}"
+        if config is None:
+            continue
+        if config.image_uri:
+            problems.append(Problem(
+                f"{field}.imageUri",
+                "custom containers cannot run on the local backend (it runs Python packages, not images)",
+                "drop the image and submit a --package-path/--module-name trainer, "
+                "or use --backend vertex",
+            ))
+        if config.container_command or config.container_args:
+            problems.append(Problem(
+                f"{field}.containerCommand" if config.container_command else f"{field}.containerArgs",
+                "container commands need a custom container, which the local backend cannot run",
+                "pass arguments after `--` as USER_ARGS instead, or use --backend vertex",
+            ))
+    if not training_input.python_module and not problems:
+        problems.append(Problem(
+            "trainingInput.pythonModule", "the local backend needs a Python module to run",
+            "pass --module-name, e.g. --module-name trainer.task",
+        ))
+    try:
+        groups = resolve_cluster(training_input, catalog)
+    except KeyError:
+        return problems  # an unknown tier is the validator's to report
+    tpu_groups = [group for group in groups if is_tpu(group, catalog)]
+    if tpu_groups:
+        tier = (training_input.scale_tier or ScaleTier.BASIC).value
+        problems.append(Problem(
+            "trainingInput.scaleTier" if tier == "BASIC_TPU" else "trainingInput",
+            "Cloud TPUs cannot be emulated on the local backend",
+            "use scaleTier BASIC (or CUSTOM without TPU workers) to run on this machine's CPU, "
+            "or use --backend vertex",
+        ))
+    count = total_replicas(groups)
+    if settings.replica_cap is None and count > DEFAULT_MAX_REPLICAS:
+        problems.append(Problem(
+            "trainingInput.scaleTier",
+            f"the job needs {count} replicas ({describe_groups(groups)}); the local backend runs at "
+            f"most {DEFAULT_MAX_REPLICAS} processes per job unless told to shrink it",
+            "set AIPTRAIN_LOCAL_REPLICA_CAP=N to shrink the cluster to N replicas "
+            "(at least 1 master, then workers and parameter servers), or use a smaller tier",
+        ))
+    return problems
+
+
+def shrink_to_cap(groups: list[ReplicaGroup], cap: int) -> list[ReplicaGroup]:
+    """Keep the master, give every other role one replica while the cap allows, then share the
+    rest in proportion to what each role asked for (largest remainder first)."""
+    if total_replicas(groups) <= cap:
+        return groups
+    budget = cap - 1
+    others = [group for group in groups if group.role != "master"]
+    counts = {group.role: 0 for group in others}
+    for group in others:
+        if budget > 0:
+            counts[group.role] = 1
+            budget -= 1
+    wanted = {group.role: group.count - counts[group.role] for group in others}
+    asked = sum(wanted.values())
+    if budget > 0 and asked > 0:
+        shares = {role: budget * want / asked for role, want in wanted.items()}
+        for role, share in shares.items():
+            counts[role] += int(share)
+        leftover = budget - sum(int(share) for share in shares.values())
+        by_remainder = sorted(shares, key=lambda role: shares[role] - int(shares[role]), reverse=True)
+        for role in by_remainder[:leftover]:
+            counts[role] += 1
+    shrunk = []
+    for group in groups:
+        count = 1 if group.role == "master" else counts[group.role]
+        if count > 0:
+            shrunk.append(dataclasses.replace(group, count=count))
+    return shrunk
+
+
+def plan_cluster(training_input: TrainingInput, catalog: Catalog, settings: LocalSettings) -> LocalPlan:
+    """The replica groups to start here and the WARNING lines explaining local differences."""
+    groups = resolve_cluster(training_input, catalog)
+    warnings: list[str] = []
+    if settings.replica_cap is not None and total_replicas(groups) > settings.replica_cap:
+        shrunk = shrink_to_cap(groups, settings.replica_cap)
+        warnings.append(
+            f"AIPTRAIN_LOCAL_REPLICA_CAP={settings.replica_cap} shrank the cluster from "
+            f"{total_replicas(groups)} replicas ({describe_groups(groups)}) to "
+            f"{total_replicas(shrunk)} ({describe_groups(shrunk)})."
+        )
+        groups = shrunk
+    gpu_groups = [group for group in groups if group.accelerator_type and group.accelerator_count]
+    for group in gpu_groups:
+        warnings.append(
+            f"The {_ROLE_LABELS[group.role]} replicas asked for {group.accelerator_count} x "
+            f"{group.accelerator_type}; on the local backend they run on this machine's CPU (or "
+            "whatever devices TensorFlow finds here)."
+        )
+    return LocalPlan(groups, warnings)
+
+
+def trials_at_once(max_parallel_trials: int, groups: list[ReplicaGroup]) -> tuple[int, str | None]:
+    """How many tuning trials run at once here, and a WARNING line if fewer than asked.
+
+    Each trial is a whole cluster; trials side by side may hold at most DEFAULT_MAX_REPLICAS
+    processes together (the same bound as one job's cluster), so maxParallelTrials is lowered
+    when its clusters would exceed it. Every trial still runs, only fewer at a time.
+    """
+    per_trial = max(1, total_replicas(groups))
+    fitting = max(1, DEFAULT_MAX_REPLICAS // per_trial)
+    if max_parallel_trials <= fitting:
+        return max_parallel_trials, None
+    return fitting, (
+        f"maxParallelTrials is {max_parallel_trials}, but {max_parallel_trials} trials of {per_trial} "
+        f"replica(s) each exceed the {DEFAULT_MAX_REPLICAS} processes this machine runs for one job; "
+        f"running {fitting} trial(s) at a time."
+    )

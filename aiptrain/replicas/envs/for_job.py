@@ -1,0 +1,99 @@
+"""PREPARING's first step: the environment a local job runs in, said in its first log lines."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from aiptrain.errors import OperationalError
+from aiptrain.job.catalog import Catalog
+from aiptrain.job.spec import TrainingInput
+from aiptrain.replicas.envs.resolution import RuntimeResolution, require_version, resolve_runtime
+from aiptrain.replicas.envs.store import BuildCancelled, Environment, EnvironmentBuildFailed, EnvironmentStore, envs_dir
+from aiptrain.replicas.processes import TOKEN_VARIABLE
+from aiptrain.replicas.settings import LocalSettings
+
+_PROBE = (
+    "import importlib.util as u\n"
+    "missing = [m for m in ('pip', 'setuptools') if u.find_spec(m) is None]\n"
+    "print(' or '.join(missing)); raise SystemExit(1 if missing else 0)"
+)
+Say = Callable[[str, str], None]  # (message, severity)
+
+
+class JobEnvironmentFailed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def environment_for_job(
+    training_input: TrainingInput,
+    catalog: Catalog,
+    *,
+    home: Path,
+    settings: LocalSettings,
+    say: Say,
+    stop: threading.Event,
+    run_token: str,
+) -> Environment | None:
+    """The runtime environment of the job, built if needed; None with AIPTRAIN_LOCAL_PYTHON
+    (whose ability to install packages `interpreter_problem` checks before its pip runs).
+
+    Raises JobEnvironmentFailed (the job's errorMessage) or BuildCancelled.
+    """
+    resolution = resolve_runtime(training_input, catalog)
+    if settings.python_override:
+        say(f"Runtime version {resolution.version}: running with AIPTRAIN_LOCAL_PYTHON={settings.python} "
+            "(no runtime environment is built; the trainer's dependencies must already be installed there).", "INFO")
+        return None
+    announce(resolution, say)
+    store = EnvironmentStore(envs_dir(home))
+    try:
+        return store.ensure(resolution, progress=lambda line: say(line, "INFO"), stop=stop,
+                            extra_env={TOKEN_VARIABLE: run_token})
+    except EnvironmentBuildFailed as failed:
+        raise JobEnvironmentFailed(failed.message) from failed
+    except BuildCancelled:
+        raise
+    except OSError as error:
+        raise JobEnvironmentFailed(f"Cannot build the runtime environment under {store.root}: {error}") from error
+
+
+def announce(resolution: RuntimeResolution, say: Say) -> None:
+    """The substitution notes (INFO) and a retired runtime's warning (WARNING)."""
+    for line in resolution.notes():
+        say(line, "INFO")
+    for warning in resolution.warnings():
+        say(warning[0].upper() + warning[1:] + ".", "WARNING")
+
+
+def environment_in_foreground(version: str, catalog: Catalog, home: Path, say: Say) -> Environment:
+    """A runtime's environment for a command run in a terminal (`local train`, `local envs build`):
+    announced, built if needed; OperationalError when the build fails."""
+    resolution = require_version(version, catalog)
+    announce(resolution, say)
+    try:
+        return EnvironmentStore(envs_dir(home)).ensure(resolution, progress=lambda line: say(line, "INFO"))
+    except EnvironmentBuildFailed as failed:
+        raise OperationalError(failed.message) from failed
+
+
+def interpreter_problem(python: str) -> str | None:
+    """Why `python` cannot install a trainer package (no interpreter, no pip, no setuptools), or None."""
+    try:
+        # find_spec, not import: the check costs an interpreter start, not a setuptools import.
+        result = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=60, check=False)
+    except OSError as error:
+        return (f"AIPTRAIN_LOCAL_PYTHON={python} cannot be run: {error.strerror}. Point it at a Python "
+                "interpreter, or unset it to use the runtime version's environment.")
+    except subprocess.TimeoutExpired:
+        return f"AIPTRAIN_LOCAL_PYTHON={python} did not answer within 60 s."
+    if result.returncode != 0:
+        missing = result.stdout.strip() or "pip"
+        return (f"AIPTRAIN_LOCAL_PYTHON={python} cannot install the trainer package: it has no {missing}. "
+                f"Install it ({python} -m ensurepip; {python} -m pip install setuptools), or unset "
+                "AIPTRAIN_LOCAL_PYTHON to use the runtime version's environment.")
+    return None

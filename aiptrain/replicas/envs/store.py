@@ -1,0 +1,379 @@
+"""Runtime environments on disk: `$AIPTRAIN_HOME/envs/<key>/`, one per (package set, Python).
+
+    envs/<key>/                  a virtual environment built by `uv venv` + `uv pip install`
+    envs/<key>/aiptrain-env.json what it holds (recipe, packages, Python, build time)
+    envs/<key>/constraints.txt   its exact package versions (`uv pip freeze`), for trainer installs
+    envs/.logs/<key>.log         the output of its last build (kept whether it worked or not)
+    envs/.locks/<key>.lock       held while it is built
+
+The key hashes the recipe's package list and the base interpreter (its path and the identity of
+its binary), so a changed recipe or a rebuilt Python is another environment, and an existing one
+is never changed in place. A build goes into `.tmp-<key>-*` beside the final directory and is
+renamed into place once complete (with its manifest written last), so a killed build leaves
+nothing a later job would use; the next build under the lock removes it. Two jobs that need the
+same environment take the lock in turn: the second finds the first one's result.
+
+Once built, an environment is used offline. uv links files from its cache (hard links on one
+file system), so an environment costs little disk beyond the cache itself. Environments unused
+for AIPTRAIN_CACHE_MAX_AGE_DAYS are removed when another one is built, like the install cache.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiptrain.cache_eviction import mark_used, remove_unused
+from aiptrain.replicas.envs.resolution import RuntimeResolution, package_label
+from aiptrain.replicas.envs.uv import environment_python, failure_reason, uv_binary, uv_environment
+
+ENVS_SETTING = "AIPTRAIN_ENVS_DIR"
+_REVISION = "1"
+_MANIFEST = "aiptrain-env.json"
+_CONSTRAINTS = "constraints.txt"
+_STAGING_PREFIX = ".tmp-"
+_LOCK_POLL_SECONDS = 0.2
+
+Progress = Callable[[str], None]
+
+
+class EnvironmentBuildFailed(Exception):
+    """A build that did not complete; `message` is the job's errorMessage."""
+
+    def __init__(self, message: str, log: Path | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.log = log
+
+
+class BuildCancelled(Exception):
+    """The job was cancelled while its environment was being built or waited for."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    key: str
+    root: Path
+
+    @property
+    def python(self) -> str:
+        return environment_python(self.root)
+
+    @property
+    def constraints(self) -> Path:
+        return self.root / _CONSTRAINTS
+
+    def manifest(self) -> dict[str, Any]:
+        data = json.loads((self.root / _MANIFEST).read_text())
+        return data if isinstance(data, dict) else {}
+
+    def installed(self) -> dict[str, str]:
+        """Normalised distribution name -> version, as built."""
+        return {str(k): str(v) for k, v in self.manifest().get("installed", {}).items()}
+
+
+@dataclass(frozen=True)
+class EnvironmentInfo:
+    """One line of `aiptrain local envs list`."""
+
+    environment: Environment
+    name: str
+    packages: list[str]
+    python: str
+    size_bytes: int  # apparent size of its files
+    own_bytes: int  # of which not hard-linked elsewhere (uv's cache keeps the rest)
+    last_used: float
+
+
+def envs_dir(home: Path, env: dict[str, str] | None = None) -> Path:
+    """$AIPTRAIN_ENVS_DIR, else `$AIPTRAIN_HOME/envs`."""
+    source = os.environ if env is None else env
+    override = source.get(ENVS_SETTING, "").strip()
+    return Path(override) if override else home / "envs"
+
+
+def base_interpreter() -> str:
+    """The Python environments are built on: the interpreter behind aiptrain's own (venv or not)."""
+    return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+
+
+def normalise_name(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(".", "-")
+
+
+def effective_packages(resolution: RuntimeResolution) -> list[str]:
+    """The recipe's packages, with the GPU variants where this machine has an NVIDIA GPU."""
+    packages = list(resolution.packages)
+    if Path("/dev/nvidia0").exists():
+        packages = [resolution.recipe.gpu_packages.get(p, p) for p in packages]
+    return packages
+
+
+def environment_key(packages: list[str], python: str) -> str:
+    try:
+        stat = os.stat(python)
+        stamp = f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
+    except OSError:
+        stamp = "missing"
+    identity = {"revision": _REVISION, "packages": packages, "python": python, "binary": stamp}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
+
+
+class EnvironmentStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def log_path(self, key: str) -> Path:
+        return self.root / ".logs" / f"{key}.log"
+
+    def key_for(self, resolution: RuntimeResolution) -> str:
+        return environment_key(effective_packages(resolution), base_interpreter())
+
+    def find(self, resolution: RuntimeResolution) -> Environment | None:
+        """The built environment of `resolution` (now marked used), or None."""
+        environment = Environment(self.key_for(resolution), self.root / self.key_for(resolution))
+        if not _is_complete(environment):
+            return None
+        mark_used(environment.root)
+        return environment
+
+    def ensure(
+        self,
+        resolution: RuntimeResolution,
+        *,
+        progress: Progress,
+        stop: threading.Event | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> Environment:
+        """The environment of `resolution`, built first if needed (once, under a lock).
+
+        Raises EnvironmentBuildFailed with the resolver's reason, or BuildCancelled on `stop`.
+        """
+        found = self.find(resolution)
+        if found is not None:
+            return found
+        packages = effective_packages(resolution)
+        key = self.key_for(resolution)
+        with self._lock(key, progress, stop):
+            found = self.find(resolution)
+            if found is not None:
+                progress(f"Using the runtime {resolution.version} environment another job just built.")
+                return found
+            return self._build(resolution, key, packages, progress, stop, extra_env or {})
+
+    def entries(self) -> list[EnvironmentInfo]:
+        found = []
+        for item in sorted(self.root.glob("*")) if self.root.is_dir() else []:
+            environment = Environment(item.name, item)
+            if item.name.startswith(".") or not _is_complete(environment):
+                continue
+            manifest = environment.manifest()
+            size, own = _disk_usage(item)
+            found.append(EnvironmentInfo(
+                environment=environment,
+                name=str(manifest.get("name", "")),
+                packages=[str(p) for p in manifest.get("packages", [])],
+                python=str(manifest.get("python_version", "")),
+                size_bytes=size,
+                own_bytes=own,
+                last_used=item.stat().st_mtime,
+            ))
+        return found
+
+    def remove(self, key: str) -> bool:
+        """Remove one environment; False if there is none by that key. A job starting on it
+        meanwhile fails to start its replicas, so remove environments while no job runs."""
+        target = self.root / key
+        if key.startswith(".") or "/" in key or not target.is_dir():
+            return False
+        doomed = target.with_name(f"{_STAGING_PREFIX}rm-{key}-{os.getpid()}")
+        target.rename(doomed)  # gone from view at once; the slow delete follows
+        shutil.rmtree(doomed, ignore_errors=True)
+        return True
+
+    # -- building ----------------------------------------------------------------------------
+
+    def _lock(self, key: str, progress: Progress, stop: threading.Event | None) -> _HeldLock:
+        locks = self.root / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        handle = (locks / f"{key}.lock").open("a+")
+        announced = False
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return _HeldLock(handle)
+            except BlockingIOError:
+                if not announced:
+                    progress("Waiting for another job that is building the same runtime environment ...")
+                    announced = True
+            if stop is not None and stop.wait(_LOCK_POLL_SECONDS):
+                handle.close()
+                raise BuildCancelled
+            if stop is None:
+                time.sleep(_LOCK_POLL_SECONDS)
+
+    def _build(
+        self,
+        resolution: RuntimeResolution,
+        key: str,
+        packages: list[str],
+        progress: Progress,
+        stop: threading.Event | None,
+        extra_env: dict[str, str],
+    ) -> Environment:
+        for stale in self.root.glob(f"{_STAGING_PREFIX}{key}-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # a killed build: we hold the lock, it is dead
+        log_path = self.log_path(key)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=self.root, prefix=f"{_STAGING_PREFIX}{key}-"))
+        progress(f"Building runtime {resolution.version}: " + ", ".join(package_label(p) for p in packages)
+                 + f" (log: {log_path})")
+        started = time.monotonic()
+        uv = uv_binary()
+        env = uv_environment({**os.environ, **extra_env})
+        python = base_interpreter()
+        try:
+            with log_path.open("w", encoding="utf-8") as log:
+                steps = [
+                    [uv, "venv", "--quiet", "--relocatable", "--python", python, str(staging)],
+                    [uv, "pip", "install", "--python", environment_python(staging), *packages],
+                ]
+                for argv in steps:
+                    lines = _run(argv, env=env, log=log, progress=progress, stop=stop)
+                    if lines is None:
+                        raise BuildCancelled
+                    if lines[0] != 0:
+                        reason = failure_reason(lines[1])
+                        raise EnvironmentBuildFailed(
+                            f"Building the environment of runtime {resolution.version} failed: {reason} "
+                            f"(full log: {log_path}).", log_path,
+                        )
+                frozen = subprocess.run(
+                    [uv, "pip", "freeze", "--python", environment_python(staging)],
+                    env=env, capture_output=True, text=True, check=True,
+                ).stdout
+            (staging / _CONSTRAINTS).write_text(frozen)
+            installed = dict(_parse_freeze(frozen))
+            manifest = {
+                "key": key,
+                "name": resolution.recipe.name,
+                "tensorflow": resolution.recipe.tensorflow,
+                "packages": packages,
+                "python": python,
+                "python_version": resolution.python,
+                "installed": installed,
+                "built_at": time.time(),
+                "build_seconds": round(time.monotonic() - started, 1),
+            }
+            (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+            final = self.root / key
+            shutil.rmtree(final, ignore_errors=True)  # an incomplete one (not ours: ours appear whole)
+            staging.rename(final)
+        except subprocess.CalledProcessError as error:
+            raise EnvironmentBuildFailed(f"Listing the packages of the new environment failed: {error}") from error
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+        remove_unused(self.root, keep=final)
+        progress(f"Built runtime {resolution.version}'s environment in {time.monotonic() - started:.1f} s: {final}")
+        return Environment(key, final)
+
+
+class _HeldLock:
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_exc: object) -> None:
+        fcntl.flock(self._handle, fcntl.LOCK_UN)
+        self._handle.close()
+
+
+def _run(
+    argv: list[str], *, env: dict[str, str], log: Any, progress: Progress, stop: threading.Event | None
+) -> tuple[int, list[str]] | None:
+    """Run one uv step, its output into `log` and (except per-package lines) into `progress`;
+    (exit code, output lines), or None when `stop` was set (the step is killed)."""
+    log.write("$ " + " ".join(argv) + "\n")
+    log.flush()
+    process = subprocess.Popen(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, errors="replace", start_new_session=True,
+    )
+    lines: list[str] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for raw in process.stdout:
+            line = raw.rstrip("\n")
+            lines.append(line)
+            log.write(line + "\n")
+            log.flush()
+            if line.strip() and not line.lstrip().startswith(("+ ", "- ", "~ ")):
+                progress(line.strip())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    while process.poll() is None:
+        if stop is not None and stop.wait(0.1):
+            _kill_group(process)
+            reader.join(5)
+            return None
+        if stop is None:
+            time.sleep(0.1)
+    reader.join(5)
+    return process.returncode, lines
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    process.wait()
+
+
+def _parse_freeze(text: str) -> list[tuple[str, str]]:
+    pairs = []
+    for line in text.splitlines():
+        name, sep, version = line.partition("==")
+        if sep:
+            pairs.append((normalise_name(name), version.strip()))
+    return pairs
+
+
+def _is_complete(environment: Environment) -> bool:
+    try:
+        manifest = environment.manifest()
+    except (OSError, ValueError):
+        return False
+    return manifest.get("key") == environment.key and os.path.exists(environment.python)
+
+
+def _disk_usage(root: Path) -> tuple[int, int]:
+    total = own = 0
+    for directory, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                stat = os.lstat(os.path.join(directory, name))
+            except OSError:
+                continue
+            total += stat.st_size
+            if stat.st_nlink == 1:
+                own += stat.st_size
+    return total, own

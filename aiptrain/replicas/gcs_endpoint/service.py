@@ -1,0 +1,126 @@
+"""The replicas' view of gs://: one storage endpoint per job, and the environment that leads to it.
+
+`ReplicaStorage` starts the endpoint (`api.StorageServer` over the local store, in a thread of
+the process that runs the job) and tells what each replica's environment needs:
+
+- `STORAGE_EMULATOR_HOST`: google-cloud-storage and gcsfs (pandas' `read_csv("gs://...")`) talk
+  to the endpoint directly;
+- `HTTPS_PROXY`/`https_proxy` with `CURL_CA_BUNDLE`: TensorFlow's GCS filesystem, which only knows
+  `https://www.googleapis.com` and `https://storage.googleapis.com`, reaches the endpoint through
+  it as a proxy that terminates TLS for those two names with the installation's certificate
+  (other hosts are refused, so nothing leaves the machine); `GOOGLE_AUTH_TOKEN_FOR_TESTING` keeps
+  TensorFlow from looking for credentials;
+- `NO_PROXY`/`no_proxy`/`no_grpc_proxy` with the loopback names, so the cluster's own gRPC
+  traffic (TF_CONFIG addresses are `localhost:PORT`) and the endpoint itself are never proxied;
+- `CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE` and `CLOUDSDK_AUTH_DISABLE_CREDENTIALS`: `gcloud
+  storage` run by a trainer uses the endpoint too;
+- `CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE`: `gsutil` (the Cloud SDK's, which many trainers call for
+  `gsutil cp`) goes through the proxy like TensorFlow and must trust the installation's CA.
+
+Trainers then get their `gs://` arguments and `--job-dir` unchanged, as on the service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import ssl
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+from aiptrain.replicas.gcs_endpoint.api import StorageServer
+from aiptrain.replicas.gcs_endpoint.certificates import storage_identity
+from aiptrain.replicas.gcs_endpoint.objects import Buckets, DirectoryBuckets
+from aiptrain.replicas.gcs_endpoint.upstream import EmulatorBuckets
+from aiptrain.replicas.private_env import without_secrets
+from aiptrain.replicas.processes import TOKEN_VARIABLE
+
+# What TensorFlow sends as its bearer token instead of looking for credentials.
+_TEST_TOKEN = "aiptrain-local-storage"  # noqa: S105 - not a secret: the endpoint checks no token
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+# Set by `aiptrain local serve` when its clients stage into a GCS emulator (its STORAGE_EMULATOR_HOST):
+# the jobs it creates then read and write that emulator instead of the local store.
+UPSTREAM_VARIABLE = "AIPTRAIN_LOCAL_STORAGE_EMULATOR"
+
+
+class ReplicaStorage:
+    """A running storage endpoint over `storage_root` (or the GCS emulator `upstream`); `close()` stops it."""
+
+    def __init__(self, home: Path, storage_root: Path, upstream: str | None = None) -> None:
+        identity = storage_identity(home)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(identity.certificate_path, identity.key_path)
+        context.set_alpn_protocols(["http/1.1"])
+        self.ca_path = identity.ca_path
+        self.upstream = upstream
+        buckets: Buckets = (EmulatorBuckets(upstream, home / "tmp" / "storage-uploads") if upstream
+                            else DirectoryBuckets(storage_root))
+        self.server = StorageServer(buckets, context)
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="replica-storage", daemon=True)
+        self._thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return self.server.endpoint
+
+    def environment(self, inherited: Mapping[str, str]) -> dict[str, str]:
+        """The variables to set in every replica (on top of `inherited`, the rest of its environment)."""
+        exempt = list(_LOOPBACK)
+        for variable in ("NO_PROXY", "no_proxy"):
+            exempt += [host.strip() for host in inherited.get(variable, "").split(",") if host.strip()]
+        no_proxy = ",".join(dict.fromkeys(exempt))
+        return {
+            # google-cloud-storage and gcsfs talk to a GCS emulator directly; TensorFlow goes through us.
+            "STORAGE_EMULATOR_HOST": self.upstream or self.endpoint,
+            "HTTPS_PROXY": self.endpoint,
+            "https_proxy": self.endpoint,
+            "NO_PROXY": no_proxy,
+            "no_proxy": no_proxy,
+            "no_grpc_proxy": no_proxy,
+            "CURL_CA_BUNDLE": str(self.ca_path),
+            "GOOGLE_AUTH_TOKEN_FOR_TESTING": _TEST_TOKEN,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": f"{self.endpoint}/storage/v1/",
+            "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",
+            "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE": str(self.ca_path),
+        }
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> ReplicaStorage:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def replica_storage(
+    home: Path, storage_root: Path, mode: str, say: Callable[[str], None]
+) -> Iterator[ReplicaStorage | None]:
+    """The job's endpoint while the block runs (None when `mode`, AIPTRAIN_LOCAL_GCS, is `rewrite`)."""
+    if mode != "endpoint":
+        yield None
+        return
+    upstream = os.environ.get(UPSTREAM_VARIABLE) or None
+    with ReplicaStorage(home, storage_root, upstream) as storage:
+        where = f"the storage emulator {upstream}" if upstream else f"the local store {storage_root}"
+        say(f"gs:// is served to the replicas from {where} (storage endpoint {storage.endpoint}).")
+        yield storage
+
+
+def replica_base_environment(inherited: Mapping[str, str], storage: ReplicaStorage | None) -> dict[str, str]:
+    """What every replica starts from (TF_CONFIG and the rest come on top): the inherited variables
+    without aiptrain's secrets and run token (each replica gets a token of its own), plus the
+    storage endpoint's variables when one serves gs://."""
+    env = without_secrets(inherited)
+    env.pop(TOKEN_VARIABLE, None)
+    if storage is not None:
+        env.update(storage.environment(env))
+    return env

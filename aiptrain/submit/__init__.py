@@ -1,0 +1,13 @@
+"""The submit pipeline: from command-line flags and a `--config` file to a created job.
+
+- `flags`: the table of `jobs submit training` flags and the TrainingInput fields they fill;
+- `config_file`: reading a `--config` YAML/JSON file (with `nesting`, its depth limit);
+- `limits`: sizes the service enforced (labels, args, package counts);
+- `staging`: content-addressed uploads of the trainer packages;
+- `submission`: the merge of flags and config, validation, packaging, staging, then the
+  backend's `create_job` or the dry-run rendering;
+- `follow`: streaming a job's logs and polling its state until it ends.
+
+May import: `job`, `packaging`, `storage`, the `backends` protocol and registry (never one
+backend's modules). Never imports click.
+"""
