@@ -8,13 +8,17 @@ and the submit path refuses such a job before anything is built or uploaded.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from aiptrain.errors import Problem
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job
+from aiptrain.job.state import WaitResult
+
+if TYPE_CHECKING:
+    from aiptrain.job.cluster import ReplicaGroup
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,17 @@ class BackendSettings:
     # The ray backend: the Jobs API address (--ray-address) and the bundle scale (--ray-resource-scale).
     ray_address: str | None = None
     ray_resource_scale: float | None = None
+
+
+@dataclass
+class DryRunView:
+    """What only the backend can add to a dry run: how it would really run the job."""
+
+    # The cluster that would really start, where it differs from the request (a replica cap).
+    cluster: list[ReplicaGroup] | None = None
+    warnings: list[str] = field(default_factory=list)
+    # How the runtime version is honoured, in the words of the job's first log lines.
+    runtime: list[str] = field(default_factory=list)
 
 
 class Backend(Protocol):
@@ -65,3 +80,25 @@ class Backend(Protocol):
         task_name: str | None = None,
         limit: int = 1000,
     ) -> list[LogEntry]: ...
+
+    # What the dry run adds to the request body (the cluster, warnings, the runtime's environment).
+    def dry_run_view(self, job: Job, request_body: dict[str, Any]) -> DryRunView: ...
+
+    # Lines `jobs describe` adds after the resource (how the runtime version ran); [] if none.
+    def describe_notes(self, job: Job) -> list[str]: ...
+
+    # A wait cheaper than following the job's log and state, or None to follow it.
+    def wait_for_job(self, job_id: str, *, timeout: float | None) -> WaitResult | None: ...
+
+
+class RemoteBackendDefaults:
+    """The answers of a backend that knows no more of a job than its REST resource."""
+
+    def dry_run_view(self, job: Job, request_body: dict[str, Any]) -> DryRunView:
+        return DryRunView()
+
+    def describe_notes(self, job: Job) -> list[str]:
+        return []
+
+    def wait_for_job(self, job_id: str, *, timeout: float | None) -> WaitResult | None:
+        return None

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from aiptrain.backends.base import Backend
 
 F = TypeVar("F", bound=Callable[..., Any])
-DEFAULT_LOCAL_PROJECT = "local-project"
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,11 @@ class AppContext:
 
                 raise UsageError(f"--project: {problem}", hint=f"use e.g. {suggest_project_id(self.project)}")
             return self.project
-        if self.backend_name in ("local", "ray"):
-            return DEFAULT_LOCAL_PROJECT
+        from aiptrain.backends import backend_entry
+
+        default = backend_entry(self.backend_name).default_project
+        if default is not None:
+            return default
         from aiptrain.errors import UsageError
 
         raise UsageError(

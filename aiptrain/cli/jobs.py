@@ -21,7 +21,6 @@ from aiptrain.submit.flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUB
 if TYPE_CHECKING:
     from aiptrain.backends.base import Backend
     from aiptrain.job.logs import LogEntry
-    from aiptrain.job.spec import Job
 
 
 # click settings of the kinds that are not plain text.
@@ -110,11 +109,8 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
                      flag_problems=problems.problems, on_upload=lambda result: app.progress(describe_result(result)),
                      progress_factory=_progress_factory(app))
     runtime = catalog.runtimes.get((created.training_input and created.training_input.runtime_version) or "")
-    if runtime is not None:
-        from aiptrain.replicas.envs.resolution import runtime_warnings
-
-        for warning in runtime_warnings(runtime):
-            app.progress(f"warning: {warning}")
+    for warning in runtime.warnings() if runtime is not None else []:
+        app.progress(f"warning: {warning}")
     job_id = created.job_id or job
     app.progress(f"Job [{job_id}] submitted successfully.")
     if not kw["stream_logs"]:
@@ -255,37 +251,20 @@ def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: 
                        unreachable=result.unreachable, summary=summary)
 
 
-def _wait_local(app: AppContext, job_id: str, timeout: float | None) -> int:
-    """`jobs wait` on this machine: the state read from the job store, without loading the job model."""
-    from aiptrain.backends.local.job_wait import wait_for_local_job
-    from aiptrain.paths import aiptrain_home
-
+def _wait_cheaply(app: AppContext, backend: Backend, job_id: str, timeout: float | None) -> int | None:
+    """`jobs wait` where the backend has a wait cheaper than following the job; None where it has not."""
     try:
-        result = wait_for_local_job(aiptrain_home(), app.project_id(), job_id, timeout=timeout)
+        result = backend.wait_for_job(job_id, timeout=timeout)
     except KeyboardInterrupt:
         return _interrupted(app, job_id)
+    if result is None:
+        return None
     data = result.resource
     if app.output_format != "text":
         from aiptrain.job.spec import Job
 
         data = Job.model_validate(data).to_api()  # the fields in the model's order, as every backend prints them
     return _report_end(app, job_id, data, timeout=timeout, timed_out=result.timed_out, summary=True)
-
-
-def _local_runtime_lines(job: Job) -> list[str]:
-    """How a local job's runtime version was resolved, as its first log lines said."""
-    from aiptrain.job.catalog import load_catalog
-    from aiptrain.replicas.envs.resolution import resolve_runtime
-
-    training_input = job.training_input
-    catalog = load_catalog()
-    if training_input is None or not training_input.python_module:
-        return []
-    version = training_input.runtime_version or catalog.default_runtime_version
-    if version not in catalog.runtimes:
-        return []
-    resolution = resolve_runtime(training_input, catalog)
-    return ["", *resolution.notes(), *(f"warning: {w}" for w in resolution.warnings())]
 
 
 @jobs.command("describe")
@@ -296,7 +275,8 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
     """Show a job's full resource."""
     from aiptrain.cli.output import dump_yaml, emit
 
-    found = app.backend().get_job(job)
+    backend = app.backend()
+    found = backend.get_job(job)
     data = found.to_api()
     text = dump_yaml(data)
     if summarize:
@@ -305,9 +285,8 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
         text = summarize_job(found)
     emit(data, app.output_format, text=text)
     if app.output_format == "text":
-        if app.backend_name == "local":
-            for line in _local_runtime_lines(found):
-                app.progress(line)
+        for line in backend.describe_notes(found):
+            app.progress(line)
         app.progress(f"\nView logs with:\n  $ aiptrain jobs stream-logs {job}")
     return 0
 
@@ -366,8 +345,9 @@ def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multilin
 @common_options
 def wait(app: AppContext, job: str, timeout: float | None) -> int:
     """Wait for a job to end; exit 0 if it SUCCEEDED, 10 FAILED, 11 CANCELLED, 12 timeout."""
-    if app.backend_name == "local":
-        return _wait_local(app, job, timeout)
-    return follow_and_exit(app, app.backend(), job, timeout=timeout, to_stderr=True, summary=True,
-                           stream=False)
+    backend = app.backend()
+    ended = _wait_cheaply(app, backend, job, timeout)
+    if ended is not None:
+        return ended
+    return follow_and_exit(app, backend, job, timeout=timeout, to_stderr=True, summary=True, stream=False)
 

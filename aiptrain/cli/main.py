@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import sys
 import traceback
 from typing import Any
@@ -71,13 +70,6 @@ class AiptrainGroup(click.Group):
             ctx.exit(EXIT_TERMINATED)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except sqlite3.Error as error:  # the local job store failing under a command, explained
-            from aiptrain.backends.local.store_errors import store_failure
-            from aiptrain.paths import aiptrain_home
-
-            failure = store_failure(error, aiptrain_home() / "jobs.db")
-            report_error(failure)
-            ctx.exit(failure.exit_code)
         except Exception as error:
             if os.environ.get("AIPTRAIN_DEBUG"):
                 raise

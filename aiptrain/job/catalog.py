@@ -88,6 +88,13 @@ class Runtime:
     retired: bool = False
     local_environment: str = ""
 
+    def warnings(self) -> list[str]:
+        """What a job on this runtime is told at submit, whatever the backend."""
+        if not self.retired:
+            return []
+        return [f"runtime version {self.version} was retired by AI Platform Training (it refused new jobs); "
+                "it is accepted here and runs in the environment shown, but move to 1.15 or 2.x when you can"]
+
 
 @dataclass(frozen=True)
 class Catalog:
@@ -101,6 +108,11 @@ class Catalog:
     environments: dict[str, EnvironmentRecipe]
     limits: dict[str, Any]
     source: Path
+
+    def runtime_for(self, version: str | None) -> Runtime | None:
+        """The runtime a job's `runtimeVersion` names (the service's default when it names none);
+        None for a version the catalog does not know (validation reports those)."""
+        return self.runtimes.get(version or self.default_runtime_version)
 
     def vertex_accelerator(self, name: str) -> str | None:
         value = self.accelerators.get(name, {}).get("vertex")

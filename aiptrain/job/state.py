@@ -7,6 +7,8 @@ backend can follow a job without loading pydantic.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
+from typing import Any
 
 
 class JobState(enum.StrEnum):
@@ -25,3 +27,15 @@ class JobState(enum.StrEnum):
 
 
 TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    """Where a `jobs wait` ended: the job as `jobs describe` shows it, and whether time ran out."""
+
+    resource: dict[str, Any]
+    timed_out: bool
+
+    @property
+    def state(self) -> str:
+        return str(self.resource.get("state", JobState.STATE_UNSPECIFIED.value))

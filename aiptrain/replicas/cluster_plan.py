@@ -15,7 +15,7 @@ from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.spec import ROLES, Job, ScaleTier, TrainingInput
-from aiptrain.replicas.settings import DEFAULT_MAX_REPLICAS, LocalSettings
+from aiptrain.replicas.settings import DEFAULT_MAX_REPLICAS, ReplicaSettings
 
 _ROLE_LABELS = {"master": "master", "worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
 
@@ -42,7 +42,7 @@ def describe_groups(groups: list[ReplicaGroup]) -> str:
     return ", ".join(f"{_ROLE_LABELS[group.role]} {group.count}" for group in groups)
 
 
-def local_problems(job: Job, catalog: Catalog, settings: LocalSettings) -> list[Problem]:
+def local_problems(job: Job, catalog: Catalog, settings: ReplicaSettings) -> list[Problem]:
     """Everything about `job` the local backend cannot do; [] if it can run it."""
     training_input = job.training_input or TrainingInput()
     problems: list[Problem] = []
@@ -124,7 +124,7 @@ def shrink_to_cap(groups: list[ReplicaGroup], cap: int) -> list[ReplicaGroup]:
     return shrunk
 
 
-def plan_cluster(training_input: TrainingInput, catalog: Catalog, settings: LocalSettings) -> LocalPlan:
+def plan_cluster(training_input: TrainingInput, catalog: Catalog, settings: ReplicaSettings) -> LocalPlan:
     """The replica groups to start here and the WARNING lines explaining local differences."""
     groups = resolve_cluster(training_input, catalog)
     warnings: list[str] = []

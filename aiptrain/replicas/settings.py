@@ -1,4 +1,6 @@
-"""Knobs of the local engine, read from the environment (documented in the README).
+"""How replicas are run, read from the environment (documented in the README): restarts, grace
+periods, the replica cap, the interpreter, where environments live. The local backend and the Ray
+driver both run replica sets under these rules; `max_running` is the local backend's alone.
 
 The supervisor inherits the environment of whoever submitted the job, so a setting in force
 at submit time is the one the job runs with.
@@ -61,8 +63,8 @@ def _choice_setting(env: Mapping[str, str], name: str, choices: tuple[str, ...])
 
 
 @dataclass(frozen=True)
-class LocalSettings:
-    """Every tunable of the local engine, with its environment variable."""
+class ReplicaSettings:
+    """Every tunable of running replicas (local and Ray), with its environment variable."""
 
     # AIPTRAIN_LOCAL_MAX_RUNNING: jobs in PREPARING/RUNNING at once on this machine; others wait QUEUED.
     max_running: int
@@ -85,7 +87,7 @@ class LocalSettings:
     gcs: str = "endpoint"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> LocalSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ReplicaSettings:
         source = os.environ if env is None else env
         cap_raw = source.get("AIPTRAIN_LOCAL_REPLICA_CAP", "").strip()
         return cls(

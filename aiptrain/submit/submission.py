@@ -431,34 +431,14 @@ def dry_run_document(
     """
     plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=True,
                    flag_problems=flag_problems)
-    runtime: list[str] = []
-    if plan.backend_name == "local":
-        _apply_local_plan(plan, catalog)
-        runtime = _local_runtime(plan, catalog)
-    if plan.backend_name == "ray":
-        # What the Ray job's log will say first (bundles scaled down, the region unused).
-        plan.warnings.extend(plan.request_body.get("notes", []))
+    view = backend.dry_run_view(plan.job, plan.request_body)
+    if view.cluster is not None:
+        plan.cluster = view.cluster
+    plan.warnings.extend(view.warnings)
     document = plan_summary(plan, vertex=_vertex_translation(plan, catalog), tf_configs=_tf_configs(plan))
-    if runtime:
-        document["localRuntime"] = runtime
+    if view.runtime:
+        document["localRuntime"] = view.runtime
     return DryRun(plan, document)
-
-
-def _local_runtime(plan: SubmissionPlan, catalog: Catalog) -> list[str]:
-    """What the job's runtime version becomes on this machine, as the job's first log lines say
-    it (nothing for a job without a Python module: the local backend refuses those anyway)."""
-    from aiptrain.replicas.envs.resolution import resolve_runtime
-    from aiptrain.replicas.settings import LocalSettings
-
-    training_input = plan.job.training_input
-    if training_input is None or not training_input.python_module:
-        return []
-    resolution = resolve_runtime(training_input, catalog)
-    settings = LocalSettings.from_env()
-    if settings.python_override:
-        return [f"Runtime version {resolution.version}: runs with AIPTRAIN_LOCAL_PYTHON={settings.python}."]
-    plan.warnings.extend(resolution.warnings())
-    return resolution.notes()
 
 
 def _vertex_translation(plan: SubmissionPlan, catalog: Catalog) -> dict[str, Any]:
@@ -477,13 +457,3 @@ def _tf_configs(plan: SubmissionPlan) -> dict[str, Any]:
 
     return tf_configs_for(plan.job, plan.cluster)
 
-
-def _apply_local_plan(plan: SubmissionPlan, catalog: Catalog) -> None:
-    """On the local backend, show the cluster that will really start (AIPTRAIN_LOCAL_REPLICA_CAP)."""
-    from aiptrain.replicas.cluster_plan import plan_cluster
-    from aiptrain.replicas.settings import LocalSettings
-
-    assert plan.job.training_input is not None
-    local = plan_cluster(plan.job.training_input, catalog, LocalSettings.from_env())
-    plan.cluster = local.groups
-    plan.warnings.extend(local.warnings)

@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from aiptrain.backends.local.job_context import stored_job
-from aiptrain.backends.local.store import JobStore
 from aiptrain.errors import NotFound, Problem
 from aiptrain.job.catalog import load_catalog
 from aiptrain.job.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, Job, JobState, TrainingInput
@@ -445,8 +443,10 @@ def _previous_tuning_job(find_job: Callable[[str], Job], project: str, job_id: s
     return previous
 
 
-def resume_problems(store: JobStore, project: str, job: Job) -> list[Problem]:
+def resume_problems(find_job: Callable[[str], Job], project: str, job: Job) -> list[Problem]:
     """Why the job's resumePreviousJobId cannot be honoured, checked at submit (empty when it can).
+
+    `find_job` reads a job of the project as the backend keeps it (NotFound when there is none).
 
     Whether the earlier job has ended is left to the run: it may well end while this one queues.
     """
@@ -454,7 +454,7 @@ def resume_problems(store: JobStore, project: str, job: Job) -> list[Problem]:
     if spec is None or not spec.resume_previous_job_id:
         return []
     try:
-        _previous_tuning_job(lambda previous_id: stored_job(store, project, previous_id), project, job.job_id,
+        _previous_tuning_job(find_job, project, job.job_id,
                              TuningPlan.from_spec(spec))
     except _CannotResume as error:
         return [Problem("trainingInput.hyperparameters.resumePreviousJobId", error.reason,

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain.backends.local import log_writer
 from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobStore
 from aiptrain.job.spec import Job, JobState
-from aiptrain.replicas import log_capture
-from aiptrain.replicas.log_capture import StoreLogWriter
 from aiptrain.replicas.processes import is_running
 from tests.fixtures.engine import kill_everything, wait_until
 
@@ -237,7 +237,7 @@ def stalled_store_backlog(tmp: Path) -> None:
     writer = StoreLogWriter(store, record.key, flush_interval=0.01)
     blocker = sqlite3.connect(tmp / "home" / "jobs.db", isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
-    total = log_capture.MAX_PENDING_LINES * 3
+    total = log_writer.MAX_PENDING_LINES * 3
     producer = threading.Thread(target=lambda: [writer.emit("master-replica-0", "INFO", f"l{i}")
                                                 for i in range(total)])
     producer.start()

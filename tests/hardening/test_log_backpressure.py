@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain.backends.local import log_writer
+from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobStore
 from aiptrain.job.spec import Job
-from aiptrain.replicas import log_capture
-from aiptrain.replicas.log_capture import StoreLogWriter
 from tests.fixtures.engine import wait_until
 
 
 def test_a_stalled_store_blocks_emit_at_the_bound_and_loses_nothing(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(log_capture, "MAX_PENDING_LINES", 50)
+    monkeypatch.setattr(log_writer, "MAX_PENDING_LINES", 50)
     store = JobStore(tmp_path)
     record = store.insert_job("my-project", Job.model_validate({"jobId": "noisy"}), "token")
     writer = StoreLogWriter(store, record.key, flush_interval=0.01)

@@ -15,7 +15,7 @@ from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import resolve_cluster
 from aiptrain.job.spec import Job, JobState, TrainingInput
 from aiptrain.replicas.cluster_plan import plan_cluster, shrink_to_cap, total_replicas
-from aiptrain.replicas.settings import LocalSettings
+from aiptrain.replicas.settings import ReplicaSettings
 
 from .conftest import PROJECT, kill_everything, local_dir, make_job, training_input, wait_for_end
 
@@ -186,16 +186,16 @@ def test_replica_cap_shrinks_big_tiers_and_says_so() -> None:
     shrunk = shrink_to_cap(groups, 6)
     assert {g.role: g.count for g in shrunk} == {"master": 1, "worker": 3, "parameter_server": 2}
     assert {g.role: g.count for g in shrink_to_cap(groups, 2)} == {"master": 1, "worker": 1}
-    plan = plan_cluster(premium, catalog, LocalSettings(max_running=1, replica_cap=6))
+    plan = plan_cluster(premium, catalog, ReplicaSettings(max_running=1, replica_cap=6))
     assert total_replicas(plan.groups) == 6
     assert plan.warnings == [
         "AIPTRAIN_LOCAL_REPLICA_CAP=6 shrank the cluster from 31 replicas (master 1, worker 19, ps 11) "
         "to 6 (master 1, worker 3, ps 2)."
     ]
-    unchanged = plan_cluster(premium, catalog, LocalSettings(max_running=1, replica_cap=100))
+    unchanged = plan_cluster(premium, catalog, ReplicaSettings(max_running=1, replica_cap=100))
     assert total_replicas(unchanged.groups) == 31 and unchanged.warnings == []
     gpu = plan_cluster(TrainingInput.model_validate({"scaleTier": "BASIC_GPU"}), catalog,
-                       LocalSettings(max_running=1))
+                       ReplicaSettings(max_running=1))
     assert len(gpu.warnings) == 1 and "NVIDIA_TESLA_K80" in gpu.warnings[0]
 
 

@@ -11,13 +11,15 @@ in the job's log.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.base import BackendSettings, DryRunView
 from aiptrain.backends.polling import LOCAL_POLL_SECONDS
 from aiptrain.errors import AiptrainError, Problem
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job
+from aiptrain.job.state import WaitResult
 
 if TYPE_CHECKING:
     from aiptrain.backends.local.engine import LocalEngine
@@ -38,46 +40,100 @@ class LocalBackend:
         if self._engine is None:
             from aiptrain.backends.local.engine import LocalEngine
 
-            self._engine = LocalEngine(self.settings.home)
+            with self._store_errors():
+                self._engine = LocalEngine(self.settings.home)
         return self._engine
+
+    def _store_errors(self) -> AbstractContextManager[None]:
+        """The job store's SQLite errors become OperationalErrors that say what to do."""
+        from aiptrain.backends.local.store_errors import explained_store_errors
+        from aiptrain.paths import aiptrain_home
+
+        return explained_store_errors(self.settings.home or aiptrain_home())
 
     def unsupported(self, job: Job) -> list[Problem]:
         from aiptrain.job.catalog import load_catalog
         from aiptrain.replicas.cluster_plan import local_problems
-        from aiptrain.replicas.settings import LocalSettings
+        from aiptrain.replicas.settings import ReplicaSettings
 
         try:
-            local_settings = LocalSettings.from_env()
+            local_settings = ReplicaSettings.from_env()
         except AiptrainError as error:
             return [Problem("environment", error.message, error.hint)]
         problems = local_problems(job, load_catalog(), local_settings) + _arg_problems(job)
         tuning = job.training_input.hyperparameters if job.training_input is not None else None
         if tuning is not None and tuning.resume_previous_job_id:
             # Only then is the store opened: a dry run creates nothing.
+            from aiptrain.backends.local.job_context import stored_job
             from aiptrain.tuning.job import resume_problems
 
-            problems += resume_problems(self.engine.store, self.project, job)
+            store = self.engine.store
+            with self._store_errors():
+                problems += resume_problems(lambda job_id: stored_job(store, self.project, job_id), self.project,
+                                            job)
         return problems
 
     def request_body(self, job: Job) -> dict[str, Any]:
         return job.to_api()
 
+    def dry_run_view(self, job: Job, request_body: dict[str, Any]) -> DryRunView:
+        """The cluster that will really start (after AIPTRAIN_LOCAL_REPLICA_CAP) and the runtime's
+        environment on this machine, as the job's first log lines will say it."""
+        from aiptrain.job.catalog import load_catalog
+        from aiptrain.replicas.cluster_plan import plan_cluster
+        from aiptrain.replicas.settings import ReplicaSettings
+
+        training_input = job.training_input
+        assert training_input is not None
+        catalog = load_catalog()
+        settings = ReplicaSettings.from_env()
+        local = plan_cluster(training_input, catalog, settings)
+        view = DryRunView(cluster=local.groups, warnings=list(local.warnings))
+        if not training_input.python_module:
+            return view  # refused anyway (see `unsupported`)
+        if settings.python_override:
+            from aiptrain.replicas.envs.resolution import resolve_runtime
+
+            version = resolve_runtime(training_input, catalog).version
+            view.runtime = [f"Runtime version {version}: runs with AIPTRAIN_LOCAL_PYTHON={settings.python}."]
+        else:
+            view.runtime, warnings = _runtime_lines(job)
+            view.warnings += warnings
+        return view
+
+    def describe_notes(self, job: Job) -> list[str]:
+        """How the job's runtime version was resolved, as its first log lines said."""
+        notes, warnings = _runtime_lines(job)
+        return ["", *notes, *(f"warning: {warning}" for warning in warnings)] if notes else []
+
+    def wait_for_job(self, job_id: str, *, timeout: float | None) -> WaitResult:
+        """The state read from the job store, without loading the job model."""
+        from aiptrain.backends.local.job_wait import wait_for_local_job
+        from aiptrain.paths import aiptrain_home
+
+        with self._store_errors():
+            return wait_for_local_job(self.settings.home or aiptrain_home(), self.project, job_id, timeout=timeout)
+
     def create_job(self, job: Job) -> Job:
-        return self.engine.submit(self.project, job)
+        with self._store_errors():
+            return self.engine.submit(self.project, job)
 
     def get_job(self, job_id: str) -> Job:
-        return self.engine.get(self.project, job_id)
+        with self._store_errors():
+            return self.engine.get(self.project, job_id)
 
     def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
         token: str | None = None
         while True:
-            jobs, token = self.engine.list(self.project, page_size=page_size, page_token=token)
+            with self._store_errors():
+                jobs, token = self.engine.list(self.project, page_size=page_size, page_token=token)
             yield from jobs
             if token is None:
                 return
 
     def cancel_job(self, job_id: str) -> None:
-        self.engine.cancel(self.project, job_id)
+        with self._store_errors():
+            self.engine.cancel(self.project, job_id)
 
     def read_logs(
         self,
@@ -87,7 +143,8 @@ class LocalBackend:
         task_name: str | None = None,
         limit: int = 1000,
     ) -> list[LogEntry]:
-        return self.engine.logs(self.project, job_id, after=after, task_name=task_name, limit=limit)
+        with self._store_errors():
+            return self.engine.logs(self.project, job_id, after=after, task_name=task_name, limit=limit)
 
 
 def _arg_problems(job: Job) -> list[Problem]:
@@ -101,3 +158,19 @@ def _arg_problems(job: Job) -> list[Problem]:
     args = job.training_input.args if job.training_input is not None else None
     return [Problem(f"trainingInput.args[{index}]", error.message, error.hint)
             for index, error in unmappable_args(args)]
+
+
+def _runtime_lines(job: Job) -> tuple[list[str], list[str]]:
+    """(notes, warnings): the environment a local job's runtime version runs in, and why; nothing
+    for a job without a Python module or with a runtime version the catalog does not know."""
+    from aiptrain.job.catalog import load_catalog
+    from aiptrain.replicas.envs.resolution import resolve_runtime
+
+    training_input = job.training_input
+    catalog = load_catalog()
+    if training_input is None or not training_input.python_module:
+        return [], []
+    if catalog.runtime_for(training_input.runtime_version) is None:
+        return [], []
+    resolution = resolve_runtime(training_input, catalog)
+    return resolution.notes(), resolution.warnings()

@@ -30,7 +30,7 @@ from aiptrain.paths import aiptrain_home
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.processes import is_running, process_start_ticks
-from aiptrain.replicas.settings import LocalSettings
+from aiptrain.replicas.settings import ReplicaSettings
 
 MAX_PAGE_SIZE = 1000
 
@@ -70,7 +70,7 @@ class LocalEngine:
         """Store the job as QUEUED and start its supervisor; AlreadyExists if the ID is taken."""
         if not job.job_id:
             raise UsageError("the job has no jobId", hint="pass a JOB id to `jobs submit training`")
-        LocalSettings.from_env()  # a bad setting is the submitter's usage error, found now
+        ReplicaSettings.from_env()  # a bad setting is the submitter's usage error, found now
         # The store sets the state, the times and its own etag.
         fresh = Job.model_validate(without_output_fields(job.to_api(), "etag"))
         token = secrets.token_hex(12)

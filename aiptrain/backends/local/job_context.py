@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobRecord, JobStore
 from aiptrain.job.spec import Job, TrainingInput
 from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
 from aiptrain.replicas.gcs_endpoint.service import replica_base_environment
 from aiptrain.replicas.gs_paths import local_location, localize
-from aiptrain.replicas.log_capture import SERVICE_TASK, StoreLogWriter
+from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.processes import ManagedProcess
 from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
-from aiptrain.replicas.settings import LocalSettings
+from aiptrain.replicas.settings import ReplicaSettings
 
 if TYPE_CHECKING:
     from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
@@ -64,7 +65,7 @@ class JobContext:
     record: JobRecord
     home: Path
     layout: JobLayout
-    settings: LocalSettings
+    settings: ReplicaSettings
     plan: LocalPlan
     sink: StoreLogWriter
     stop: threading.Event

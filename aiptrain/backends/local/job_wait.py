@@ -11,24 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiptrain.backends.local.reaper import supervisor_alive
 from aiptrain.backends.local.store import JobSnapshot, JobStore
 from aiptrain.backends.polling import LOCAL_POLL_SECONDS, AdaptivePoller
-from aiptrain.job.state import JobState
-
-
-@dataclass(frozen=True)
-class WaitResult:
-    resource: dict[str, Any]  # the job's REST representation when the wait ended, as `jobs describe` shows it
-    timed_out: bool
-
-    @property
-    def state(self) -> str:
-        return str(self.resource.get("state", JobState.STATE_UNSPECIFIED.value))
+from aiptrain.job.state import JobState, WaitResult
 
 
 def wait_for_local_job(

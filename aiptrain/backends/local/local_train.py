@@ -37,7 +37,7 @@ from aiptrain.replicas.gs_paths import GS_PREFIX, localize
 from aiptrain.replicas.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.replicas.ports import consecutive_addresses
 from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
-from aiptrain.replicas.settings import LocalSettings
+from aiptrain.replicas.settings import ReplicaSettings
 from aiptrain.replicas.tf_config import replica_tasks
 from aiptrain.storage.local import default_storage_root
 
@@ -119,7 +119,7 @@ def run_local_training(
     Raises KeyboardInterrupt (after stopping every replica) on Ctrl-C, and OperationalError if
     a replica cannot be started at all.
     """
-    settings = LocalSettings.from_env()
+    settings = ReplicaSettings.from_env()
     package_root = Path(os.path.abspath(package_path)).parent
     if not package_root.is_dir():
         raise UsageError(f"{package_root} is not a directory", hint="--package-path names the package directory")
@@ -163,7 +163,7 @@ def run_local_training(
 
 def _run_cluster(
     module_name: str, args: list[str], local_dir: str | None, groups: list[ReplicaGroup], base_env: dict[str, str],
-    sink: CallbackSink, *, settings: LocalSettings, distributed: bool, interpreter: str, start_port: int | None,
+    sink: CallbackSink, *, settings: ReplicaSettings, distributed: bool, interpreter: str, start_port: int | None,
     package_root: Path,
 ) -> ReplicaSetOutcome:
     """The foreground replica set, with gcloud's local TF_CONFIG."""
@@ -197,7 +197,7 @@ def _run_cluster(
         return run_replica_set(spec, policy, sink, threading.Event())
 
 
-def _interpreter(runtime_version: str | None, settings: LocalSettings, say: Callable[[str], None]) -> str:
+def _interpreter(runtime_version: str | None, settings: ReplicaSettings, say: Callable[[str], None]) -> str:
     """The Python the replicas run with: the runtime's environment (built now if needed)."""
     if settings.python_override and runtime_version is None:
         return settings.python

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import errno
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from aiptrain.errors import OperationalError
@@ -35,3 +37,12 @@ def store_failure(error: BaseException, database: Path) -> OperationalError:
             "supervisors), then retry; never delete jobs.db-wal or jobs.db-shm by hand")
     return OperationalError(f"the job store {database} failed: {reason}",
                             hint=f"check the disk and the permissions of AIPTRAIN_HOME ({home})")
+
+
+@contextmanager
+def explained_store_errors(home: Path) -> Iterator[None]:
+    """SQLite's errors under the block, raised as the OperationalError `store_failure` explains."""
+    try:
+        yield
+    except sqlite3.Error as error:
+        raise store_failure(error, home / "jobs.db") from error

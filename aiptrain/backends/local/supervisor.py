@@ -30,6 +30,7 @@ from pathlib import Path
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.backends.local.job_context import JobBody, JobContext, run_single_training
 from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.reaper import reap_dead_jobs
 from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine
 from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
@@ -41,7 +42,7 @@ from aiptrain.replicas.cluster_plan import plan_cluster
 from aiptrain.replicas.envs.for_job import JobEnvironmentFailed, environment_for_job
 from aiptrain.replicas.envs.store import BuildCancelled
 from aiptrain.replicas.gcs_endpoint.service import replica_storage
-from aiptrain.replicas.log_capture import SERVICE_TASK, StoreLogWriter
+from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.preparation import install_packages
 from aiptrain.replicas.processes import (
     kill_tokened_processes,
@@ -49,7 +50,7 @@ from aiptrain.replicas.processes import (
     run_token_of,
 )
 from aiptrain.replicas.replica_set import ReplicaSetOutcome
-from aiptrain.replicas.settings import LocalSettings
+from aiptrain.replicas.settings import ReplicaSettings
 
 _SLOT_POLL_SECONDS = 0.25
 _REAP_EVERY_SECONDS = 2.0
@@ -129,7 +130,7 @@ class Supervisor:
 
     def _lifecycle(self) -> None:
         try:
-            settings = LocalSettings.from_env()
+            settings = ReplicaSettings.from_env()
         except AiptrainError as error:
             self._finish(ReplicaSetOutcome(JobState.FAILED, f"{error.message} ({error.hint})"))
             return
@@ -194,7 +195,7 @@ class Supervisor:
             )
             self._finish(job_body_for(context.record)(context))
 
-    def _wait_for_slot(self, settings: LocalSettings) -> bool:
+    def _wait_for_slot(self, settings: ReplicaSettings) -> bool:
         """True once this job holds a run slot; False if it was cancelled while waiting."""
         announced = False
         last_reap = 0.0

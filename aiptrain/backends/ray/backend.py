@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import aiptrain
-from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.base import BackendSettings, DryRunView, RemoteBackendDefaults
 from aiptrain.backends.ray import joblog, plan
 from aiptrain.backends.ray.client import LogTail, call, connect, require_ray
 from aiptrain.backends.ray.settings import RaySettings, ray_settings
@@ -45,7 +45,7 @@ def _rfc3339(millis: int | None) -> str | None:
     return datetime.fromtimestamp(millis / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-class RayBackend:
+class RayBackend(RemoteBackendDefaults):
     name: ClassVar[str] = "ray"
     default_storage: ClassVar[str] = "local"
     # A follower's polls read the log's new lines from a websocket tail (the first read, and
@@ -126,11 +126,15 @@ class RayBackend:
         document["notes"] = plan.notes(job.training_input or TrainingInput(), scale)
         return document
 
+    def dry_run_view(self, job: Job, request_body: dict[str, Any]) -> DryRunView:
+        # What the Ray job's log will say first (bundles scaled down, the region unused).
+        return DryRunView(warnings=list(request_body.get("notes", [])))
+
     def create_job(self, job: Job) -> Job:
         from aiptrain.backends.ray.settings import runtime_packages_mode
         from aiptrain.job.catalog import load_catalog
         from aiptrain.job.cluster import resolve_cluster
-        from aiptrain.replicas.settings import LocalSettings
+        from aiptrain.replicas.settings import ReplicaSettings
 
         job_id = job.job_id or ""
         client = self.client
@@ -142,7 +146,7 @@ class RayBackend:
             self._stage_packages(job, Path(working_dir))
             storage_root = os.environ.get("AIPTRAIN_RAY_STORAGE_ROOT") or str(self._storage_root())
             payload = plan.driver_payload(job, self.project, groups, catalog, scale=scale,
-                                          storage_root=storage_root, policy=LocalSettings.from_env(),
+                                          storage_root=storage_root, policy=ReplicaSettings.from_env(),
                                           packages_mode=runtime_packages_mode())
             payload["previousJobs"] = self._previous_jobs(job)
             (Path(working_dir) / plan.PAYLOAD_FILE).write_text(json.dumps(payload, indent=1), encoding="utf-8")

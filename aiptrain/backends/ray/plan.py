@@ -23,7 +23,7 @@ from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.spec import ROLES, Job, TrainingInput
 from aiptrain.replicas.cluster_plan import is_tpu
-from aiptrain.replicas.settings import LocalSettings
+from aiptrain.replicas.settings import ReplicaSettings
 from aiptrain.replicas.tf_config import replica_tasks
 
 ENTRYPOINT = "python -m aiptrain.backends.ray.driver"
@@ -179,7 +179,7 @@ def runtime_notes(training_input: TrainingInput, catalog: Catalog, mode: str) ->
 
 
 def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *,
-                   scale: float, storage_root: str, policy: LocalSettings, packages_mode: str) -> dict[str, Any]:
+                   scale: float, storage_root: str, policy: ReplicaSettings, packages_mode: str) -> dict[str, Any]:
     """What the driver reads from aiptrain-job.json."""
     training_input = job.training_input or TrainingInput()
     return {

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.base import BackendSettings, RemoteBackendDefaults
 from aiptrain.backends.rest import logs as _logs
 from aiptrain.backends.rest.client import (
     DEFAULT_LOGGING_ENDPOINT,
@@ -39,7 +39,7 @@ def logging_endpoint(api_endpoint: str | None, resolved_api: str) -> str:
     return resolved_api if is_overridden(api_endpoint) else DEFAULT_LOGGING_ENDPOINT
 
 
-class MlV1Backend:
+class MlV1Backend(RemoteBackendDefaults):
     name: ClassVar[str] = "mlv1"
     poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
     default_storage: ClassVar[str] = "gcs"

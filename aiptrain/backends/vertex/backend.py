@@ -20,7 +20,7 @@ import heapq
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.base import BackendSettings, RemoteBackendDefaults
 from aiptrain.backends.rest import logs as _logs
 from aiptrain.backends.rest.client import call, resolve_endpoint
 from aiptrain.backends.rest.mlv1 import logging_endpoint
@@ -53,7 +53,7 @@ def default_endpoint(region: str) -> str:
     return f"https://{region}-aiplatform.googleapis.com/"
 
 
-class VertexBackend:
+class VertexBackend(RemoteBackendDefaults):
     name: ClassVar[str] = "vertex"
     poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
     default_storage: ClassVar[str] = "gcs"

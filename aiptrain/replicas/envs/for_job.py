@@ -13,7 +13,7 @@ from aiptrain.job.spec import TrainingInput
 from aiptrain.replicas.envs.resolution import RuntimeResolution, require_version, resolve_runtime
 from aiptrain.replicas.envs.store import BuildCancelled, Environment, EnvironmentBuildFailed, EnvironmentStore, envs_dir
 from aiptrain.replicas.processes import TOKEN_VARIABLE
-from aiptrain.replicas.settings import LocalSettings
+from aiptrain.replicas.settings import ReplicaSettings
 
 _PROBE = (
     "import importlib.util as u\n"
@@ -34,7 +34,7 @@ def environment_for_job(
     catalog: Catalog,
     *,
     home: Path,
-    settings: LocalSettings,
+    settings: ReplicaSettings,
     say: Say,
     stop: threading.Event,
     run_token: str,

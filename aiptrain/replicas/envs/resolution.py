@@ -58,7 +58,7 @@ class RuntimeResolution:
         return lines
 
     def warnings(self) -> list[str]:
-        return runtime_warnings(self.runtime)
+        return self.runtime.warnings()
 
 
 def package_label(requirement: str) -> str:
@@ -67,17 +67,11 @@ def package_label(requirement: str) -> str:
     return f"{name} {version}".strip()
 
 
-def runtime_warnings(runtime: Runtime) -> list[str]:
-    if not runtime.retired:
-        return []
-    return [f"runtime version {runtime.version} was retired by AI Platform Training (it refused new jobs); "
-            "it is accepted here and runs in the environment shown, but move to 1.15 or 2.x when you can"]
-
-
 def resolve_runtime(training_input: TrainingInput, catalog: Catalog) -> RuntimeResolution:
     """The runtime of a job (validated already: an unknown version is a KeyError here)."""
-    version = training_input.runtime_version or catalog.default_runtime_version
-    runtime = catalog.runtimes[version]
+    runtime = catalog.runtime_for(training_input.runtime_version)
+    if runtime is None:
+        raise KeyError(training_input.runtime_version)
     return RuntimeResolution(
         asked=training_input.runtime_version,
         runtime=runtime,
