@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from aiptrain.errors import Problem
 from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.job.spec import Job
 from aiptrain.job.state import WaitResult
 
 if TYPE_CHECKING:
+    # Annotations only: `jobs wait` on the local backend runs without the job model (pydantic).
     from aiptrain.job.cluster import ReplicaGroup
+    from aiptrain.job.spec import Job
 
 
 @dataclass(frozen=True)

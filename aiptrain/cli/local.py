@@ -79,12 +79,9 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
     """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine."""
     import os
 
-    from aiptrain.backends.local.supervisor_start import allow_forking
     from aiptrain.emulator.gcloud_config import check_name, write_configuration
     from aiptrain.emulator.serve import read_token_file
     from aiptrain.emulator.serve import serve as run_server
-
-    allow_forking(False)  # a long-lived, threaded server execs its jobs' supervisors
 
     on_command_line = click.get_current_context().get_parameter_source("token") == ParameterSource.COMMANDLINE
     if token is not None and on_command_line:

@@ -25,7 +25,6 @@ from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services, decode_token, encode_token
 from aiptrain.errors import AiptrainError, NotFound
 from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.replicas.vertex_origin import vertex_job_id
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -169,13 +168,17 @@ def _project_logs(services: Services, project: str, labels: set[str]) -> list[_J
     """The logs to read: the jobs named by `labels`, or every job of the project when none is."""
     found: list[_JobLog] = []
     page_token: str | None = None
+    try:
+        vertex_ids = services.engine.vertex_job_ids(project)
+    except AiptrainError as error:
+        raise ApiError("UNAVAILABLE", error.message) from None
     while True:
         try:
             jobs, page_token = services.engine.list(project, page_size=1000, page_token=page_token)
         except AiptrainError as error:
             raise ApiError("UNAVAILABLE", error.message) from None
         for job in jobs:
-            numeric_id = vertex_job_id(job)
+            numeric_id = vertex_ids.get(job.job_id or "")
             log = _JobLog(job.job_id or "", numeric_id or job.job_id or "", numeric_id is not None)
             if not labels or log.label in labels:
                 found.append(log)

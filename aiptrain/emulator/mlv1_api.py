@@ -23,7 +23,6 @@ from aiptrain.errors import AiptrainError, AlreadyExists, EtagMismatch, JobAlrea
 from aiptrain.job.catalog import load_catalog
 from aiptrain.job.spec import Job, parse_job, without_output_fields
 from aiptrain.job.validate import check_hyperparameters, check_job_id, check_labels
-from aiptrain.replicas.vertex_origin import vertex_job_id
 
 JOB_ID_RULE = "A name should start with a letter and contain only letters, numbers and underscores."
 DUPLICATE_JOB_ID = "A job with this id already exists."
@@ -49,11 +48,12 @@ def _ml_job(services: Services, project: str, job_id: str) -> Job:
     """The ml v1 job; 404 for a missing job and for the engine job behind a Vertex AI job."""
     try:
         job = services.engine.get(project, job_id)
+        runs_vertex_job = services.engine.vertex_job_id(project, job_id) is not None
     except NotFound:
         raise _not_found(project, job_id) from None
     except AiptrainError as error:
         raise from_aiptrain_error(error, root="name") from None
-    if vertex_job_id(job) is not None:
+    if runs_vertex_job:
         raise _not_found(project, job_id)
     return job
 
@@ -97,11 +97,10 @@ def list_jobs(services: Services, project: str, query: dict[str, str]) -> dict[s
     size = page_size(query, default=LIST_DEFAULT_PAGE_SIZE, maximum=LIST_MAX_PAGE_SIZE)
     try:
         jobs, token = services.engine.list(project, page_size=size, page_token=query.get("pageToken") or None,
-                                           filter=query.get("filter") or None)
+                                           filter=query.get("filter") or None, vertex=False)
     except AiptrainError as error:
         raise from_aiptrain_error(error, root="filter") from None
     response: dict[str, Any] = {}
-    jobs = [job for job in jobs if vertex_job_id(job) is None]
     if jobs:
         response["jobs"] = [present_job(job) for job in jobs]
     if token:

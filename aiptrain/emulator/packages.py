@@ -50,8 +50,8 @@ def check_args(args: Sequence[str] | None, *, field_prefix: str) -> None:
     The engine rewrites such arguments to local paths when the job starts (runner.gs_paths); a
     `..` there would only fail inside the running job, so it is refused here, with its index.
     """
+    from aiptrain.job.limits import args_problems
     from aiptrain.replicas.gs_paths import unmappable_args
-    from aiptrain.submit.limits import args_problems
 
     for index, message in args_problems(args):
         raise _bad(field_prefix if index is None else f"{field_prefix}[{index}]", f"The argument {message}.")

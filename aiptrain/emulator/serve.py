@@ -96,6 +96,7 @@ def serve(
     import uvicorn
 
     from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.supervisor_start import allow_forking
     from aiptrain.emulator.app import create_app
     from aiptrain.emulator.limits import UVICORN_LIMITS, GuardedH11Protocol
     from aiptrain.replicas.gcs_endpoint.service import UPSTREAM_VARIABLE
@@ -104,6 +105,7 @@ def serve(
         # Clients stage into that GCS emulator: the jobs (their supervisors inherit this) read
         # and write it too, instead of the local store.
         os.environ[UPSTREAM_VARIABLE] = os.environ["STORAGE_EMULATOR_HOST"]
+    allow_forking(False)  # a long-lived, threaded server execs its jobs' supervisors
     engine = LocalEngine(home=home)
     app = create_app(engine, token=token, faults=faults or FaultPlan.from_environment())
     sock = bind_socket(host, port)

@@ -10,9 +10,10 @@ TensorBoard, ...) are accepted and have no effect on a local run.
 
 The job runs as Vertex runs a Python package: the chief pool's args exactly as sent (no
 `--job-dir` added; the output directory arrives in AIP_MODEL_DIR and friends) and the numeric job
-ID in CLOUD_ML_JOB_ID (see `runner.vertex_origin`). Names come back with the project number, as
-Vertex returns them; either the project ID or that number finds the job. A container image built
-by gcloud's auto-packaging (`--local-package-path`) is refused with what to run instead.
+ID in CLOUD_ML_JOB_ID (the engine keeps it beside the job: `LocalEngine.submit(vertex_job_id=...)`).
+Names come back with the project number, as Vertex returns them; either the project ID or that
+number finds the job. A container image built by gcloud's auto-packaging (`--local-package-path`)
+is refused with what to run instead.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from aiptrain.emulator.services import Services, decode_token, encode_token, pag
 from aiptrain.emulator.vertex_jobs import TUNING_JOBS, VertexJobRecord, VertexJobStore
 from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound
 from aiptrain.job.spec import Job, JobState
-from aiptrain.replicas.vertex_origin import VERTEX_JOB_LABEL
 
 # The CustomJob fields a client sets; everything else is output only and ignored on create.
 INPUT_FIELDS = ("displayName", "jobSpec", "labels", "encryptionSpec")
@@ -90,7 +90,6 @@ def _refuse_auto_packaged_image(container: dict[str, Any], field: str) -> None:
 def as_vertex_run(job: Job, record: VertexJobRecord, spec: dict[str, Any]) -> Job:
     """The engine job of a Vertex job: run under the record's engine ID, as Vertex runs it (see above)."""
     job.job_id = record.engine_job_id
-    job.labels = {**(job.labels or {}), VERTEX_JOB_LABEL: record.numeric_id}
     if job.training_input is not None:
         args = spec["workerPoolSpecs"][0]["pythonPackageSpec"].get("args")
         job.training_input.args = list(args) if args else None
@@ -141,7 +140,7 @@ def submit_to_engine(services: Services, store: VertexJobStore, project: str, lo
         # A CustomJob's program is in jobSpec, a tuning job's trials' in trialJobSpec.
         spec = request.get("jobSpec") or request.get("trialJobSpec") or {}
         job = as_vertex_run(to_job({**request, "name": record.name}), record, spec)
-        services.engine.submit(project, job)
+        services.engine.submit(project, job, vertex_job_id=record.numeric_id)
     except AiptrainError as error:
         store.forget(record.numeric_id)
         raise from_aiptrain_error(error, root=root) from None

@@ -6,7 +6,9 @@
 - `catalog`: scale tiers, machine types, accelerators, regions and runtime versions (YAML data);
 - `cluster`: the replica groups a tier or a CUSTOM config asks for;
 - `project_id`: project ids as gcloud accepts them;
-- `validate`: every problem of a job at once, against the catalog;
+- `validate`: every problem of a job at once, against the catalog, with `limits` (what could
+  only fail later: object names, package archives, argument sizes);
+- `tf_config`: TF_CONFIG, CLUSTER_SPEC and the AIP_* variables each replica gets;
 - `listing`: `jobs list` filters and ordering applied on the client side.
 
 May import: `aiptrain.errors` and this folder only. Pure: no files, no network, no processes.

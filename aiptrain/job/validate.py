@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog, MachineType
+from aiptrain.job.limits import args_problems, object_name_problem
 from aiptrain.job.spec import (
     ROLES,
     Algorithm,
@@ -30,7 +31,6 @@ from aiptrain.job.spec import (
     Scheduling,
     TrainingInput,
 )
-from aiptrain.submit.limits import args_problems, object_name_problem
 
 # The service's job-ID rule (its length limit is the catalog's job_id_max_length). `\Z`, not `$`:
 # `$` also matches before a trailing newline, and "job\n" is no job ID.

@@ -1,7 +1,6 @@
 """What every engine that runs trainer processes shares (the local backend and the Ray driver).
 
 - `replica_set`: one cluster of replicas from start to the primary's exit, with the restart rules;
-- `tf_config`: TF_CONFIG, CLUSTER_SPEC and the AIP_* variables (pure; dry-run uses them);
 - `processes`, `ports`, `clock`, `private_env`: process groups and signals, free ports, time,
   secrets kept out of replicas;
 - `log_capture`: one log entry per output line, with its severity, to any `LogSink`;
@@ -11,6 +10,5 @@
 - `settings`: the engine settings read from the environment;
 - `cluster_plan`: what clusters this machine can run, and the replica cap.
 
-May import: `job`, `storage`, `tuning`'s pure parts. Never a backend: no SQLite store here, so a
-Ray node loads none.
+May import: `job`, `storage`. Never a backend: no SQLite store here, so a Ray node loads none.
 """

@@ -50,6 +50,13 @@ from typing import IO, Protocol
 
 from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.spec import Job, JobState
+from aiptrain.job.tf_config import (
+    ReplicaTask,
+    cluster_specs_for,
+    replica_environment,
+    replica_tasks,
+    tf_configs_for,
+)
 from aiptrain.replicas.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
 from aiptrain.replicas.ports import free_addresses
 from aiptrain.replicas.processes import (
@@ -61,14 +68,6 @@ from aiptrain.replicas.processes import (
     stop_processes,
     wait_for_any_exit,
 )
-from aiptrain.replicas.tf_config import (
-    ReplicaTask,
-    cluster_specs_for,
-    replica_environment,
-    replica_tasks,
-    tf_configs_for,
-)
-from aiptrain.replicas.vertex_origin import vertex_job_id
 
 _POLL_SECONDS = 0.05
 _MAX_RESTART_DELAY_SECONDS = 30.0
@@ -94,7 +93,7 @@ def service_environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -
     cluster_specs = cluster_specs_for(spec.groups, addresses)
     return {
         name: replica_environment(
-            job_id=vertex_job_id(spec.job) or spec.job.job_id or "",
+            job_id=spec.vertex_job_id or spec.job.job_id or "",
             tf_config=tf_configs[name],
             cluster_spec=cluster_specs[name],
             job_dir=spec.job_dir,
@@ -168,10 +167,15 @@ class ReplicaSetSpec:
     shared_cwd: Path | None = None
     # Where the replicas run; None: processes of this machine.
     launcher: ReplicaLauncher | None = None
+    # The numeric ID of the Vertex AI job this set runs (jobs the emulator took in as Vertex jobs):
+    # its replicas get it in CLOUD_ML_JOB_ID and no `--job-dir` argument, because Vertex hands a
+    # Python package its output directory only through AIP_MODEL_DIR, AIP_CHECKPOINT_DIR and
+    # AIP_TENSORBOARD_LOG_DIR, while ml v1 appended `--job-dir` to the trainer's arguments.
+    vertex_job_id: str | None = None
 
     def command(self) -> list[str]:
         argv = [self.python, "-m", self.module, *self.args]
-        if self.job_dir and vertex_job_id(self.job) is None:
+        if self.job_dir and self.vertex_job_id is None:
             argv += ["--job-dir", self.job_dir]
         return argv
 

@@ -2,12 +2,12 @@
 
 - `flags`: the table of `jobs submit training` flags and the TrainingInput fields they fill;
 - `config_file`: reading a `--config` YAML/JSON file (with `nesting`, its depth limit);
-- `limits`: sizes the service enforced (labels, args, package counts);
 - `staging`: content-addressed uploads of the trainer packages;
 - `submission`: the merge of flags and config, validation, packaging, staging, then the
   backend's `create_job` or the dry-run rendering;
 - `follow`: streaming a job's logs and polling its state until it ends.
 
-May import: `job`, `packaging`, `storage`, the `backends` protocol and registry (never one
-backend's modules). Never imports click.
+May import: `job`, `packaging`, `storage`, the `backends` protocol and registry, and of one
+backend's modules only the Vertex translation (`backends.vertex.study`, pure), which every
+dry-run shows. Never imports click.
 """

@@ -190,8 +190,8 @@ def staging_bucket_for(options: SubmitOptions, store_kind: str) -> tuple[str | N
 
 
 def _package_problems(options: SubmitOptions, config_uris: list[str], has_image: bool) -> list[Problem]:
+    from aiptrain.job.limits import check_package_archives
     from aiptrain.packaging import check_package_path
-    from aiptrain.submit.limits import check_package_archives
     from aiptrain.submit.staging import check_package_entries
 
     problems: list[Problem] = []
@@ -453,7 +453,7 @@ def _vertex_translation(plan: SubmissionPlan, catalog: Catalog) -> dict[str, Any
 
 
 def _tf_configs(plan: SubmissionPlan) -> dict[str, Any]:
-    from aiptrain.replicas.tf_config import tf_configs_for
+    from aiptrain.job.tf_config import tf_configs_for
 
     return tf_configs_for(plan.job, plan.cluster)
 

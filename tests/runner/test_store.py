@@ -229,3 +229,31 @@ def test_update_resource_keeps_service_fields(home: Path) -> None:
     with pytest.raises(sqlite3.IntegrityError):
         store.connection().execute("INSERT INTO jobs (project, job_id, state, resource, run_token, created_epoch)"
                                    " VALUES (?, 'tuned', 'QUEUED', '{}', 't', 0)", (PROJECT,))
+
+
+def test_a_store_made_before_the_vertex_column_gains_it_and_keeps_its_jobs(tmp_path: Path) -> None:
+    """A jobs.db of an earlier release (no vertex_job_id column) opens, keeps its rows and can hold
+    jobs of both origins; jobs that run Vertex AI jobs are told apart by that column, not a label."""
+    old = sqlite3.connect(tmp_path / "jobs.db")
+    old.execute("CREATE TABLE jobs (key INTEGER PRIMARY KEY AUTOINCREMENT, project TEXT NOT NULL, "
+                "job_id TEXT NOT NULL, state TEXT NOT NULL, resource TEXT NOT NULL, "
+                "holds_slot INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0, "
+                "supervisor_pid INTEGER, supervisor_start_ticks INTEGER, run_token TEXT NOT NULL, "
+                "created_epoch REAL NOT NULL, UNIQUE (project, job_id))")
+    old.execute("INSERT INTO jobs (project, job_id, state, resource, run_token, created_epoch) "
+                "VALUES (?, 'before', 'SUCCEEDED', '{\"jobId\": \"before\"}', 't', 1.0)", (PROJECT,))
+    old.commit()
+    old.close()
+
+    store = JobStore(tmp_path)
+    assert store.get(PROJECT, "before").vertex_job_id is None
+    store.insert_job(PROJECT, Job.model_validate({"jobId": "customjob_1234"}), "t2", vertex_job_id="1234")
+    _stored(store, "plain")
+    assert store.get(PROJECT, "customjob_1234").vertex_job_id == "1234"
+    assert store.get(PROJECT, "customjob_1234").job.labels is None
+    assert store.vertex_job_ids(PROJECT) == {"customjob_1234": "1234"}
+    assert [r.job_id for r in store.list_jobs(PROJECT, limit=10, vertex=False)] == ["plain", "before"]
+    assert [r.job_id for r in store.list_jobs(PROJECT, limit=10, vertex=True)] == ["customjob_1234"]
+    store.close()
+    # Opened again, the upgraded store is left as it is.
+    assert JobStore(tmp_path).get(PROJECT, "customjob_1234").vertex_job_id == "1234"

@@ -9,13 +9,13 @@ import pytest
 from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import resolve_cluster
 from aiptrain.job.spec import Job
-from aiptrain.replicas.ports import consecutive_addresses, free_addresses, free_ports
-from aiptrain.replicas.tf_config import (
+from aiptrain.job.tf_config import (
     PLACEHOLDER_ADDRESS,
     cluster_specs_for,
     replica_environment,
     tf_configs_for,
 )
+from aiptrain.replicas.ports import consecutive_addresses, free_addresses, free_ports
 
 
 def _job(**inputs: object) -> Job:

@@ -18,11 +18,12 @@ from aiptrain.backends.base import BackendSettings, DryRunView
 from aiptrain.backends.polling import LOCAL_POLL_SECONDS
 from aiptrain.errors import AiptrainError, Problem
 from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.job.spec import Job
 from aiptrain.job.state import WaitResult
 
 if TYPE_CHECKING:
+    # Annotations only: `jobs wait` runs without the job model (pydantic).
     from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.job.spec import Job
 
 
 class LocalBackend:

@@ -66,8 +66,12 @@ class LocalEngine:
 
     # -- submit -------------------------------------------------------------------------------
 
-    def submit(self, project: str, job: Job) -> Job:
-        """Store the job as QUEUED and start its supervisor; AlreadyExists if the ID is taken."""
+    def submit(self, project: str, job: Job, *, vertex_job_id: str | None = None) -> Job:
+        """Store the job as QUEUED and start its supervisor; AlreadyExists if the ID is taken.
+
+        `vertex_job_id`: the numeric ID of the Vertex AI job this job runs (the emulator's
+        customJobs); its replicas then run the way Vertex ran them (see `ReplicaSetSpec`).
+        """
         if not job.job_id:
             raise UsageError("the job has no jobId", hint="pass a JOB id to `jobs submit training`")
         ReplicaSettings.from_env()  # a bad setting is the submitter's usage error, found now
@@ -75,7 +79,7 @@ class LocalEngine:
         fresh = Job.model_validate(without_output_fields(job.to_api(), "etag"))
         token = secrets.token_hex(12)
         with launch_lock(self.home, token):  # a sweep leaves the job alone until its supervisor is known
-            record = self.store.insert_job(project, fresh, token)
+            record = self.store.insert_job(project, fresh, token, vertex_job_id=vertex_job_id)
             self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
             self._start_or_fail(record)
         return self.get(project, fresh.job_id or "")
@@ -130,8 +134,10 @@ class LocalEngine:
         page_size: int = 100,
         page_token: str | None = None,
         filter: str | None = None,
+        vertex: bool | None = None,
     ) -> tuple[list[Job], str | None]:
-        """One page of the project's jobs, newest first, and the token of the next page (or None)."""
+        """One page of the project's jobs, newest first, and the token of the next page (or None);
+        `vertex` keeps only the jobs that run Vertex AI jobs (True) or only the others (False)."""
         if page_size < 1:
             raise UsageError(f"page size {page_size} is not positive", hint="use a page size of 1 or more")
         size = min(page_size, MAX_PAGE_SIZE)
@@ -139,10 +145,18 @@ class LocalEngine:
         condition = compile_filter(filter)
         reap_dead_jobs(self.store, self.home)
         records = self.store.list_jobs(
-            project, limit=size + 1, before_key=before, where=condition.where, params=condition.params
+            project, limit=size + 1, before_key=before, where=condition.where, params=condition.params, vertex=vertex
         )
         next_token = _page_token(records[size - 1].key) if len(records) > size else None
         return [self._present(record) for record in records[:size]], next_token
+
+    def vertex_job_ids(self, project: str) -> dict[str, str]:
+        """Job ID -> the numeric ID of the Vertex AI job it runs, for the project's Vertex jobs."""
+        return self.store.vertex_job_ids(project)
+
+    def vertex_job_id(self, project: str, job_id: str) -> str | None:
+        """The numeric ID of the Vertex AI job `job_id` runs, None for an ml v1 job; NotFound."""
+        return self.store.get(project, job_id).vertex_job_id
 
     def state_history(self, project: str, job_id: str) -> builtins.list[StateChange]:
         return self.store.state_history(self.store.get(project, job_id).key)

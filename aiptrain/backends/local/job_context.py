@@ -157,6 +157,7 @@ class JobContext:
             base_env=base_env,
             extra_env=dict(extra_env or {}),
             trial_id=trial_id,
+            vertex_job_id=self.record.vertex_job_id,
         )
         policy = ReplicaPolicy(
             max_restarts=self.settings.max_restarts,

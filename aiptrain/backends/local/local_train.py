@@ -31,6 +31,7 @@ from typing import Any, TextIO
 from aiptrain.errors import OperationalError, UsageError
 from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.spec import Job, JobState
+from aiptrain.job.tf_config import replica_tasks
 from aiptrain.paths import aiptrain_home
 from aiptrain.replicas.gcs_endpoint.service import replica_base_environment, replica_storage
 from aiptrain.replicas.gs_paths import GS_PREFIX, localize
@@ -38,7 +39,6 @@ from aiptrain.replicas.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.replicas.ports import consecutive_addresses
 from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.replicas.settings import ReplicaSettings
-from aiptrain.replicas.tf_config import replica_tasks
 from aiptrain.storage.local import default_storage_root
 
 PRIMARY = "chief"

@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     supervisor_start_ticks INTEGER,
     run_token TEXT NOT NULL,
     created_epoch REAL NOT NULL,
+    vertex_job_id TEXT,
     UNIQUE (project, job_id)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs (project, key);
@@ -115,6 +116,8 @@ class JobRecord:
     supervisor_start_ticks: int | None
     run_token: str
     created_epoch: float
+    # The numeric ID of the Vertex AI job this job runs (the emulator's customJobs), else None.
+    vertex_job_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,7 @@ class JobStore:
                 conn.execute("PRAGMA journal_mode=WAL")
                 with self._write() as tx:
                     tx.executescript_in_tx(_SCHEMA)
+                    _add_missing_columns(tx)
                     tx.execute(f"PRAGMA user_version = {version}")
             self.path.chmod(0o600)
         except (OSError, sqlite3.Error) as error:
@@ -235,17 +239,21 @@ class JobStore:
 
     # -- jobs ---------------------------------------------------------------------------------
 
-    def insert_job(self, project: str, job: Job, run_token: str) -> JobRecord:
-        """Store a new job as QUEUED; AlreadyExists if the project already has this job ID."""
+    def insert_job(self, project: str, job: Job, run_token: str, *, vertex_job_id: str | None = None) -> JobRecord:
+        """Store a new job as QUEUED; AlreadyExists if the project already has this job ID.
+
+        `vertex_job_id`: the numeric ID of the Vertex AI job it runs, for jobs the emulator took in
+        as Vertex jobs (their replicas run the way Vertex ran them).
+        """
         assert job.job_id
         job.state = JobState.QUEUED
         job.create_time = job_time()
         try:
             with self._write() as tx:
                 cursor = tx.execute(
-                    "INSERT INTO jobs (project, job_id, state, resource, run_token, created_epoch)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (project, job.job_id, JobState.QUEUED.value, _dump(job), run_token, time.time()),
+                    "INSERT INTO jobs (project, job_id, state, resource, run_token, created_epoch, vertex_job_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (project, job.job_id, JobState.QUEUED.value, _dump(job), run_token, time.time(), vertex_job_id),
                 )
                 key = int(cursor.lastrowid or 0)
                 tx.execute(
@@ -268,6 +276,12 @@ class JobStore:
         return JobSnapshot(key=row["key"], state=JobState(row["state"]), resource=json.loads(row["resource"]),
                            supervisor_pid=row["supervisor_pid"], supervisor_start_ticks=row["supervisor_start_ticks"],
                            created_epoch=row["created_epoch"], holds_slot=bool(row["holds_slot"]))
+
+    def vertex_job_ids(self, project: str) -> dict[str, str]:
+        """Job ID -> the numeric ID of the Vertex AI job it runs, for the project's Vertex jobs."""
+        rows = self._read("SELECT job_id, vertex_job_id FROM jobs WHERE project = ? AND vertex_job_id IS NOT NULL",
+                          (project,))
+        return {row["job_id"]: row["vertex_job_id"] for row in rows}
 
     def _one_job(self, project: str, job_id: str) -> sqlite3.Row:
         rows = self._read("SELECT * FROM jobs WHERE project = ? AND job_id = ?", (project, job_id))
@@ -299,10 +313,14 @@ class JobStore:
         before_key: int | None = None,
         where: str = "",
         params: Sequence[object] = (),
+        vertex: bool | None = None,
     ) -> list[JobRecord]:
-        """Newest first. `where` is an extra SQL condition over the jobs columns (from `filters`)."""
+        """Newest first. `where` is an extra SQL condition over the jobs columns (from `filters`);
+        `vertex` keeps only the jobs that run Vertex AI jobs (True) or only the others (False)."""
         sql = "SELECT * FROM jobs WHERE project = ?"
         args: list[object] = [project]
+        if vertex is not None:
+            sql += " AND vertex_job_id IS NOT NULL" if vertex else " AND vertex_job_id IS NULL"
         if before_key is not None:
             sql += " AND key < ?"
             args.append(before_key)
@@ -600,6 +618,18 @@ def _transition_in_tx(
     return True
 
 
+# Columns added after the first release of the schema: (table, column, definition). A store made
+# before one of them gets it on its next open (CREATE TABLE IF NOT EXISTS leaves its table as is).
+_ADDED_COLUMNS = (("jobs", "vertex_job_id", "TEXT"),)
+
+
+def _add_missing_columns(tx: _Tx) -> None:
+    for table, column, definition in _ADDED_COLUMNS:
+        present = {row[1] for row in tx.execute(f"PRAGMA table_info({table})").fetchall()}
+        if column not in present:
+            tx.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
 def _job(resource: str) -> Job:
     # The job model (pydantic) is loaded by the first record read, not by importing the store:
     # `JobStore.peek` serves the commands that only wait for a state without it.
@@ -621,4 +651,5 @@ def _record(row: sqlite3.Row) -> JobRecord:
         supervisor_start_ticks=row["supervisor_start_ticks"],
         run_token=row["run_token"],
         created_epoch=row["created_epoch"],
+        vertex_job_id=row["vertex_job_id"],
     )

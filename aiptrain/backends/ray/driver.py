@@ -39,10 +39,10 @@ from aiptrain.backends.ray.plan import PACKAGE_STORE_DIR, PAYLOAD_FILE
 from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import resolve_cluster
 from aiptrain.job.spec import Job, JobState, TrainingInput
+from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.gs_paths import GS_PREFIX, local_location, rewrite_args
 from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
-from aiptrain.replicas.tf_config import replica_tasks
 
 # Seconds the placement group may take before the job says it is waiting for room.
 _ROOM_NOTICE_SECONDS = 3.0

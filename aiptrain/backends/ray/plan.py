@@ -22,9 +22,9 @@ from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.spec import ROLES, Job, TrainingInput
+from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.cluster_plan import is_tpu
 from aiptrain.replicas.settings import ReplicaSettings
-from aiptrain.replicas.tf_config import replica_tasks
 
 ENTRYPOINT = "python -m aiptrain.backends.ray.driver"
 PAYLOAD_FILE = "aiptrain-job.json"
