@@ -8,6 +8,7 @@ import os
 import select
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,9 @@ from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "local-project"
 @pytest.fixture
-def engine(isolated_environment: Path) -> LocalEngine:
+def engine(isolated_environment: Path) -> Iterator[LocalEngine]:
     engine = LocalEngine(isolated_environment)
-    yield engine  # type: ignore[misc]
+    yield engine
     kill_everything(engine)
 
 

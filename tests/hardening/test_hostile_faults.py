@@ -26,7 +26,7 @@ from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobStore
 from aiptrain.job.spec import Job, JobState
 from aiptrain.replicas.processes import is_running
-from tests.fixtures.engine import kill_everything, wait_until
+from tests.fixtures.engine import kill_everything, state_of, wait_until
 
 PROJECT = "fault-project"
 
@@ -224,7 +224,7 @@ def submitter_killed_before_the_supervisor(tmp: Path) -> None:
     engine = LocalEngine(home)  # the next command's start-up sweep
     try:
         assert store.get_by_key(record.key).supervisor_pid is not None
-        ended = wait_until(lambda: engine.get(PROJECT, "orphan").state.is_terminal, 120, "the job to end")
+        ended = wait_until(lambda: state_of(engine.get(PROJECT, "orphan")).is_terminal, 120, "the job to end")
         assert ended
         assert engine.get(PROJECT, "orphan").state == JobState.FAILED  # ran, and failed on its own terms
     finally:
@@ -238,8 +238,12 @@ def stalled_store_backlog(tmp: Path) -> None:
     blocker = sqlite3.connect(tmp / "home" / "jobs.db", isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     total = log_writer.MAX_PENDING_LINES * 3
-    producer = threading.Thread(target=lambda: [writer.emit("master-replica-0", "INFO", f"l{i}")
-                                                for i in range(total)])
+
+    def produce() -> None:
+        for i in range(total):
+            writer.emit("master-replica-0", "INFO", f"l{i}")
+
+    producer = threading.Thread(target=produce)
     producer.start()
     wait_until(writer._queue.full, what="the backlog to fill")
     assert producer.is_alive()  # it waits for the store instead of queueing everything

@@ -49,4 +49,5 @@ def on_cluster(ray_cluster: RayCluster, monkeypatch: pytest.MonkeyPatch) -> RayC
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The node-loss test stops the cluster's second node: it runs after every other Ray test."""
-    items.sort(key=lambda item: item.module is not None and item.module.__name__.endswith("test_ray_node_loss"))
+    items.sort(key=lambda item: isinstance(item, pytest.Function) and item.module is not None
+               and item.module.__name__.endswith("test_ray_node_loss"))

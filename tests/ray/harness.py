@@ -48,7 +48,9 @@ def actor_nodes(cluster: RayCluster, job_id: str, tasks: list[str], trial_id: st
         name = actor_name(job_id, task, trial_id)
         found = list_actors(address=cluster.address, filters=[("name", "=", name)], detail=True)
         assert found, f"no actor for {task}"
-        nodes[task] = found[0].node_id
+        node_id = found[0].node_id
+        assert node_id is not None, f"the actor for {task} is on no node"
+        nodes[task] = node_id
     return nodes
 
 

@@ -17,13 +17,19 @@ from aiptrain.cli.main import root
 from aiptrain.errors import UsageError
 from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import resolve_cluster
-from aiptrain.job.spec import Job, JobState
+from aiptrain.job.spec import Job, JobState, TrainingInput
 from tests.template.harness import TEMPLATE_DIR
 
 
 def job(**training_input: object) -> Job:
     return Job.model_validate({"jobId": "j", "trainingInput": {"pythonModule": "trainer.task", "region": "us-central1",
                                                                **training_input}})
+
+
+def training_input_of(**training_input: object) -> TrainingInput:
+    given = job(**training_input).training_input
+    assert given is not None
+    return given
 
 
 @pytest.mark.parametrize(("given", "expected"), [
@@ -65,10 +71,10 @@ def test_the_resource_scale_is_a_fraction():
 
 def test_bundles_follow_the_machine_type_catalog_and_the_scale():
     catalog = load_catalog()
-    groups = resolve_cluster(job(scaleTier="CUSTOM", masterType="complex_model_m", workerType="n1-standard-8",
-                                 workerCount="2", workerConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4",
-                                                                                       "count": "2"}},
-                                 ).training_input, catalog)
+    groups = resolve_cluster(training_input_of(scaleTier="CUSTOM", masterType="complex_model_m",
+                                               workerType="n1-standard-8", workerCount="2",
+                                               workerConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4",
+                                                                                   "count": "2"}}), catalog)
     full = bundles_for(groups, catalog)
     assert [b.task_name for b in full] == ["master-replica-0", "worker-replica-0", "worker-replica-1"]
     # complex_model_m is the legacy name of n1-highcpu-16: 16 vCPUs, 14.4 GB.
@@ -80,9 +86,9 @@ def test_bundles_follow_the_machine_type_catalog_and_the_scale():
 
 def test_replicas_get_the_runtime_catalog_packages_with_the_gpu_build_where_they_have_gpus():
     catalog = load_catalog()
-    training_input = job(scaleTier="CUSTOM", masterType="n1-standard-4", workerType="n1-standard-8", workerCount="1",
-                         runtimeVersion="2.11",
-                         workerConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "1"}}).training_input
+    training_input = training_input_of(scaleTier="CUSTOM", masterType="n1-standard-4", workerType="n1-standard-8",
+                                       workerCount="1", runtimeVersion="2.11",
+                                       workerConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "1"}})
     bundles = bundles_for(resolve_cluster(training_input, catalog), catalog)
     envs = replica_runtime_envs(training_input, bundles, catalog, "uv")
     master, worker = envs["master-replica-0"]["uv"]["packages"], envs["worker-replica-0"]["uv"]["packages"]

@@ -10,6 +10,7 @@ import pytest
 from aiptrain.backends.base import BackendSettings
 from aiptrain.backends.polling import AdaptivePoller
 from aiptrain.backends.rest.mlv1 import MlV1Backend
+from aiptrain.job.logs import LogEntry
 from aiptrain.job.spec import JobState, parse_job
 from aiptrain.submit.follow import follow_job
 from tests.fixtures.gcs import FakeGcsServer
@@ -33,7 +34,7 @@ def test_with_a_gcs_emulator_the_job_gets_its_gs_job_dir_unchanged_and_served_fr
     backend.create_job(parse_job({"jobId": "served", "trainingInput": {
         "scaleTier": "BASIC", "region": "us-central1", "runtimeVersion": "2.11", "packageUris": [package],
         "pythonModule": "trainer.task", "args": ["--lines", "1"], "jobDir": "gs://storage-out/served"}}))
-    seen: list = []
+    seen: list[LogEntry] = []
     result = follow_job(backend, "served", on_entry=seen.append, timeout=120,
                         poller=AdaptivePoller(fast=0.2, ceiling=1.0))
     assert result.job.state == JobState.SUCCEEDED, result.job.error_message

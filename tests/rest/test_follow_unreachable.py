@@ -100,6 +100,7 @@ def test_endpoint_lost_mid_follow_ends_at_the_timeout(tmp_path: Path, trainer_sd
         elapsed = time.monotonic() - started
     assert killed_at, "no log line arrived before the timeout"
     assert result.timed_out
+    assert result.job.state is not None
     assert not JobState(result.job.state).is_terminal  # as last seen, before the service went away
     assert result.unreachable is not None and "cannot reach" in result.unreachable
     assert 8 <= elapsed < 8 + 2

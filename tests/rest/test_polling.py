@@ -9,8 +9,8 @@ import pytest
 from aiptrain.backends.polling import AdaptivePoller
 
 
-def poller(**kwargs: float) -> AdaptivePoller:
-    return AdaptivePoller(jitter=0.0, **kwargs)
+def poller(fast: float, ceiling: float) -> AdaptivePoller:
+    return AdaptivePoller(fast=fast, ceiling=ceiling, jitter=0.0)
 
 
 def test_stays_fast_while_entries_arrive() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import httplib2
@@ -109,7 +110,7 @@ def http_error(status: int, payload: object, headers: dict[str, str] | None = No
     return HttpError(response, json.dumps(payload).encode(), uri="http://h/v1/x")
 
 
-def google_error(status: int, name: str, message: str, details: list[object] | None = None) -> dict[str, object]:
+def google_error(status: int, name: str, message: str, details: Sequence[object] | None = None) -> dict[str, object]:
     return {"error": {"code": status, "status": name, "message": message, "details": details or []}}
 
 

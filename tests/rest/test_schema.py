@@ -104,7 +104,7 @@ def test_not_an_object(ml: SchemaValidator) -> None:
 
 
 def test_custom_job(aiplatform: SchemaValidator) -> None:
-    body = {"displayName": "x", "jobSpec": {"workerPoolSpecs": [
+    body: dict[str, Any] = {"displayName": "x", "jobSpec": {"workerPoolSpecs": [
         {"machineSpec": {"machineType": "n1-standard-4", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1},
          "replicaCount": "1", "pythonPackageSpec": {"executorImageUri": "i", "packageUris": ["gs://b/p"],
                                                     "pythonModule": "m"}},

@@ -100,7 +100,11 @@ def test_restarts_back_off_doubling_each_time(
     for restart in (1, 2):
         killed_at = time.monotonic()
         os.kill(int(starts.read_text().split()[-1]), signal.SIGKILL)
-        wait_until(lambda n=restart + 1: len(starts.read_text().split()) == n, 60, f"restart {restart}")
+
+        def restarted(n: int = restart + 1) -> bool:
+            return len(starts.read_text().split()) == n
+
+        wait_until(restarted, 60, f"restart {restart}")
         gaps.append(time.monotonic() - killed_at)
     # Lower bounds only: a loaded machine makes restarts later, never earlier.
     assert gaps[0] >= 1.5 and gaps[1] >= 3.0, gaps

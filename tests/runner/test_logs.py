@@ -10,6 +10,7 @@ from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import JobState
 from aiptrain.replicas.log_capture import LineClassifier
+from tests.fixtures.engine import state_of
 
 from .conftest import PROJECT, make_job, training_input, wait_for_end
 
@@ -92,7 +93,7 @@ def test_cursor_reads_return_only_new_entries_and_lines_arrive_fast(engine: Loca
             cursor = entry.cursor
         seen.extend(batch)
         if not batch:
-            if engine.get(PROJECT, "ticker").state.is_terminal and not engine.logs(PROJECT, "ticker", after=cursor):
+            if state_of(engine.get(PROJECT, "ticker")).is_terminal and not engine.logs(PROJECT, "ticker", after=cursor):
                 break
             time.sleep(0.02)
     assert [e.insert_id for e in seen] == [e.insert_id for e in engine.logs(PROJECT, "ticker")]
@@ -104,7 +105,7 @@ def test_cursor_reads_return_only_new_entries_and_lines_arrive_fast(engine: Loca
 def test_a_finished_job_already_shows_its_last_lines(engine: LocalEngine, package_uri: str) -> None:
     engine.submit(PROJECT, make_job("last_lines", training_input(package_uri, "tfcfg.chatter")))
     # Watch as closely as a follower would: the moment the state is final, the lines must be there.
-    while not engine.get(PROJECT, "last_lines").state.is_terminal:
+    while not state_of(engine.get(PROJECT, "last_lines")).is_terminal:
         time.sleep(0.005)
     entries = engine.logs(PROJECT, "last_lines")
     assert entries[-1].task_name == "service" and entries[-1].message == "Job completed successfully."

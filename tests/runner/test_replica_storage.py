@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from google.api_core import exceptions
-from google.cloud import storage
+from google.cloud import storage  # type: ignore[import-untyped]  # as in aiptrain/storage/gcs.py
 
 from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server

@@ -52,7 +52,8 @@ def test_concurrent_submits_of_one_id_give_one_job(engine: LocalEngine, package_
     assert [job.job_id for job in jobs] == ["same_id"]
 
 
-def _insert_in_process(home: str, barrier: multiprocessing.synchronize.Barrier, queue: multiprocessing.Queue) -> None:
+def _insert_in_process(home: str, barrier: multiprocessing.synchronize.Barrier,
+                       queue: multiprocessing.Queue[str]) -> None:
     store = JobStore(Path(home))
     barrier.wait()
     try:
@@ -169,7 +170,7 @@ def test_log_cursor_reads_only_newer_entries_in_order(home: Path) -> None:
 
 
 def _grab_slot(home: str, key: int, limit: int, barrier: multiprocessing.synchronize.Barrier,
-               queue: multiprocessing.Queue) -> None:
+               queue: multiprocessing.Queue[tuple[int, bool]]) -> None:
     store = JobStore(Path(home))
     barrier.wait()
     queue.put((key, store.try_acquire_slot(key, limit)))
@@ -218,7 +219,9 @@ def test_update_resource_keeps_service_fields(home: Path) -> None:
     key = _stored(store, "tuned", JobState.RUNNING)
 
     def mark(job: Job) -> None:
-        job.training_output = job.training_output or type(job).model_fields["training_output"].annotation.__args__[0]()
+        annotation = type(job).model_fields["training_output"].annotation
+        assert annotation is not None
+        job.training_output = job.training_output or annotation.__args__[0]()
         job.training_output.completed_trial_count = 2
 
     store.update_resource(key, mark)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,8 @@ def _full_cluster(**inputs: object) -> Job:
                 parameterServerCount="1", evaluatorType="n1-standard-4", evaluatorCount="1", **inputs)
 
 
-def _configs(job: Job, addresses: dict[str, list[str]] | None = None, trial: str | None = None) -> dict:
+def _configs(job: Job, addresses: dict[str, list[str]] | None = None,
+             trial: str | None = None) -> dict[str, dict[str, Any]]:
     assert job.training_input is not None
     groups = resolve_cluster(job.training_input, load_catalog())
     return tf_configs_for(job, groups, addresses, trial)

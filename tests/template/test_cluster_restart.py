@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.cli.main import root
 from aiptrain.job.spec import JobState
-from tests.fixtures.engine import engine, home, quick_settings
+from tests.fixtures.engine import engine, home, quick_settings, state_of
 from tests.template.harness import TEMPLATE_DIR, TINY_HYPERPARAMETERS, checkpoint_steps, wait_for
 
 __all__ = ["engine", "home", "quick_settings"]
@@ -44,13 +44,13 @@ def test_killed_worker_restarts_the_cluster_from_the_last_checkpoint(
     assert submitted.exit_code == 0, submitted.stderr
     checkpoints = home / "storage" / "restart" / "lose_worker" / "checkpoints"
     wait_for(lambda: len(checkpoint_steps(checkpoints.parent)) >= 2
-             or engine.get(PROJECT, "lose_worker").state.is_terminal, timeout=240, what="two checkpoints")
-    assert not engine.get(PROJECT, "lose_worker").state.is_terminal, "killed too late: the job had ended"
+             or state_of(engine.get(PROJECT, "lose_worker")).is_terminal, timeout=240, what="two checkpoints")
+    assert not state_of(engine.get(PROJECT, "lose_worker")).is_terminal, "killed too late: the job had ended"
     worker = {r.task_name: r for r in engine.processes(PROJECT, "lose_worker").replicas}["worker-replica-0"]
     assert worker.pid is not None
     os.kill(worker.pid, signal.SIGKILL)
 
-    done = wait_for(lambda: (job := engine.get(PROJECT, "lose_worker")).state.is_terminal and job,
+    done = wait_for(lambda: state_of(job := engine.get(PROJECT, "lose_worker")).is_terminal and job,
                     timeout=300, what="the job to end")
     log = [(e.task_name, e.message) for e in engine.logs(PROJECT, "lose_worker")]
     text = "\n".join(f"[{task}] {message}" for task, message in log)

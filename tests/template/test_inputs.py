@@ -18,7 +18,8 @@ def _file_order(train, context) -> list[str]:
 def _first_batch(train, context) -> np.ndarray:
     features, labels = next(iter(train(context)))
     assert features.shape == (context.batch_size, 64) and labels.shape == (context.batch_size,)
-    return features.numpy()
+    batch: np.ndarray = features.numpy()
+    return batch
 
 
 def test_seeds_depend_on_task_and_start_step(template_module):

@@ -60,7 +60,9 @@ def test_sigterm_saves_a_checkpoint_and_exits(tmp_path, digits, launcher):
     replica.process.send_signal(signal.SIGTERM)
     assert launcher.wait(replica, timeout=60) == 128 + signal.SIGTERM, launcher.dump()
 
-    stopped_at = int(re.search(r"stopped at step (\d+) after SIGTERM", replica.log()).group(1))
+    stopped = re.search(r"stopped at step (\d+) after SIGTERM", replica.log())
+    assert stopped is not None, replica.log()[-2000:]
+    stopped_at = int(stopped.group(1))
     assert stopped_at >= 10
     assert checkpoint_steps(job_dir) == [stopped_at]
     assert latest_checkpoint_step(job_dir) == stopped_at

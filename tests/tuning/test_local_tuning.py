@@ -17,7 +17,7 @@ from aiptrain.backends.local.backend import LocalBackend
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.cli.main import root
 from aiptrain.cli.summary import summarize_job
-from aiptrain.job.spec import Job, JobState
+from aiptrain.job.spec import HyperparameterOutput, Job, JobState
 from aiptrain.tuning.trials import objective_of
 from tests.tuning.harness import (
     PROJECT,
@@ -41,6 +41,22 @@ GRID_2_BY_3 = {
         {"parameterName": "y", "type": "INTEGER", "minValue": 1, "maxValue": 3},
     ],
 }
+
+
+def objective_value(trial: HyperparameterOutput) -> float:
+    """The final objective of a trial that succeeded, which reports one."""
+    value = objective_of(trial)
+    assert value is not None, trial
+    return value
+
+
+def trials_by_id(job: Job) -> dict[str, HyperparameterOutput]:
+    """A job's trials by id, which every reported trial has."""
+    trials: dict[str, HyperparameterOutput] = {}
+    for trial in trials_of(job):
+        assert trial.trial_id is not None, trial
+        trials[trial.trial_id] = trial
+    return trials
 
 
 def test_grid_runs_every_combination_once_with_the_services_arguments(
@@ -122,7 +138,7 @@ def test_random_and_bayesian_searches_run_at_most_max_parallel_trials_at_once(
         assert job.state == JobState.SUCCEEDED, job_log(engine, job_id)
         trials = trials_of(job)
         assert len(trials) == 6 and all(t.state == JobState.SUCCEEDED for t in trials)
-        values = [objective_of(t) for t in trials]
+        values = [objective_value(t) for t in trials]
         assert values == sorted(values, reverse=maximize)
         for trial in trials:
             given = trial.hyperparameters or {}
@@ -205,8 +221,8 @@ def test_resume_reuses_the_finished_trials_of_an_earlier_job(
     engine.submit(PROJECT, tuning_job("orphan", package_uri, {**GRID_2_BY_3, "resumePreviousJobId": "nobody"}))
     second = wait_for_end(engine, "second")
     assert second.state == JobState.SUCCEEDED, job_log(engine, "second")
-    trials = {t.trial_id: t for t in trials_of(second)}
-    old = {t.trial_id: t for t in trials_of(first)}
+    trials = trials_by_id(second)
+    old = trials_by_id(first)
     assert sorted(trials) == ["1", "2", "3", "4", "5"]
     for trial_id in ("1", "2", "3"):
         assert trials[trial_id] == old[trial_id]  # reported as the earlier job reported them

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+from collections.abc import Mapping
 from typing import Any
 
 from aiptrain.job.spec import HyperparameterSpec
@@ -20,7 +21,7 @@ OPTIMUM = objective(0.3, 2, "b", 1e-3)
 SEEDS = range(8)
 BUDGET = 40
 
-CONTINUOUS = [
+CONTINUOUS: list[dict[str, Any]] = [
     {"parameterName": "x", "type": "DOUBLE", "minValue": 0, "maxValue": 1},
     {"parameterName": "y", "type": "INTEGER", "minValue": 0, "maxValue": 20},
     {"parameterName": "kind", "type": "CATEGORICAL", "categoricalValues": ["a", "b", "c"]},
@@ -33,6 +34,11 @@ def plan_of(params: list[dict[str, Any]], algorithm: str, max_trials: int, goal:
         {"params": params, "algorithm": algorithm, "maxTrials": max_trials, "goal": goal}))
 
 
+def score(values: Mapping[str, Any]) -> float:
+    """The objective at a suggestion's values, which are its parameters by name."""
+    return objective(**values)
+
+
 def evaluate(search: Search, trials: int, sign: float = 1.0) -> list[float]:
     """Run `trials` asks/tells against the objective; the values in the order tried."""
     values = []
@@ -40,7 +46,7 @@ def evaluate(search: Search, trials: int, sign: float = 1.0) -> list[float]:
         suggestion = search.ask()
         if suggestion is None:
             break
-        value = sign * objective(**suggestion.values)
+        value = sign * score(suggestion.values)
         search.tell(suggestion, value)
         values.append(value)
     return values
@@ -52,7 +58,7 @@ def best_after(algorithm: str, seed: int, trials: int = BUDGET) -> float:
 
 
 def test_grid_search_finds_the_true_optimum_of_its_grid() -> None:
-    params = [
+    params: list[dict[str, Any]] = [
         {"parameterName": "x", "type": "DISCRETE", "discreteValues": [0.1, 0.3, 0.5]},
         {"parameterName": "y", "type": "INTEGER", "minValue": 0, "maxValue": 4},
         {"parameterName": "kind", "type": "CATEGORICAL", "categoricalValues": ["a", "b", "c"]},
@@ -64,7 +70,7 @@ def test_grid_search_finds_the_true_optimum_of_its_grid() -> None:
     search = make_search(SearchSettings.of(plan_of(params, "GRID_SEARCH", 1000), seed=0))
     tried: list[tuple[dict[str, Any], float]] = []
     while (suggestion := search.ask()) is not None:
-        tried.append((dict(suggestion.values), objective(**suggestion.values)))
+        tried.append((dict(suggestion.values), score(suggestion.values)))
     assert len(tried) == len(grid)
     best_values, best = max(tried, key=lambda item: item[1])
     assert best == OPTIMUM
@@ -105,7 +111,7 @@ def test_a_resumed_jobs_trials_inform_the_bayesian_search() -> None:
         for _ in range(30):
             suggestion = earlier.ask()
             assert suggestion is not None
-            history.append(PastTrial(suggestion.values, objective(**suggestion.values)))
+            history.append(PastTrial(suggestion.values, score(suggestion.values)))
         the_plan = plan_of(CONTINUOUS, "ALGORITHM_UNSPECIFIED", 40)
         fresh = make_search(SearchSettings.of(the_plan, seed))
         informed = make_search(SearchSettings.of(the_plan, seed, history))

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -23,6 +23,7 @@ from aiptrain.tuning.space import (
     DiscreteParameter,
     DoubleParameter,
     IntegerParameter,
+    ParameterValue,
     Scale,
     SearchSpace,
     format_value,
@@ -59,8 +60,8 @@ def test_values_are_written_the_way_argparse_reads_them() -> None:
          "scaleType": "UNIT_LOG_SCALE"},
         {"parameterName": "optimizer", "type": "CATEGORICAL", "categoricalValues": ["adam", "sgd"]},
     ))
-    values = {"hidden-units": 64, "batch-size": 32.0, "dropout": 0.25, "learning-rate": 1e-05,
-              "optimizer": "sgd"}
+    values: dict[str, ParameterValue] = {"hidden-units": 64, "batch-size": 32.0, "dropout": 0.25,
+                                         "learning-rate": 1e-05, "optimizer": "sgd"}
     assert space.arguments(values) == ["--hidden-units=64", "--batch-size=32", "--dropout=0.25",
                                        "--learning-rate=1e-05", "--optimizer=sgd"]
     # What trainingOutput reports reads back to the same values.
@@ -106,12 +107,13 @@ def test_random_search_samples_each_scale_with_its_density(scale: str, dense_nea
                     {"parameterName": "n", "type": "INTEGER", "minValue": 1, "maxValue": 1000, "scaleType": scale},
                     algorithm="RANDOM_SEARCH", maxTrials=300)
     search = make_search(SearchSettings.of(the_plan, seed=7))
-    doubles, integers = [], []
+    doubles: list[float] = []
+    integers: list[int] = []
     for _ in range(300):
         suggestion = search.ask()
         assert suggestion is not None
-        doubles.append(suggestion.values["v"])
-        integers.append(suggestion.values["n"])
+        doubles.append(cast(float, suggestion.values["v"]))  # a DOUBLE's value
+        integers.append(cast(int, suggestion.values["n"]))  # an INTEGER's value, checked below
         search.tell(suggestion, 0.0)
     assert all(0.01 <= v <= 1.0 for v in doubles)
     assert all(isinstance(n, int) and 1 <= n <= 1000 for n in integers)
@@ -213,7 +215,8 @@ def test_metric_file_reads_what_hypertune_writes(tmp_path: Path, monkeypatch: py
             metrics.read()
     metrics.read()
     assert [r.step for r in metrics.reports] == list(range(10, 261))
-    assert metrics.final == MetricReport(260, 0.26, metrics.reports[-1].timestamp)
+    # The cast: mypy keeps `metrics.final` narrowed to None by the first assertion, though read() changed it.
+    assert cast(MetricReport | None, metrics.final) == MetricReport(260, 0.26, metrics.reports[-1].timestamp)
     # A half-written line is left for the next read.
     path.write_text(path.read_text() + '{"accuracy": "0.9", "global_st')
     assert metrics.read() == []

@@ -11,7 +11,7 @@ import pytest
 
 from aiptrain.errors import NotFound, OperationalError, UsageError
 from aiptrain.storage import base, local
-from aiptrain.storage.base import ObjectInfo, ObjectStore, digest_file
+from aiptrain.storage.base import LocalDigests, ObjectInfo, ObjectStore, digest_file
 from aiptrain.storage.local import LocalObjectStore, default_storage_root, local_path_for
 
 
@@ -201,7 +201,12 @@ def test_known_digests_spare_hashing_the_source(
 ) -> None:
     digests = digest_file(payload)
     hashed: list[Path] = []
-    monkeypatch.setattr(local, "digest_file", lambda path: hashed.append(path) or digest_file(path))
+
+    def counted_digest_file(path: Path) -> LocalDigests:
+        hashed.append(path)
+        return digest_file(path)
+
+    monkeypatch.setattr(local, "digest_file", counted_digest_file)
     uri = "gs://bucket/pkg.tar.gz"
     info = store.upload(payload, uri, digests=digests)
     again = store.upload(payload, uri, digests=digests)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import yaml
@@ -115,7 +116,7 @@ def test_terminal_states() -> None:
 
 
 def test_lenient_parse_reports_unknown_fields_and_keeps_the_rest() -> None:
-    data = {"jobId": "a", "trainingInput": {"scaleTeir": "BASIC", "region": "mars",
+    data: dict[str, Any] = {"jobId": "a", "trainingInput": {"scaleTeir": "BASIC", "region": "mars",
                                             "hyperparameters": {"params": [{"parameterName": "lr", "typo": 1}]}}}
     job, problems = parse_job_lenient(data, source="--config c.yaml")
     assert {p.path for p in problems} == {"--config c.yaml: trainingInput.scaleTeir",

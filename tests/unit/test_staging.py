@@ -128,7 +128,7 @@ def test_unknown_plan_checks_before_uploading(store: LocalObjectStore, packages:
 def test_progress_factory_is_called_per_upload(store: LocalObjectStore, packages: list[Path]) -> None:
     calls: dict[str, list[tuple[int, int]]] = {}
 
-    def factory(plan: UploadPlan):  # type: ignore[no-untyped-def]
+    def factory(plan: UploadPlan):
         events = calls.setdefault(plan.local.name, [])
         return lambda sent, total: events.append((sent, total))
 
