@@ -290,6 +290,13 @@ def without_output_fields(body: Mapping[str, Any], *also: str) -> dict[str, Any]
     return {key: value for key, value in body.items() if key not in OUTPUT_ONLY_FIELDS and key not in also}
 
 
+def as_new_job(job: Job) -> Job:
+    """A copy of `job` as a create request carries it: no output-only fields, no etag."""
+    aliases = field_aliases(Job)
+    cleared = {aliases[name]: None for name in (*OUTPUT_ONLY_FIELDS, "etag") if name in aliases}
+    return job.model_copy(deep=True, update=cleared)
+
+
 # `consumedMLUnits` does not follow the generic camelCase rule; give it its REST spelling.
 TrainingOutput.model_fields["consumed_m_l_units"].alias = "consumedMLUnits"
 TrainingOutput.model_rebuild(force=True)

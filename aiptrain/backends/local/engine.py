@@ -25,7 +25,7 @@ from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine, Repl
 from aiptrain.backends.local.supervisor_start import start_supervisor, supervisor_environment
 from aiptrain.errors import EtagMismatch, JobAlreadyFinished, UsageError
 from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.job.spec import Job, JobState, without_output_fields
+from aiptrain.job.spec import Job, JobState, as_new_job
 from aiptrain.paths import aiptrain_home
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.log_capture import SERVICE_TASK
@@ -76,7 +76,7 @@ class LocalEngine:
             raise UsageError("the job has no jobId", hint="pass a JOB id to `jobs submit training`")
         ReplicaSettings.from_env()  # a bad setting is the submitter's usage error, found now
         # The store sets the state, the times and its own etag.
-        fresh = Job.model_validate(without_output_fields(job.to_api(), "etag"))
+        fresh = as_new_job(job)
         token = secrets.token_hex(12)
         with launch_lock(self.home, token):  # a sweep leaves the job alone until its supervisor is known
             record = self.store.insert_job(project, fresh, token, vertex_job_id=vertex_job_id)
