@@ -75,15 +75,17 @@ def list_envs(app: AppContext) -> int:
 
 @envs.command("build")
 @click.argument("runtime_version")
+@click.option("--python-version", help="Build it for this Python (default: the runtime's, as the service chose).")
 @common_options
-def build_env(app: AppContext, runtime_version: str) -> int:
+def build_env(app: AppContext, runtime_version: str, python_version: str | None) -> int:
     """Build the environment of RUNTIME_VERSION now (e.g. before going offline); print its path."""
     from aiptrain.job.catalog import load_catalog
     from aiptrain.paths import aiptrain_home
     from aiptrain.replicas.envs.for_job import environment_in_foreground
 
     environment = environment_in_foreground(runtime_version, load_catalog(), aiptrain_home(),
-                                            lambda line, severity: app.progress(_labelled(line, severity)))
+                                            lambda line, severity: app.progress(_labelled(line, severity)),
+                                            python=python_version)
     click.echo(environment.root)
     return 0
 

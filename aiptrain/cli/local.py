@@ -38,9 +38,11 @@ local.add_command(envs)
 @click.option("--runtime-version",
               help="Run in this runtime version's environment (default: the newest; "
                    "AIPTRAIN_LOCAL_PYTHON without this flag runs that interpreter instead).")
+@click.option("--python-version",
+              help="Run on this Python, as `jobs submit training --python-version` (default: the runtime's).")
 def train(package_path: Path, module_name: str, job_dir: str | None, distributed: bool,
           worker_count: int | None, parameter_server_count: int | None, evaluator_count: int,
-          start_port: int | None, runtime_version: str | None) -> int:
+          start_port: int | None, runtime_version: str | None, python_version: str | None) -> int:
     """Run a trainer in the foreground, each line prefixed with its task, as `gcloud ai-platform
     local train` did. Trainer arguments go after `--`."""
     from aiptrain.backends.local.local_train import run_local_training
@@ -53,7 +55,7 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
         package_path, module_name, job_dir=job_dir, user_args=list(user_args), distributed=distributed,
         worker_count=worker_count, parameter_server_count=parameter_server_count,
         evaluator_count=evaluator_count, start_port=start_port, out=sys.stdout, err=sys.stderr,
-        runtime_version=runtime_version,
+        runtime_version=runtime_version, python_version=python_version,
     )
 
 

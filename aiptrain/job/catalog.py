@@ -68,12 +68,14 @@ class AttachmentRule:
 
 @dataclass(frozen=True)
 class EnvironmentRecipe:
-    """A package set that runtimes run in locally: one uv-built virtual environment per Python."""
+    """The fallback package set: what a runtime runs in when no Python for its own TensorFlow
+    can be had here (one virtual environment per Python it is built on)."""
 
     name: str
     tensorflow: str
     packages: tuple[str, ...]
-    reason: str  # why a runtime's own TensorFlow is replaced; {python} is the local Python
+    reason: str  # why a runtime's own TensorFlow is replaced; {tensorflow} is the runtime's
+    pythons: tuple[str, ...] = ()  # the Pythons its packages install on
     tf1_note: str = ""
     gpu_packages: dict[str, str] = field(default_factory=dict)
 
@@ -81,12 +83,20 @@ class EnvironmentRecipe:
 @dataclass(frozen=True)
 class Runtime:
     version: str
-    tensorflow: str
-    python: tuple[str, ...]
+    tensorflow: str  # the release it runs, e.g. 1.15.5
+    python: tuple[str, ...]  # what the service accepted as --python-version
     vertex_images: dict[str, str] | None
     verified: bool = True
     retired: bool = False
-    local_environment: str = ""
+    local_environment: str = ""  # the fallback environment
+    default_python: str = ""  # the service's choice without --python-version
+    tensorflow_requirement: str = ""  # e.g. tensorflow-cpu==2.1.4
+    pythons: tuple[str, ...] = ()  # the CPython 3 versions its TensorFlow has Linux wheels for, best first
+    packages: tuple[str, ...] = ()  # the image's other packages, pinned
+
+    @property
+    def tensorflow_minor(self) -> str:
+        return ".".join(self.tensorflow.split(".")[:2])
 
     def warnings(self) -> list[str]:
         """What a job on this runtime is told at submit, whatever the backend."""
@@ -188,15 +198,20 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
         for family, rules in raw["accelerator_attachment"].items()
         if isinstance(rules, dict)
     }
+    fallback = str(raw.get("fallback_environment", ""))
     runtimes = {
         str(version): Runtime(
             version=str(version),
-            tensorflow=str(spec["tensorflow"]),
+            tensorflow=str(spec["tensorflow"]).partition("==")[2] or str(spec["tensorflow"]),
             python=tuple(str(p) for p in spec["python"]),
             vertex_images=dict(spec["vertex"]) if spec.get("vertex") else None,
             verified=bool(spec.get("verified", True)),
             retired=spec.get("status") == "retired",
-            local_environment=str(spec.get("local", "")),
+            local_environment=str(spec.get("local", fallback)),
+            default_python=str(spec.get("default_python", spec["python"][0])),
+            tensorflow_requirement=str(spec["tensorflow"]) if "==" in str(spec["tensorflow"]) else "",
+            pythons=tuple(str(p) for p in spec.get("pythons", ())),
+            packages=tuple(str(p) for p in spec.get("packages", ())),
         )
         for version, spec in raw["runtime_versions"].items()
     }
@@ -206,6 +221,7 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
             tensorflow=str(spec["tensorflow"]),
             packages=tuple(str(p) for p in spec["packages"]),
             reason=str(spec.get("reason", "")),
+            pythons=tuple(str(p) for p in spec.get("pythons", ())),
             tf1_note=str(spec.get("tf1_note", "")),
             gpu_packages={str(k): str(v) for k, v in (spec.get("gpu_packages") or {}).items()},
         )

@@ -225,21 +225,38 @@ def _install_with_dependencies(
     kill_grace: float,
 ) -> Literal[True] | str | None:
     """uv-install `package` and what it requires into `site`: True, the job's error message, or
-    None when cancelled. Pins that conflict with the runtime's versions get their own."""
+    None when cancelled. Pins that conflict with the runtime's versions get their own; what uv
+    refuses and the era's pip accepted is installed with the environment's pip."""
     overrides = trainer_install.overrides_file(staging)
     uv_env = uv_environment(env)
-    for constrained in (True, False):
-        argv = trainer_install.install_argv(package, environment, site, overrides, constrained=constrained)
+    installers = [("uv", True), ("uv", False)]
+    while installers:
+        tool, constrained = installers.pop(0)
+        if tool == "uv":
+            argv = trainer_install.install_argv(package, environment, site, overrides, constrained=constrained)
+        else:
+            argv = trainer_install.pip_argv(package, environment, site, constrained=constrained)
         result = run_logged_command(argv, env=uv_env, cwd=staging, sink=sink, stop=stop, kill_grace=kill_grace)
         if result.returncode is None:
             return None
         if result.returncode == 0:
             break
-        if not (constrained and trainer_install.is_resolution_conflict(result.tail)):
-            return trainer_install.failure_message(package, environment, result.tail)
-        sink.emit(SERVICE_TASK, "INFO", f"{package.name} pins versions other than the runtime's; "
-                  "installing its own versions beside the runtime's.")
+        mismatch = trainer_install.python_mismatch(result.tail, environment)
+        if mismatch is not None:
+            return f"Installing the trainer package {package.name} failed: {mismatch}."
         shutil.rmtree(site, ignore_errors=True)
+        if tool == "uv" and trainer_install.uv_refused(result.tail):
+            sink.emit(SERVICE_TASK, "INFO", f"uv cannot install {package.name}'s requirements (" +
+                      trainer_install.failure_reason_line(result.tail) + "); installing it with the runtime's own "
+                      "pip, as the service did.")
+            installers = [("pip", True), ("pip", False)]
+        elif constrained and (tool == "pip" or trainer_install.is_resolution_conflict(result.tail)):
+            sink.emit(SERVICE_TASK, "INFO", f"{package.name} pins versions other than the runtime's; "
+                      "installing its own versions beside the runtime's.")
+        else:
+            return trainer_install.failure_message(package, environment, result.tail)
+    else:
+        return trainer_install.failure_message(package, environment, result.tail)
     provided = trainer_install.prune_provided(site, environment)
     if provided:
         sink.emit(SERVICE_TASK, "INFO", f"{package.name}: already in the runtime: " + ", ".join(provided))

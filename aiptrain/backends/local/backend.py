@@ -103,7 +103,11 @@ class LocalBackend:
         return view
 
     def describe_notes(self, job: Job) -> list[str]:
-        """How the job's runtime version was resolved, as its first log lines said."""
+        """What the job ran in, as recorded when it was prepared; before that, what it will run in."""
+        with self._store_errors():
+            recorded = self.engine.store.get(self.project, job.job_id or "").runtime_environment
+        if recorded is not None:
+            return ["", "Ran in:", *(f"  {line}" for line in recorded.get("notes", []))]
         notes, warnings = _runtime_lines(job)
         return ["", *notes, *(f"warning: {warning}" for warning in warnings)] if notes else []
 

@@ -112,6 +112,7 @@ def run_local_training(
     python: str | None = None,
     storage_root: Path | None = None,
     runtime_version: str | None = None,
+    python_version: str | None = None,
 ) -> int:
     """Run the trainer until its primary ends; return the primary's exit code.
 
@@ -133,7 +134,8 @@ def run_local_training(
             stream.flush()
 
     sink = CallbackSink(write)
-    interpreter = python or _interpreter(runtime_version, settings, lambda line: write(SERVICE_TASK, "INFO", line))
+    interpreter = python or _interpreter(runtime_version, python_version, settings,
+                                         lambda line: write(SERVICE_TASK, "INFO", line))
     root = storage_root or default_storage_root()
 
     def note(message: str) -> None:
@@ -197,9 +199,10 @@ def _run_cluster(
         return run_replica_set(spec, policy, sink, threading.Event())
 
 
-def _interpreter(runtime_version: str | None, settings: ReplicaSettings, say: Callable[[str], None]) -> str:
+def _interpreter(runtime_version: str | None, python_version: str | None, settings: ReplicaSettings,
+                 say: Callable[[str], None]) -> str:
     """The Python the replicas run with: the runtime's environment (built now if needed)."""
-    if settings.python_override and runtime_version is None:
+    if settings.python_override and runtime_version is None and python_version is None:
         return settings.python
     from aiptrain.job.catalog import load_catalog
     from aiptrain.paths import aiptrain_home
@@ -211,4 +214,4 @@ def _interpreter(runtime_version: str | None, settings: ReplicaSettings, say: Ca
     def note(line: str, severity: str) -> None:
         say(f"warning: {line}" if severity == "WARNING" else line)
 
-    return environment_in_foreground(version, catalog, aiptrain_home(), note).python
+    return environment_in_foreground(version, catalog, aiptrain_home(), note, python=python_version).python

@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     run_token TEXT NOT NULL,
     created_epoch REAL NOT NULL,
     vertex_job_id TEXT,
+    runtime_environment TEXT,
     UNIQUE (project, job_id)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs (project, key);
@@ -118,6 +119,8 @@ class JobRecord:
     created_epoch: float
     # The numeric ID of the Vertex AI job this job runs (the emulator's customJobs), else None.
     vertex_job_id: str | None = None
+    # What the job ran in, recorded when it was prepared (`set_runtime_environment`), else None.
+    runtime_environment: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -336,6 +339,11 @@ class JobStore:
         marks = ",".join("?" * len(ACTIVE_STATES))  # placeholders only; values are bound
         rows = self._read(f"SELECT * FROM jobs WHERE state IN ({marks}) ORDER BY key", ACTIVE_STATES)  # noqa: S608
         return [_record(row) for row in rows]
+
+    def set_runtime_environment(self, key: int, environment: dict[str, Any]) -> None:
+        """Record what the job runs in (its interpreter, TensorFlow, packages, the notes said)."""
+        with self._write() as tx:
+            tx.execute("UPDATE jobs SET runtime_environment = ? WHERE key = ?", (json.dumps(environment), key))
 
     def set_supervisor(self, key: int, pid: int, start_ticks: int | None) -> None:
         with self._write() as tx:
@@ -620,7 +628,7 @@ def _transition_in_tx(
 
 # Columns added after the first release of the schema: (table, column, definition). A store made
 # before one of them gets it on its next open (CREATE TABLE IF NOT EXISTS leaves its table as is).
-_ADDED_COLUMNS = (("jobs", "vertex_job_id", "TEXT"),)
+_ADDED_COLUMNS = (("jobs", "vertex_job_id", "TEXT"), ("jobs", "runtime_environment", "TEXT"))
 
 
 def _add_missing_columns(tx: _Tx) -> None:
@@ -652,4 +660,5 @@ def _record(row: sqlite3.Row) -> JobRecord:
         run_token=row["run_token"],
         created_epoch=row["created_epoch"],
         vertex_job_id=row["vertex_job_id"],
+        runtime_environment=json.loads(row["runtime_environment"]) if row["runtime_environment"] else None,
     )

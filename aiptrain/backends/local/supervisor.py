@@ -39,7 +39,7 @@ from aiptrain.job.catalog import load_catalog
 from aiptrain.job.spec import JobState, TrainingInput
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.cluster_plan import plan_cluster
-from aiptrain.replicas.envs.for_job import JobEnvironmentFailed, environment_for_job
+from aiptrain.replicas.envs.for_job import JobEnvironmentFailed, environment_for_job, ran_in
 from aiptrain.replicas.envs.store import BuildCancelled
 from aiptrain.replicas.gcs_endpoint.service import replica_storage
 from aiptrain.replicas.log_capture import SERVICE_TASK
@@ -143,7 +143,7 @@ class Supervisor:
         record = self.store.get_by_key(self.key)
         training_input = record.job.training_input or TrainingInput()
         try:
-            environment = environment_for_job(
+            environment, resolution = environment_for_job(
                 training_input, load_catalog(), home=self.home, settings=settings, say=self.say,
                 stop=self.stop, run_token=record.run_token,
             )
@@ -154,6 +154,13 @@ class Supervisor:
             self.say(failed.message, "ERROR")
             self._finish(ReplicaSetOutcome(JobState.FAILED, failed.message))
             return
+        self.store.set_runtime_environment(self.key, ran_in(resolution, environment, settings))
+        if environment is not None and settings.gcs == "endpoint" and not resolution.honours_ca_bundle:
+            self.say(f"TensorFlow {resolution.tensorflow}'s gs:// client trusts only the system's certificates, so "
+                     "it cannot reach the job's storage endpoint: gs:// in --job-dir and the trainer's arguments "
+                     "become local paths of the store (as with AIPTRAIN_LOCAL_GCS=rewrite); gs:// paths built "
+                     "in the trainer's code do not work on this runtime here.", "WARNING")
+            settings = dataclasses.replace(settings, gcs="rewrite")
         if environment is not None:
             settings = dataclasses.replace(settings, python=environment.python)
         problem = install_packages(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiptrain.errors import Problem
-from aiptrain.job.catalog import Catalog
+from aiptrain.job.catalog import Catalog, EnvironmentRecipe
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.spec import ROLES, Job, TrainingInput
 from aiptrain.job.tf_config import replica_tasks
@@ -152,12 +152,12 @@ def replica_runtime_envs(training_input: TrainingInput, bundles: list[Bundle], c
                          mode: str) -> dict[str, dict[str, Any]]:
     """Task name -> the Ray runtime environment of its actor ({} with the cluster's own Python).
 
-    A replica with GPUs gets the GPU build of a package where the recipe names one."""
-    from aiptrain.replicas.envs.resolution import resolve_runtime
-
+    A replica with GPUs gets the GPU build of a package where the recipe names one. Replicas run
+    on the cluster's Python, so they get the runtime's fallback environment (TensorFlow 2.15),
+    whatever the runtime's own TensorFlow needs."""
     if mode == "cluster":
         return {}
-    recipe = resolve_runtime(training_input, catalog).recipe
+    recipe = _cluster_recipe(training_input, catalog)
     envs = {}
     for bundle in bundles:
         packages = [recipe.gpu_packages.get(p, p) if bundle.gpus else p for p in recipe.packages]
@@ -167,15 +167,22 @@ def replica_runtime_envs(training_input: TrainingInput, bundles: list[Bundle], c
 
 def runtime_notes(training_input: TrainingInput, catalog: Catalog, mode: str) -> list[str]:
     """INFO lines for the job's log: which packages the replicas run with, and how they get them."""
-    from aiptrain.replicas.envs.resolution import resolve_runtime
-
-    resolution = resolve_runtime(training_input, catalog)
+    runtime = catalog.runtime_for(training_input.runtime_version)
+    assert runtime is not None  # validated
     if mode == "cluster":
-        return [f"Runtime version {resolution.version}: the replicas run with the cluster's own Python "
+        return [f"Runtime version {runtime.version}: the replicas run with the cluster's own Python "
                 "(AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster); the trainer's dependencies must already be installed there."]
-    return [resolution.summary(),
+    recipe = _cluster_recipe(training_input, catalog)
+    return [f"Runtime version {runtime.version} ran TensorFlow {runtime.tensorflow}; on Ray the replicas run on the "
+            f"cluster's Python with TensorFlow {recipe.tensorflow} ({recipe.name}), since that is what installs there.",
             f"Runtime packages, installed for each replica through a Ray runtime environment ({mode}): "
-            + ", ".join(resolution.packages) + "."]
+            + ", ".join(recipe.packages) + "."]
+
+
+def _cluster_recipe(training_input: TrainingInput, catalog: Catalog) -> EnvironmentRecipe:
+    runtime = catalog.runtime_for(training_input.runtime_version)
+    assert runtime is not None  # validated
+    return catalog.environments[runtime.local_environment]
 
 
 def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *,

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from aiptrain.errors import OperationalError
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.spec import TrainingInput
+from aiptrain.replicas.envs import interpreters
 from aiptrain.replicas.envs.resolution import RuntimeResolution, require_version, resolve_runtime
 from aiptrain.replicas.envs.store import BuildCancelled, Environment, EnvironmentBuildFailed, EnvironmentStore, envs_dir
 from aiptrain.replicas.processes import TOKEN_VARIABLE
@@ -38,9 +41,10 @@ def environment_for_job(
     say: Say,
     stop: threading.Event,
     run_token: str,
-) -> Environment | None:
-    """The runtime environment of the job, built if needed; None with AIPTRAIN_LOCAL_PYTHON
-    (whose ability to install packages `interpreter_problem` checks before its pip runs).
+) -> tuple[Environment | None, RuntimeResolution]:
+    """The runtime environment of the job, built if needed, and how it was chosen; no environment
+    with AIPTRAIN_LOCAL_PYTHON (whose ability to install packages `interpreter_problem` checks
+    before its pip runs).
 
     Raises JobEnvironmentFailed (the job's errorMessage) or BuildCancelled.
     """
@@ -48,18 +52,53 @@ def environment_for_job(
     if settings.python_override:
         say(f"Runtime version {resolution.version}: running with AIPTRAIN_LOCAL_PYTHON={settings.python} "
             "(no runtime environment is built; the trainer's dependencies must already be installed there).", "INFO")
-        return None
+        return None, resolution
+    resolution = with_interpreter(resolution, training_input, catalog, say)
     announce(resolution, say)
+    if resolution.problem is not None:
+        raise JobEnvironmentFailed(resolution.summary())
     store = EnvironmentStore(envs_dir(home))
     try:
-        return store.ensure(resolution, progress=lambda line: say(line, "INFO"), stop=stop,
-                            extra_env={TOKEN_VARIABLE: run_token})
+        environment = store.ensure(resolution, progress=lambda line: say(line, "INFO"), stop=stop,
+                                   extra_env={TOKEN_VARIABLE: run_token})
     except EnvironmentBuildFailed as failed:
         raise JobEnvironmentFailed(failed.message) from failed
     except BuildCancelled:
         raise
     except OSError as error:
         raise JobEnvironmentFailed(f"Cannot build the runtime environment under {store.root}: {error}") from error
+    return environment, resolution
+
+
+def with_interpreter(resolution: RuntimeResolution, training_input: TrainingInput, catalog: Catalog,
+                     say: Say) -> RuntimeResolution:
+    """`resolution` with its interpreter: downloaded by uv when none was found here, else (the
+    download failed) resolved again without downloads, which falls back or names the problem."""
+    if not resolution.needs_download:
+        return resolution
+    say(f"No Python {resolution.python} for runtime {resolution.version} was found here; downloading it with uv ...",
+        "INFO")
+    found, why = interpreters.download(resolution.python)
+    if found is not None:
+        return dataclasses.replace(resolution, interpreter=found)
+    say(f"The download of Python {resolution.python} failed: {why}.", "WARNING")
+    return resolve_runtime(training_input, catalog, downloads=False)
+
+
+def ran_in(resolution: RuntimeResolution, environment: Environment | None, settings: ReplicaSettings) -> dict[str, Any]:
+    """What a job runs in, as `jobs describe` reports it afterwards (JSON)."""
+    if environment is None:
+        return {"python": settings.python, "notes": [
+            f"Runtime version {resolution.version}: ran with AIPTRAIN_LOCAL_PYTHON={settings.python}."]}
+    manifest = environment.manifest()
+    return {
+        "python": environment.python,
+        "pythonVersion": resolution.python,
+        "tensorflow": resolution.tensorflow,
+        "environment": str(environment.root),
+        "installed": manifest.get("installed", {}),
+        "notes": resolution.notes(),
+    }
 
 
 def announce(resolution: RuntimeResolution, say: Say) -> None:
@@ -70,11 +109,16 @@ def announce(resolution: RuntimeResolution, say: Say) -> None:
         say(warning[0].upper() + warning[1:] + ".", "WARNING")
 
 
-def environment_in_foreground(version: str, catalog: Catalog, home: Path, say: Say) -> Environment:
+def environment_in_foreground(version: str, catalog: Catalog, home: Path, say: Say, *,
+                              python: str | None = None) -> Environment:
     """A runtime's environment for a command run in a terminal (`local train`, `local envs build`):
-    announced, built if needed; OperationalError when the build fails."""
-    resolution = require_version(version, catalog)
+    announced, built if needed; OperationalError when it cannot be had."""
+    resolution = require_version(version, catalog, python=python)
+    resolution = with_interpreter(resolution, TrainingInput(runtime_version=version, python_version=python),
+                                  catalog, say)
     announce(resolution, say)
+    if resolution.problem is not None:
+        raise OperationalError(resolution.summary())
     try:
         return EnvironmentStore(envs_dir(home)).ensure(resolution, progress=lambda line: say(line, "INFO"))
     except EnvironmentBuildFailed as failed:

@@ -6,9 +6,11 @@
     envs/.logs/<key>.log         the output of its last build (kept whether it worked or not)
     envs/.locks/<key>.lock       held while it is built
 
-The key hashes the recipe's package list and the base interpreter (its path and the identity of
-its binary), so a changed recipe or a rebuilt Python is another environment, and an existing one
-is never changed in place. A build goes into `.tmp-<key>-*` beside the final directory and is
+The key hashes the package list and the base interpreter (its path and the identity of its
+binary), so a changed package set or a rebuilt Python is another environment, and an existing one
+is never changed in place. Environments are seeded with that Python's own pip and setuptools, so a
+trainer whose requirements uv refuses can still be installed the way the service did (with pip).
+A build goes into `.tmp-<key>-*` beside the final directory and is
 renamed into place once complete (with its manifest written last), so a killed build leaves
 nothing a later job would use; the next build under the lock removes it. Two jobs that need the
 same environment take the lock in turn: the second finds the first one's result.
@@ -27,7 +29,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.cache_eviction import mark_used, remove_unused
+from aiptrain.replicas.envs.pip_config import pip_settings
 from aiptrain.replicas.envs.resolution import RuntimeResolution, package_label
 from aiptrain.replicas.envs.uv import environment_python, failure_reason, uv_binary, uv_environment
 
@@ -105,20 +107,15 @@ def envs_dir(home: Path, env: dict[str, str] | None = None) -> Path:
     return Path(override) if override else home / "envs"
 
 
-def base_interpreter() -> str:
-    """The Python environments are built on: the interpreter behind aiptrain's own (venv or not)."""
-    return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-
-
 def normalise_name(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(".", "-")
 
 
 def effective_packages(resolution: RuntimeResolution) -> list[str]:
-    """The recipe's packages, with the GPU variants where this machine has an NVIDIA GPU."""
+    """The resolution's packages, with the GPU variants where this machine has an NVIDIA GPU."""
     packages = list(resolution.packages)
     if Path("/dev/nvidia0").exists():
-        packages = [resolution.recipe.gpu_packages.get(p, p) for p in packages]
+        packages = [resolution.gpu_packages.get(p, p) for p in packages]
     return packages
 
 
@@ -140,7 +137,7 @@ class EnvironmentStore:
         return self.root / ".logs" / f"{key}.log"
 
     def key_for(self, resolution: RuntimeResolution) -> str:
-        return environment_key(effective_packages(resolution), base_interpreter())
+        return environment_key(effective_packages(resolution), _interpreter_of(resolution))
 
     def find(self, resolution: RuntimeResolution) -> Environment | None:
         """The built environment of `resolution` (now marked used), or None."""
@@ -239,16 +236,18 @@ class EnvironmentStore:
         log_path = self.log_path(key)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=self.root, prefix=f"{_STAGING_PREFIX}{key}-"))
-        progress(f"Building runtime {resolution.version}: " + ", ".join(package_label(p) for p in packages)
-                 + f" (log: {log_path})")
+        progress(f"Building runtime {resolution.version} on Python {resolution.python}: "
+                 + ", ".join(package_label(p) for p in packages) + f" (log: {log_path})")
+        base_env = {**os.environ, **extra_env}
+        progress(pip_settings(base_env).describe())
         started = time.monotonic()
         uv = uv_binary()
-        env = uv_environment({**os.environ, **extra_env})
-        python = base_interpreter()
+        env = uv_environment(base_env)
+        python = _interpreter_of(resolution)
         try:
             with log_path.open("w", encoding="utf-8") as log:
                 steps = [
-                    [uv, "venv", "--quiet", "--relocatable", "--python", python, str(staging)],
+                    [uv, "venv", "--quiet", "--seed", "--relocatable", "--python", python, str(staging)],
                     [uv, "pip", "install", "--python", environment_python(staging), *packages],
                 ]
                 for argv in steps:
@@ -269,8 +268,9 @@ class EnvironmentStore:
             installed = dict(_parse_freeze(frozen))
             manifest = {
                 "key": key,
-                "name": resolution.recipe.name,
-                "tensorflow": resolution.recipe.tensorflow,
+                "name": resolution.name,
+                "runtime": resolution.version,
+                "tensorflow": resolution.tensorflow,
                 "packages": packages,
                 "python": python,
                 "python_version": resolution.python,
@@ -290,6 +290,13 @@ class EnvironmentStore:
         remove_unused(self.root, keep=final)
         progress(f"Built runtime {resolution.version}'s environment in {time.monotonic() - started:.1f} s: {final}")
         return Environment(key, final)
+
+
+def _interpreter_of(resolution: RuntimeResolution) -> str:
+    if resolution.interpreter is None:
+        raise EnvironmentBuildFailed(resolution.problem or f"No Python {resolution.python} to build runtime "
+                                     f"{resolution.version}'s environment on.")
+    return resolution.interpreter.path
 
 
 class _HeldLock:

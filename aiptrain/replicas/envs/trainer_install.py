@@ -11,12 +11,17 @@ environment:
   TensorFlow, as the image did, and `tensorflow==1.15` in an old setup.py must not pull a second
   TensorFlow (or fail) on a runtime that substitutes 2.15;
 - whatever uv put in the directory that the environment already has at the same version is
-  removed again, so a job's site holds only what the trainer adds.
+  removed again, so a job's site holds only what the trainer adds;
+- where uv refuses what the era's pip accepted (the legacy metadata of pandas 0.24, an old sdist
+  uv cannot build), the environment's own pip installs the package instead, as the service's did;
+- a requirement that cannot install on the runtime's Python fails with one line naming the
+  package, the Python it needs and the one the runtime runs (`python_mismatch`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from email.parser import HeaderParser
 from pathlib import Path
@@ -47,8 +52,59 @@ def install_argv(
     return [*argv, str(package)]
 
 
+# uv: "... and pandas==1.4.1 depends on Python>=3.8, we can conclude ..."
+_UV_NEEDS_PYTHON = re.compile(r"(?:and |, )([A-Za-z0-9_.\-\[\]]+(?:==[^\s,]+)?) depends on Python([<>=!~][^\s,]*)")
+# pip: "ERROR: Package 'pandas' requires a different Python: 3.7.16 not in '>=3.8'", or
+# "Ignored the following versions that require a different python version: 1.4.1 Requires-Python >=3.8"
+_PIP_NEEDS_PYTHON = re.compile(r"Package '([^']+)' requires a different Python: \S+ not in '([^']+)'")
+_PIP_IGNORED = re.compile(r"require a different python version: (\S+) Requires-Python ([^;\s]+)")
+# uv's answers where the era's pip would have gone on: metadata it will not parse, builds it cannot do.
+_PIP_NO_VERSION = re.compile(r"satisfies the requirement (\S+)")
+_UV_REFUSALS = ("could not be parsed", "Failed to parse", "Failed to build", "Failed to download and build",
+                "Failed to prepare distributions", "invalid metadata")
+
+
 def is_resolution_conflict(lines: list[str]) -> bool:
     return any("No solution found" in line for line in lines)
+
+
+def failure_reason_line(lines: list[str]) -> str:
+    """uv's reason, short enough for one log line."""
+    reason = failure_reason(lines)
+    return reason if len(reason) <= 200 else reason[:197] + "..."
+
+
+def uv_refused(lines: list[str]) -> bool:
+    """Whether uv stopped at something pip would have installed (the fallback applies)."""
+    return any(marker in line for line in lines for marker in _UV_REFUSALS)
+
+
+def pip_argv(package: Path, environment: Environment, site: Path, *, constrained: bool) -> list[str]:
+    """The environment's own pip, as the service installed trainer packages."""
+    argv = [environment.python, "-m", "pip", "install", "--no-input", "--quiet", "--disable-pip-version-check",
+            "--target", str(site)]
+    if constrained:
+        argv += ["--constraint", str(environment.constraints)]
+    return [*argv, str(package)]
+
+
+def python_mismatch(lines: list[str], environment: Environment) -> str | None:
+    """One line for a requirement that needs another Python than the runtime's, else None:
+    `pandas==1.4.1 needs Python >= 3.8; runtime 1.15 runs Python 3.7`."""
+    text = " ".join(line.strip() for line in lines)
+    found = _UV_NEEDS_PYTHON.search(text) or _PIP_NEEDS_PYTHON.search(text)
+    if found is not None:
+        requirement, spec = found.group(1), found.group(2)
+    else:
+        ignored = _PIP_IGNORED.search(text)
+        wanted = _PIP_NO_VERSION.search(text)
+        if ignored is None or wanted is None:
+            return None
+        requirement, spec = wanted.group(1), ignored.group(2)
+    spec = re.sub(r"([<>=!~]+)", r"\1 ", spec.strip("'")).replace(",", ", ")
+    manifest = environment.manifest()
+    return (f"{requirement} needs Python {spec}; runtime {manifest.get('runtime', '?')} runs Python "
+            f"{manifest.get('python_version', '?')}")
 
 
 def failure_message(package: Path, environment: Environment, lines: list[str]) -> str:

@@ -23,8 +23,12 @@ def uv_binary() -> str:
 
 
 def uv_environment(base: dict[str, str]) -> dict[str, str]:
-    """uv's settings for aiptrain: never download a Python, no colour or progress bars."""
+    """uv's settings for aiptrain: pip's index and certificates (see `pip_config`), never a
+    Python download behind the user's back, no colour or progress bars."""
+    from aiptrain.replicas.envs.pip_config import pip_settings
+
     env = dict(base)
+    env.update(pip_settings(base).uv_variables(base))
     env.update({"UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1", "UV_NO_PROGRESS": "1"})
     for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH"):
         env.pop(name, None)

@@ -1,0 +1,1 @@
+print("this trainer must never start")
