@@ -18,11 +18,13 @@ def _store() -> Any:
 
 
 def _runtimes_by_environment() -> dict[str, list[str]]:
-    """Recipe name -> the runtime versions that run in it."""
+    """Environment name -> the runtime versions that run in it: each runtime its own
+    (`runtime-1.15`), and the fallback set every runtime can fall back to."""
     from aiptrain.job.catalog import load_catalog
 
     found: dict[str, list[str]] = {}
     for runtime in load_catalog().runtimes.values():
+        found[f"runtime-{runtime.version}"] = [runtime.version]
         found.setdefault(runtime.local_environment, []).append(runtime.version)
     return found
 

@@ -1,8 +1,8 @@
 """Runtime environments for the tests that need the real ones.
 
-Building an environment (TensorFlow 2.15 and the runtime packages) is the slow part, so it is
-built once per test session into a shared directory (`AIPTRAIN_ENVS_DIR`), and every test here
-that runs a job uses it. Other tests in the suite run trainers with the test interpreter
+Building an environment (a runtime's TensorFlow and packages on its Python) is the slow part, so
+each is built once per test session into a shared directory (`AIPTRAIN_ENVS_DIR`) that every test
+here that runs a job uses. Other tests in the suite run trainers with the test interpreter
 (`AIPTRAIN_LOCAL_PYTHON`, set by tests/conftest.py); tests here unset it.
 """
 
@@ -38,8 +38,8 @@ def shared_envs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def built_environment(shared_envs_dir: Path) -> Environment:
-    """The environment every runtime of the catalog runs in, built once for the session."""
-    resolution = resolve_version("2.11", load_catalog())
+    """Runtime 1.15's own environment (TensorFlow 1.15.5 on Python 3.7), built once for the session."""
+    resolution = resolve_version("1.15", load_catalog(), python="3.7")
     assert resolution is not None
     lines: list[str] = []
     return EnvironmentStore(shared_envs_dir).ensure(resolution, progress=lines.append)

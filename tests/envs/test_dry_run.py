@@ -28,9 +28,9 @@ def _dry_run(version: str, *extra: str) -> tuple[int, str, str]:
 def test_dry_run_states_the_substitution_and_builds_nothing(no_override: Path) -> None:
     code, out, err = _dry_run("2.1")
     assert code == 0, err
-    assert ("Runtime:\n  Runtime version 2.1 shipped TensorFlow 2.1 for Python 3.7; here it runs TensorFlow 2.15.1 "
-            "on Python 3.11 (TensorFlow 2.1: it has no build for Python 3.11") in out
-    assert "Runtime packages: tensorflow-cpu 2.15.1, numpy 1.26.4, pandas 2.1.4" in out
+    assert ("Runtime:\n  Runtime version 2.1 with Python 3.7 (the service's default): TensorFlow 2.1.4 on "
+            "Python 3.7 (") in out
+    assert "Runtime packages: tensorflow-cpu 2.1.4, numpy 1.18.5, scipy 1.4.1, pandas 0.25.3" in out
     assert "retired" not in out
     assert not no_override.exists()
 
@@ -39,7 +39,8 @@ def test_dry_run_of_a_retired_runtime_warns_and_json_carries_the_notes(no_overri
     code, out, err = _dry_run("1.10", "--format", "json")
     assert code == 0, err
     plan = json.loads(out)
-    assert plan["localRuntime"][1].startswith("TF-1-only modules (tf.contrib")
+    assert "TensorFlow 1.10.1 on Python 3.6 (" in plan["localRuntime"][0]
+    assert plan["localRuntime"][1].startswith("Runtime packages: tensorflow 1.10.1, numpy 1.14.5")
     assert any(w.startswith("runtime version 1.10 was retired") for w in plan["warnings"])
 
 

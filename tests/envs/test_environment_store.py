@@ -18,10 +18,10 @@ from .conftest import aiptrain
 
 
 def small_resolution(*packages: str) -> RuntimeResolution:
-    """Runtime 2.11 with its recipe swapped for a few small packages."""
+    """Runtime 2.11 with its packages swapped for a few small ones."""
     real = resolve_version("2.11", load_catalog())
     assert real is not None
-    return replace(real, recipe=replace(real.recipe, name="small", packages=packages))
+    return replace(real, name="small", packages=packages)
 
 
 def test_build_is_published_whole_with_its_log_and_constraints(tmp_path: Path) -> None:
@@ -29,7 +29,8 @@ def test_build_is_published_whole_with_its_log_and_constraints(tmp_path: Path) -
     resolution = small_resolution("six==1.16.0")
     lines: list[str] = []
     environment = store.ensure(resolution, progress=lines.append)
-    assert lines[0].startswith("Building runtime 2.11: six 1.16.0 (log: ")
+    assert lines[0].startswith("Building runtime 2.11 on Python 3.7: six 1.16.0 (log: ")
+    assert lines[1].startswith("Installing with package index ")
     assert environment.installed() == {"six": "1.16.0"}
     assert "six==1.16.0" in environment.constraints.read_text()
     assert "six==1.16.0" in store.log_path(environment.key).read_text()
@@ -93,11 +94,13 @@ def test_local_envs_commands_list_build_and_remove(tmp_path: Path, monkeypatch: 
     built = aiptrain("local", "envs", "build", "1.15")
     assert built.returncode == 0, built.stderr
     assert "Building runtime" not in built.stderr  # the session built it already
-    assert "Runtime version 1.15 shipped TensorFlow 1.15" in built.stderr
+    assert "Runtime version 1.15 with Python 2.7 (the service's default): TensorFlow 1.15.5 on Python 3.7" \
+        in built.stderr
     listed = aiptrain("local", "envs", "list", "--format", "json")
     rows = json.loads(listed.stdout)
     assert [row["path"] for row in rows] == [built.stdout.strip()]
-    assert rows[0]["name"] == "tf2.15-keras2" and "1.10" in rows[0]["runtimeVersions"]
+    assert rows[0]["name"] == "runtime-1.15" and rows[0]["runtimeVersions"] == ["1.15"]
+    assert rows[0]["python"] == "3.7"
     assert rows[0]["sizeBytes"] > rows[0]["ownBytes"] > 0  # most files are links into uv's cache
     unknown = aiptrain("local", "envs", "build", "1.99")
     assert unknown.returncode == 2 and "runtime versions: 1.0, 1.1" in unknown.stderr

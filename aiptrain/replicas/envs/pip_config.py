@@ -5,12 +5,13 @@ was built with, so behind a TLS-inspecting proxy (pip.conf: `cert = ...`) it fai
 `invalid peer certificate: UnknownIssuer` where pip works. What pip is configured with becomes
 uv's own settings, unless uv's are set already: the index (`index-url` -> UV_INDEX_URL), extra
 indexes, find-links, trusted hosts and the certificate bundle (`cert` -> SSL_CERT_FILE); and uv
-always uses the system's trust store as well (UV_NATIVE_TLS). With several indexes, uv is told to
+always uses the system's trust store as well (UV_SYSTEM_CERTS). With several indexes, uv is told to
 pick versions as pip does, the best match on any of them (UV_INDEX_STRATEGY=unsafe-best-match).
 
 pip's files are read in pip's order, later ones winning: the site-wide files (/etc/xdg/pip/pip.conf,
 /etc/pip.conf), the user's (~/.pip/pip.conf, ~/.config/pip/pip.conf), PIP_CONFIG_FILE; then the
-`PIP_*` variables. In each file, `[install]` wins over `[global]`.
+`PIP_*` variables. In each file, `[install]` wins over `[global]`. PIP_CONFIG_FILE=/dev/null
+turns the files off, as it does for pip.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class PipSettings:
 
     def uv_variables(self, env: Mapping[str, str]) -> dict[str, str]:
         """uv's variables for these settings, leaving out any that `env` sets already."""
-        variables = {"UV_NATIVE_TLS": "1"}
+        variables = {"UV_SYSTEM_CERTS": "1"}
         if "extra-index-url" in self.values or "find-links" in self.values:
             # pip takes the best version found on any index; uv, by default, only the first index's.
             variables["UV_INDEX_STRATEGY"] = "unsafe-best-match"
@@ -88,11 +89,13 @@ def pip_settings(env: Mapping[str, str] | None = None) -> PipSettings:
 
 
 def _config_files(env: Mapping[str, str]) -> list[Path]:
+    if env.get("PIP_CONFIG_FILE") == os.devnull:
+        return []  # pip's way of saying "no configuration files at all"
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     xdg_dirs = env.get("XDG_CONFIG_DIRS") or "/etc/xdg"
     config_home = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
     files = [Path(d) / "pip" / "pip.conf" for d in xdg_dirs.split(":") if d]
     files += [Path("/etc/pip.conf"), home / ".pip" / "pip.conf", config_home / "pip" / "pip.conf"]
-    if env.get("PIP_CONFIG_FILE") and env["PIP_CONFIG_FILE"] != os.devnull:
+    if env.get("PIP_CONFIG_FILE"):
         files.append(Path(env["PIP_CONFIG_FILE"]))
     return [path for path in files if path.is_file()]

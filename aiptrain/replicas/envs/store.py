@@ -26,6 +26,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -264,6 +265,7 @@ class EnvironmentStore:
                     [uv, "pip", "freeze", "--python", environment_python(staging)],
                     env=env, capture_output=True, text=True, check=True,
                 ).stdout
+            frozen = _without_seed_tools(frozen, packages)
             (staging / _CONSTRAINTS).write_text(frozen)
             installed = dict(_parse_freeze(frozen))
             manifest = {
@@ -353,6 +355,20 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
     except OSError:
         pass
     process.wait()
+
+
+# What `uv venv --seed` puts in every environment so that its own pip can install what uv
+# refuses; not part of the runtime's package set (a trainer may pin its own setuptools).
+_SEED_TOOLS = ("pip", "setuptools", "wheel")
+
+
+def _without_seed_tools(frozen: str, packages: list[str]) -> str:
+    """`uv pip freeze` output without the seeded tools, unless the package set asks for them."""
+    asked = {normalise_name(re.split(r"[<>=!~\[ ;]", p, maxsplit=1)[0]) for p in packages}
+    dropped = set(_SEED_TOOLS) - asked
+    lines = [line for line in frozen.splitlines()
+             if normalise_name(line.partition("==")[0]) not in dropped]
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _parse_freeze(text: str) -> list[tuple[str, str]]:

@@ -1,11 +1,10 @@
-"""Keras 2 only: feature columns through DenseFeatures, then a Lambda without output_shape
-(Keras 3 has neither DenseFeatures nor shape inference for such a Lambda)."""
+"""Keras 2 as a runtime 2.1 trainer used it: feature columns through DenseFeatures, then a Lambda
+without output_shape (Keras 3 has neither DenseFeatures nor shape inference for such a Lambda)."""
 
 import argparse
 import json
 import os
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -20,12 +19,12 @@ def main():
     squared = tf.keras.layers.Lambda(lambda t: tf.concat([t, t * t], axis=1))(features)
     model = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(squared))
     model.compile(optimizer="sgd", loss="mse")
-    rng = np.random.default_rng(0)
-    data = {"a": rng.random((32, 1), dtype=np.float32), "b": rng.random((32, 1), dtype=np.float32)}
+    rng = np.random.RandomState(0)
+    data = {"a": rng.rand(32, 1).astype(np.float32), "b": rng.rand(32, 1).astype(np.float32)}
     history = model.fit(data, data["a"] + data["b"] ** 2, epochs=2, batch_size=8, verbose=2)
     tf.io.gfile.makedirs(args.job_dir)  # a gs:// --job-dir arrives as given, as on the service
     with tf.io.gfile.GFile(os.path.join(args.job_dir, "result.json"), "w") as out:
-        json.dump({"keras": keras.__version__, "tensorflow": tf.__version__,
+        json.dump({"keras": tf.keras.__version__, "tensorflow": tf.__version__,
                    "loss": history.history["loss"][-1], "lambda_width": int(squared.shape[-1])}, out)
 
 
