@@ -29,6 +29,9 @@ test: $(STAMP)
 	# The two-node Ray cluster of tests/ray gets the machine to itself: beside TensorFlow tests on
 	# the other worker its jobs were starved past their timeouts.
 	$(BIN)/python -m pytest -q tests/ray
+	# aiptrain installed on Python 3.12 and 3.13 (the suite runs on 3.11): CLI, dry run, a refusal and a
+	# real TensorFlow job from each; in CI a missing interpreter is a failure, elsewhere it is skipped.
+	AIPTRAIN_REQUIRE_PYTHONS=$${CI:+1} bash scripts/check_other_pythons.sh
 
 # Property-based tests with random seeds and many more examples than `make test` runs
 # (tests/fuzz runs there too, with a fixed seed); HYPOTHESIS_MAX_EXAMPLES bounds each property.
@@ -43,4 +46,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) .venv-py3.* build dist *.egg-info
