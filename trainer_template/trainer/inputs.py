@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+
+# typing.Callable, not collections.abc.Callable: InputFn below is evaluated at import time, and
+# collections.abc generics cannot be subscripted before Python 3.9 (runtime 2.11 runs 3.7).
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     import tensorflow as tf
