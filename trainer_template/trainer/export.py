@@ -7,9 +7,9 @@ import logging
 import os
 import time
 
-import keras
 import tensorflow as tf
 
+from trainer.compat import keras
 from trainer.model import ServingModule
 
 logger = logging.getLogger("trainer")

@@ -11,10 +11,10 @@ import logging
 import time
 from typing import Any
 
-import keras
 import tensorflow as tf
 
 from trainer.checkpoints import CheckpointWriter
+from trainer.compat import keras
 from trainer.estimator import Estimator, EvalSpec, TrainSpec
 from trainer.inputs import PipelineContext, derive_seed, first_batch_fingerprint
 from trainer.primary import PrimaryDuties
