@@ -77,11 +77,19 @@ def _decode_csv_lines(lines: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return features, labels
 
 
+def _csv_lines(path: tf.Tensor) -> tf.data.Dataset:
+    # A named function rather than a lambda: TensorFlow 2.11's autograph warns (on stderr, which
+    # the service logs as ERROR) about every lambda it converts.
+    import tensorflow as tf
+
+    return tf.data.TextLineDataset(path).skip(1)  # skip the CSV header
+
+
 def _records(files: tf.data.Dataset, cycle_length: int) -> tf.data.Dataset:
     import tensorflow as tf
 
     return files.interleave(
-        lambda path: tf.data.TextLineDataset(path).skip(1),  # skip the CSV header
+        _csv_lines,
         cycle_length=cycle_length,
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
