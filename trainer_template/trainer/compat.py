@@ -30,8 +30,8 @@ def current_worker_index() -> tf.Tensor:
 def _worker_index_at_call_time() -> tf.Tensor:
     # TensorFlow 2.11 has no public call for this (2.12 added it). This is what that call does,
     # with internals 2.11 already has: a placeholder that the coordinator fills, every time it
-    # runs the function on a worker, from the dispatch context naming that worker. Only 2.11 and
-    # older take this path, so the private modules it imports can no longer change under it.
+    # runs the function on a worker, from the dispatch context naming that worker. Only 2.11 takes
+    # this path (the trainer needs 2.11 or later), so these private modules cannot change under it.
     from tensorflow.core.framework import attr_value_pb2
     from tensorflow.python.distribute.coordinator import coordinator_context
     from tensorflow.python.framework import ops
