@@ -12,9 +12,9 @@ setup(
     version="0.1.0",
     description="Distributed TensorFlow 2 trainer for the 8x8 digits, following the AI Platform Training contract",
     packages=find_packages(include=["trainer", "trainer.*"]),
-    python_requires=">=3.9",
+    python_requires=">=3.7",  # runtime 2.11 runs Python 3.7
     install_requires=[
-        "tensorflow>=2.12",  # runs on Keras 2 (runtime 2.11 -> TensorFlow 2.15 locally) and Keras 3
+        "tensorflow>=2.11",  # Keras 2 (runtime 2.11: TensorFlow 2.11.0) and Keras 3 (TensorFlow 2.16+)
         "cloudml-hypertune>=0.1.0.dev6",
     ],
     extras_require={

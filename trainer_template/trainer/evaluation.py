@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import keras
 import tensorflow as tf
 
+from trainer.compat import keras
 from trainer.estimator import EvalSpec
 
 

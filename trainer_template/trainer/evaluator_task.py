@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import time
 
-import keras
 import tensorflow as tf
 
 from trainer.checkpoints import checkpoint_step, read_completion_marker
+from trainer.compat import keras
 from trainer.estimator import Estimator, EvalSpec, TrainSpec
 from trainer.evaluation import EvalRunner
 from trainer.reporting import Summaries, format_metrics

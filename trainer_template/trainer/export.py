@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import abc
 import logging
 import os
 import time
-from typing import Protocol
 
-import keras
 import tensorflow as tf
 
+from trainer.compat import keras
 from trainer.model import ServingModule
 
 logger = logging.getLogger("trainer")
@@ -34,17 +34,23 @@ def timestamped_dir(base: str) -> str:
     return os.path.join(base, str(stamp))
 
 
-class Exporter(Protocol):
-    """Replaces ``tf.estimator.Exporter``: called by the primary replica after each evaluation."""
+class Exporter(abc.ABC):
+    """Replaces ``tf.estimator.Exporter``: called by the primary replica after each evaluation.
+
+    An abstract base class, as ``tf.estimator.Exporter`` was (``typing.Protocol`` needs Python
+    3.8, and runtime 2.11 runs 3.7): an exporter of your own subclasses it.
+    """
 
     name: str
 
+    @abc.abstractmethod
     def export(
         self, model: keras.Model, export_dir_base: str, num_features: int, metrics: dict[str, float], is_final: bool
-    ) -> str | None: ...
+    ) -> str | None:
+        """Export ``model`` if this exporter wants to now; returns the export directory, or None."""
 
 
-class FinalExporter:
+class FinalExporter(Exporter):
     """Replaces ``tf.estimator.FinalExporter``: one export when training has finished.
 
     Written to ``export_dir_base/<timestamp>``; when ``AIP_MODEL_DIR`` is set (Vertex AI and the

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+
+# typing.Callable, not collections.abc.Callable: InputFn below is evaluated at import time, and
+# collections.abc generics cannot be subscripted before Python 3.9 (runtime 2.11 runs 3.7).
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -74,11 +77,19 @@ def _decode_csv_lines(lines: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return features, labels
 
 
+def _csv_lines(path: tf.Tensor) -> tf.data.Dataset:
+    # A named function rather than a lambda: TensorFlow 2.11's autograph warns (on stderr, which
+    # the service logs as ERROR) about every lambda it converts.
+    import tensorflow as tf
+
+    return tf.data.TextLineDataset(path).skip(1)  # skip the CSV header
+
+
 def _records(files: tf.data.Dataset, cycle_length: int) -> tf.data.Dataset:
     import tensorflow as tf
 
     return files.interleave(
-        lambda path: tf.data.TextLineDataset(path).skip(1),  # skip the CSV header
+        _csv_lines,
         cycle_length=cycle_length,
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,

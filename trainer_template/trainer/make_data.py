@@ -45,7 +45,7 @@ def write_digits(
     from sklearn.datasets import load_digits
 
     digits = load_digits()
-    pairs = zip(digits.data, digits.target, strict=True)
+    pairs = zip(digits.data, digits.target)
     rows = [[int(value) for value in image] + [int(label)] for image, label in pairs]
     random.Random(seed).shuffle(rows)
     eval_count = int(len(rows) * eval_fraction)

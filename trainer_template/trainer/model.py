@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import keras
 import tensorflow as tf
 
+from trainer.compat import keras
 from trainer.inputs import NUM_CLASSES, NUM_FEATURES
 
 # Pixel values in the digits data run from 0 to 16; the model scales them itself so that

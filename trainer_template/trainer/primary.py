@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
-import keras
-
 from trainer.checkpoints import clear_completion_marker, write_completion_marker
+from trainer.compat import keras
 from trainer.estimator import Estimator, EvalSpec
 from trainer.evaluation import EvalRunner
 from trainer.export import FinalExporter

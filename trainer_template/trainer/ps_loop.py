@@ -11,11 +11,11 @@ import logging
 import time
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from trainer.checkpoints import CheckpointWriter
+from trainer.compat import current_worker_index, keras
 from trainer.estimator import Estimator, EvalSpec, TrainSpec
 from trainer.inputs import PipelineContext, derive_seed
 from trainer.primary import PrimaryDuties
@@ -49,7 +49,7 @@ def _per_worker_iterator(
     def dataset_fn(_: tf.distribute.InputContext) -> tf.data.Dataset:
         # Runs on each worker: only there is the worker index known, as a tensor (the input
         # context traced on the coordinator always says pipeline 0 of 1).
-        worker_index = tf.distribute.coordinator.experimental_get_current_worker_index()
+        worker_index = current_worker_index()
         context = PipelineContext(
             num_input_pipelines=num_workers,
             input_pipeline_id=worker_index,

@@ -19,6 +19,6 @@ def train_on_batch(state: TrainingState, features: tf.Tensor, labels: tf.Tensor)
         if model.losses:
             loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
     gradients = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
     state.global_step.assign_add(1)
     return batch_sums(labels, logits, losses)

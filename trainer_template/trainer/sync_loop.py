@@ -11,10 +11,10 @@ import logging
 import time
 from typing import Any
 
-import keras
 import tensorflow as tf
 
 from trainer.checkpoints import CheckpointWriter
+from trainer.compat import keras
 from trainer.estimator import Estimator, EvalSpec, TrainSpec
 from trainer.inputs import PipelineContext, derive_seed, first_batch_fingerprint
 from trainer.primary import PrimaryDuties
@@ -186,8 +186,11 @@ def _leave_together(strategy: tf.distribute.Strategy) -> None:
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return
 
+    def one() -> tf.Tensor:  # not a lambda: TensorFlow 2.11's autograph warns about each one
+        return tf.constant(1.0)
+
     @tf.function  # eagerly, the collective logs a warning about its overhead
     def all_reduce_one() -> tf.Tensor:
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(one), axis=None)
 
     all_reduce_one()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-import keras
 import tensorflow as tf
 
+from trainer.compat import keras
 from trainer.estimator import ModelSpec
 
 logger = logging.getLogger("trainer")
