@@ -24,7 +24,7 @@ def _local(job_dir: str) -> Path:
     """Where the local store keeps a gs:// --job-dir (handed over unchanged, as on the service):
     the record is written with plain file I/O, for the tests to read."""
     if job_dir.startswith("gs://"):
-        return Path(os.environ["AIPTRAIN_HOME"]) / "storage" / job_dir.removeprefix("gs://")
+        return Path(os.environ["AIPTRAIN_HOME"]) / "storage" / job_dir[len("gs://"):]
     return Path(job_dir)
 
 
