@@ -74,7 +74,7 @@ class EnvironmentRecipe:
     name: str
     tensorflow: str
     packages: tuple[str, ...]
-    reason: str  # why a runtime's own TensorFlow is replaced; {tensorflow} is the runtime's
+    reason: str  # why this set serves as the fallback
     pythons: tuple[str, ...] = ()  # the Pythons its packages install on
     tf1_note: str = ""
     gpu_packages: dict[str, str] = field(default_factory=dict)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import threading
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from aiptrain.errors import OperationalError
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.spec import TrainingInput
 from aiptrain.replicas.envs import interpreters
-from aiptrain.replicas.envs.resolution import RuntimeResolution, require_version, resolve_runtime
+from aiptrain.replicas.envs.resolution import Finder, RuntimeResolution, require_version, resolve_runtime
 from aiptrain.replicas.envs.store import BuildCancelled, Environment, EnvironmentBuildFailed, EnvironmentStore, envs_dir
 from aiptrain.replicas.processes import TOKEN_VARIABLE
 from aiptrain.replicas.settings import ReplicaSettings
@@ -72,16 +71,17 @@ def environment_for_job(
 
 def with_interpreter(resolution: RuntimeResolution, training_input: TrainingInput, catalog: Catalog,
                      say: Say) -> RuntimeResolution:
-    """`resolution` with its interpreter: downloaded by uv when none was found here, else (the
-    download failed) resolved again without downloads, which falls back or names the problem."""
+    """`resolution` with its interpreter: downloaded by uv when none was found here (the runtime's
+    Pythons in turn, nearest first), else resolved again without downloads, which falls back or
+    names the problem."""
     if not resolution.needs_download:
         return resolution
-    say(f"No Python {resolution.python} for runtime {resolution.version} was found here; downloading it with uv ...",
-        "INFO")
-    found, why = interpreters.download(resolution.python)
-    if found is not None:
-        return dataclasses.replace(resolution, interpreter=found)
-    say(f"The download of Python {resolution.python} failed: {why}.", "WARNING")
+    for python in resolution.alternatives:
+        say(f"No Python {python} for runtime {resolution.version} was found here; downloading it with uv ...", "INFO")
+        found, why = interpreters.download(python)
+        if found is not None:
+            return resolve_runtime(training_input, catalog, downloads=False, find=_only(found))
+        say(f"The download of Python {python} failed: {why}.", "WARNING")
     return resolve_runtime(training_input, catalog, downloads=False)
 
 
@@ -99,6 +99,11 @@ def ran_in(resolution: RuntimeResolution, environment: Environment | None, setti
         "installed": manifest.get("installed", {}),
         "notes": resolution.notes(),
     }
+
+
+def _only(found: interpreters.Interpreter) -> Finder:
+    """A finder that knows the one interpreter just downloaded."""
+    return lambda version, _env: found if version == found.version else None
 
 
 def announce(resolution: RuntimeResolution, say: Say) -> None:

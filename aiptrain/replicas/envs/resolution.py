@@ -48,6 +48,7 @@ class RuntimeResolution:
     problem: str | None = None  # set when nothing can run the job: the job's errorMessage
     tf1_note: str = ""
     gpu_packages: dict[str, str] = field(default_factory=dict)
+    alternatives: tuple[str, ...] = ()  # the runtime's Pythons, best first (what a download may fetch)
 
     @property
     def version(self) -> str:
@@ -116,15 +117,15 @@ def resolve_runtime(
         raise KeyError(training_input.runtime_version)
     asked_python = training_input.python_version or runtime.default_python
     recipe = catalog.environments[runtime.local_environment]
+    candidates = _python_order(runtime, asked_python)
 
     def own(python: str, found: Interpreter | None, *, why: str = "", problem: str | None = None) -> RuntimeResolution:
         return RuntimeResolution(
             asked=training_input.runtime_version, runtime=runtime, python_asked=training_input.python_version,
             name=f"runtime-{runtime.version}", tensorflow=runtime.tensorflow,
             packages=(runtime.tensorflow_requirement, *runtime.packages), python=python, interpreter=found,
-            why=why, problem=problem, gpu_packages=_gpu_variant(runtime))
+            why=why, problem=problem, gpu_packages=_gpu_variant(runtime), alternatives=tuple(candidates))
 
-    candidates = _python_order(runtime, asked_python)
     for python in candidates:
         found = find(python, env)
         if found is not None:
@@ -137,9 +138,8 @@ def resolve_runtime(
     for python in sorted(recipe.pythons, key=lambda p: _distance(p, asked_python)):
         found = find(python, env)
         if found is not None:
-            reason = recipe.reason.format(tensorflow=runtime.tensorflow)
             why = (f"no Python that TensorFlow {runtime.tensorflow} installs on ({looked}) was found here (looked in "
-                   f"{where}), so it runs the fallback environment: {reason}")
+                   f"{where}), so it runs the fallback environment: {recipe.reason}")
             return RuntimeResolution(
                 asked=training_input.runtime_version, runtime=runtime, python_asked=training_input.python_version,
                 name=recipe.name, tensorflow=recipe.tensorflow, packages=recipe.packages, python=python,
