@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aiptrain.cli import flags
-from aiptrain.cli.context import AppContext, common_options
+from aiptrain.cli.context import AppContext, common_options, global_options
 from aiptrain.cli.numbers import SECONDS, FiniteFloat
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
 from aiptrain.submit.flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
@@ -55,11 +55,13 @@ class TrainingCommand(click.Command):
 
 
 @click.group("jobs")
+@global_options
 def jobs() -> None:
     """Submit and manage training jobs."""
 
 
 @jobs.group("submit")
+@global_options
 def submit() -> None:
     """Submit jobs."""
 
@@ -184,12 +186,18 @@ def _follow_up(app: AppContext, job_id: str, *, active: bool) -> str:
     )
 
 
-def _print_job_summary(app: AppContext, data: dict[str, Any]) -> None:
-    """The job's REST representation in --format json/yaml; its times and state in text."""
-    from aiptrain.cli.output import dump_yaml, emit
+# What gcloud printed after a submit (and after following a job), unless --format says otherwise.
+# Absent times are left out rather than shown as null (no-undefined), as gcloud does.
+SUMMARY_FORMAT = "yaml[no-undefined](jobId,state,startTime.date(tz=LOCAL),endTime.date(tz=LOCAL))"
+# gcloud's `jobs list` table.
+LIST_FORMAT = "table(jobId.basename(),state:label=STATUS,createTime.date(tz=LOCAL):label=CREATED)"
 
-    summary = {key: data[key] for key in ("endTime", "jobId", "startTime", "state") if key in data}
-    emit(data, app.output_format, text=dump_yaml(summary))
+
+def _print_job_summary(app: AppContext, data: dict[str, Any]) -> None:
+    """The job's jobId, state and times, as gcloud printed them; the whole resource in --format json/yaml."""
+    from aiptrain.cli.output import emit
+
+    emit(data, app.output_format, default=SUMMARY_FORMAT)
 
 
 def exit_code_for(state: str | None, *, timed_out: bool = False) -> int:
@@ -260,7 +268,7 @@ def _wait_cheaply(app: AppContext, backend: Backend, job_id: str, timeout: float
     if result is None:
         return None
     data = result.resource
-    if app.output_format != "text":
+    if app.output_format is not None:
         from aiptrain.job.spec import Job
 
         data = Job.model_validate(data).to_api()  # the fields in the model's order, as every backend prints them
@@ -284,7 +292,7 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
 
         text = summarize_job(found)
     emit(data, app.output_format, text=text)
-    if app.output_format == "text":
+    if app.output_format is None:
         for line in backend.describe_notes(found):
             app.progress(line)
         app.progress(f"\nView logs with:\n  $ aiptrain jobs stream-logs {job}")
@@ -301,16 +309,23 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
 def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_by: str | None,
               page_size: int) -> int:
     """List jobs, newest first."""
-    from aiptrain.cli.output import emit, local_time_text, table
+    from aiptrain.cli.output import emit
     from aiptrain.job.listing import select_jobs
 
     found = select_jobs(app.backend().list_jobs(page_size=page_size), filter_expr=filter_expr,
                         limit=limit, sort_by=sort_by)
     data = [job.to_api() for job in found]
-    rows = [[d.get("jobId", ""), d.get("state", ""), local_time_text(d.get("createTime"))] for d in data]
-    text = table(rows, ["JOB_ID", "STATUS", "CREATED"]) if rows else "Listed 0 items."
-    emit(data, app.output_format, text=text)
+    emit(data, app.output_format, many=True, default=LIST_FORMAT)
+    if not data and _is_table(app.output_format, LIST_FORMAT):
+        app.progress("Listed 0 items.")  # on stderr, so `$(aiptrain jobs list ...)` captures only jobs
     return 0
+
+
+def _is_table(output_format: str | None, default: str) -> bool:
+    from aiptrain.job.projection import parse_format
+
+    chosen = parse_format(output_format).merged_into(parse_format(default)) if output_format else parse_format(default)
+    return chosen.name == "table"
 
 
 @jobs.command("cancel")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from datetime import datetime
@@ -35,14 +34,22 @@ def dump_yaml(data: Any) -> str:
     return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
 
 
-def emit(data: Any, output_format: str, *, text: str | None = None) -> None:
-    """Print a result on stdout: `text` (or YAML) for humans, JSON/YAML for machines."""
-    if output_format == "json":
-        click.echo(json.dumps(data, indent=2, sort_keys=False))
-    elif output_format == "yaml" or text is None:
-        click.echo(dump_yaml(data), nl=False)
-    else:
-        click.echo(text, nl=not text.endswith("\n"))
+def emit(data: Any, output_format: str | None, *, text: str | None = None, many: bool = False,
+         default: str | None = None) -> None:
+    """Print a result on stdout in `--format` (None: the command's `default` format, else `text`
+    for humans, else YAML); `many` when `data` is a list of resources."""
+    from aiptrain.cli.formats import render
+    from aiptrain.job.projection import Format, parse_format
+
+    if output_format is None and default is None:
+        if text is not None:
+            click.echo(text, nl=not text.endswith("\n"))
+            return
+        output_format = "yaml"
+    base = parse_format(default) if default else Format("yaml")
+    fmt = parse_format(output_format).merged_into(base) if output_format else base
+    resources = list(data) if many else [data]
+    click.echo(render(resources, fmt, many=many), nl=False)
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:

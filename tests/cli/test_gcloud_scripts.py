@@ -1,0 +1,129 @@
+"""What shell scripts written for gcloud do, run against the local backend with the real command:
+--format projections, --filter, global flags anywhere, and messages on stderr.
+
+The jobs are made once for the module (three tiny trainers); each test runs `python -m aiptrain`
+in a subprocess and checks the exit code, stdout and stderr apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRAINER = 'import sys\nprint("hi", flush=True)\nif sys.argv[1:] == ["fail"]:\n    raise SystemExit("gave up")\n'
+JOBS = {"census_a": ("ok", "team=census"), "census_b": ("fail", "team=census,env=dev"),
+        "other_c": ("ok", "team=other")}
+
+
+def aiptrain(home: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "AIPTRAIN_HOME": str(home), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "aiptrain", *argv], capture_output=True, text=True,
+                          timeout=240, env=full_env)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("scripts")
+    package = root / "proj" / "trainer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text(TRAINER)
+    home = root / "home"
+    for job_id, (mode, labels) in JOBS.items():
+        submitted = aiptrain(home, "jobs", "submit", "training", job_id, "--package-path", str(package),
+                             "--module-name", "trainer.task", "--region", "us-central1", "--labels", labels,
+                             "--", mode)
+        assert submitted.returncode == 0, submitted.stderr
+    for job_id in JOBS:
+        assert aiptrain(home, "jobs", "wait", job_id, "--timeout", "200").returncode in (0, 10)
+    return home
+
+
+def test_describe_value_state_is_the_ci_gate(home: Path) -> None:
+    result = aiptrain(home, "jobs", "describe", "census_b", "--format", "value(state)")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "FAILED\n", "")
+    nested = aiptrain(home, "jobs", "describe", "census_b", "--format",
+                      "value(trainingInput.region,labels.env,labels)")
+    assert nested.stdout == "us-central1\tdev\tenv=dev;team=census\n"
+
+
+def test_list_formats(home: Path) -> None:
+    values = aiptrain(home, "jobs", "list", "--format", "value(jobId,state)")
+    assert values.returncode == 0 and values.stderr == ""
+    assert values.stdout == "other_c\tSUCCEEDED\ncensus_b\tFAILED\ncensus_a\tSUCCEEDED\n"
+    table = aiptrain(home, "jobs", "list", "--format", "table(jobId,state,labels.team:label=TEAM)")
+    assert table.stdout.splitlines() == ["JOB_ID    STATE      TEAM", "other_c   SUCCEEDED  other",
+                                         "census_b  FAILED     census", "census_a  SUCCEEDED  census"]
+    csv = aiptrain(home, "jobs", "list", "--format", "csv[no-heading](jobId,trainingInput.region)")
+    assert csv.stdout == "other_c,us-central1\ncensus_b,us-central1\ncensus_a,us-central1\n"
+    default = aiptrain(home, "jobs", "list", "--format", "[no-heading]")
+    assert [line.split()[:2] for line in default.stdout.splitlines()] == [
+        ["other_c", "SUCCEEDED"], ["census_b", "FAILED"], ["census_a", "SUCCEEDED"]]
+    flattened = aiptrain(home, "jobs", "list", "--format", "text", "--limit", "1")
+    assert flattened.stdout.startswith("---\njobId:")
+    assert "labels.team:" in flattened.stdout
+    assert aiptrain(home, "jobs", "list", "--format", "none").stdout == ""
+
+
+def test_bad_format_is_refused_with_exit_2(home: Path) -> None:
+    result = aiptrain(home, "jobs", "list", "--format", "tabel(jobId)")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "error: --format: 'tabel' is not a format" in result.stderr
+    assert "hint: use one of:" in result.stderr
+
+
+def test_filters_on_the_command_line(home: Path) -> None:
+    def listed(expression: str) -> list[str]:
+        result = aiptrain(home, "jobs", "list", "--filter", expression, "--format", "value(jobId)")
+        assert result.returncode == 0, result.stderr
+        return sorted(result.stdout.split())
+
+    assert listed("state=(FAILED SUCCEEDED)") == ["census_a", "census_b", "other_c"]
+    assert listed("state=FAILED OR jobId:other*") == ["census_b", "other_c"]
+    assert listed("NOT state=FAILED") == ["census_a", "other_c"]
+    assert listed("-state=FAILED AND labels.team=census") == ["census_a"]
+    assert listed("(state=FAILED OR labels.team=other) AND jobId~_[bc]$") == ["census_b", "other_c"]
+    assert listed("labels.env:*") == ["census_b"]
+    bad = aiptrain(home, "jobs", "list", "--filter", "state=FAILED AND jobId:a OR jobId:b")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert "parenthes" in bad.stderr
+
+
+def test_listed_0_items_goes_to_stderr(home: Path) -> None:
+    result = aiptrain(home, "jobs", "list", "--filter", "state=RUNNING")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "Listed 0 items.\n")
+    as_json = aiptrain(home, "jobs", "list", "--filter", "state=RUNNING", "--format", "json")
+    assert (as_json.stdout, as_json.stderr) == ("[]\n", "")
+
+
+def test_global_flags_before_or_after_the_command(home: Path) -> None:
+    before = aiptrain(home, "--format", "json", "jobs", "list")
+    after = aiptrain(home, "jobs", "list", "--format", "json")
+    between = aiptrain(home, "jobs", "--format", "json", "list")
+    assert before.returncode == after.returncode == between.returncode == 0
+    assert json.loads(before.stdout) == json.loads(after.stdout) == json.loads(between.stdout)
+    # The command's own flag wins over one given before it, and over the environment.
+    both = aiptrain(home, "--format", "json", "jobs", "list", "--format", "value(jobId)",
+                    env={"AIPTRAIN_FORMAT": "yaml"})
+    assert both.stdout.split() == ["other_c", "census_b", "census_a"]
+    from_env = aiptrain(home, "jobs", "describe", "census_a", env={"AIPTRAIN_FORMAT": "value(jobId)"})
+    assert from_env.stdout == "census_a\n"
+    before_env = aiptrain(home, "--format", "value(state)", "jobs", "describe", "census_a",
+                          env={"AIPTRAIN_FORMAT": "json"})
+    assert before_env.stdout == "SUCCEEDED\n"
+
+
+def test_verbosity_and_quiet(home: Path) -> None:
+    noisy = aiptrain(home, "jobs", "describe", "census_a")
+    assert "View logs with" in noisy.stderr
+    for flags in (["--verbosity", "error"], ["--quiet"], ["--verbosity=none", "--format", "yaml"]):
+        quiet = aiptrain(home, *flags, "jobs", "describe", "census_a")
+        assert quiet.returncode == 0 and quiet.stderr == "", flags
+        assert "jobId: census_a" in quiet.stdout
+    bad = aiptrain(home, "jobs", "list", "--verbosity", "loud")
+    assert bad.returncode == 2 and "--verbosity" in bad.stderr
