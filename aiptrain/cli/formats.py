@@ -36,9 +36,13 @@ def _json(rows: list[Any], fmt: Format, *, many: bool) -> str:
     return json.dumps(data, indent=2, sort_keys=bool(fmt.keys)) + "\n"
 
 
-def _yaml(rows: list[Any], fmt: Format, *, many: bool) -> str:
-    from aiptrain.cli.output import dump_yaml
+def dump_yaml(data: Any) -> str:
+    import yaml
 
+    return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
+
+
+def _yaml(rows: list[Any], fmt: Format, *, many: bool) -> str:
     shaped = [project(row, fmt.keys) for row in rows] if fmt.keys else rows
     if fmt.attribute("undefined") is False:
         shaped = [_without_nulls(row) for row in shaped]

@@ -281,7 +281,8 @@ def _wait_cheaply(app: AppContext, backend: Backend, job_id: str, timeout: float
 @common_options
 def describe(app: AppContext, job: str, summarize: bool) -> int:
     """Show a job's full resource."""
-    from aiptrain.cli.output import dump_yaml, emit
+    from aiptrain.cli.formats import dump_yaml
+    from aiptrain.cli.output import emit
 
     backend = app.backend()
     found = backend.get_job(job)
@@ -300,7 +301,8 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
 
 
 @jobs.command("list")
-@click.option("--filter", "filter_expr", help="e.g. 'state=FAILED AND jobId:census*'.")
+@click.option("--filter", "filter_expr", help="gcloud's filter language, e.g. 'state=(FAILED CANCELLED) AND "
+              "jobId:census*', 'NOT labels.team=nlp', 'createTime>2024-06-01'.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many jobs.")
 @click.option("--sort-by", help="Comma-separated fields; prefix ~ for descending (e.g. ~createTime).")
 @click.option("--page-size", type=click.IntRange(1, 1000), default=100, show_default=True,
@@ -310,9 +312,11 @@ def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_
               page_size: int) -> int:
     """List jobs, newest first."""
     from aiptrain.cli.output import emit
+    from aiptrain.job.filters import parse_filter
     from aiptrain.job.listing import select_jobs
 
-    found = select_jobs(app.backend().list_jobs(page_size=page_size), filter_expr=filter_expr,
+    job_filter = parse_filter(filter_expr)  # a bad filter is refused before the backend is asked
+    found = select_jobs(app.backend().list_jobs(page_size=page_size, filter=filter_expr), filter_expr=job_filter,
                         limit=limit, sort_by=sort_by)
     data = [job.to_api() for job in found]
     emit(data, app.output_format, many=True, default=LIST_FORMAT)

@@ -28,12 +28,6 @@ def wants_color(stream: TextIO) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ
 
 
-def dump_yaml(data: Any) -> str:
-    import yaml
-
-    return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
-
-
 def emit(data: Any, output_format: str | None, *, text: str | None = None, many: bool = False,
          default: str | None = None) -> None:
     """Print a result on stdout in `--format` (None: the command's `default` format, else `text`

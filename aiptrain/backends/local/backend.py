@@ -123,11 +123,11 @@ class LocalBackend:
         with self._store_errors():
             return self.engine.get(self.project, job_id)
 
-    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
+    def list_jobs(self, *, page_size: int = 100, filter: str | None = None) -> Iterator[Job]:
         token: str | None = None
         while True:
             with self._store_errors():
-                jobs, token = self.engine.list(self.project, page_size=page_size, page_token=token)
+                jobs, token = self.engine.list(self.project, page_size=page_size, page_token=token, filter=filter)
             yield from jobs
             if token is None:
                 return

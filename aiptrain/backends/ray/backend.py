@@ -234,7 +234,8 @@ class RayBackend(RemoteBackendDefaults):
     def get_job(self, job_id: str) -> Job:
         return self._job_of(self._details(job_id))
 
-    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
+    def list_jobs(self, *, page_size: int = 100, filter: str | None = None) -> Iterator[Job]:
+        # Ray's job list has no filter: the caller applies it.
         found = call("*", self.client.list_jobs)
         mine = [d for d in found if (d.metadata or {}).get(plan.METADATA_PROJECT) == self.project
                 and d.submission_id]

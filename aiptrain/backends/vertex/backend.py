@@ -137,8 +137,9 @@ class VertexBackend(RemoteBackendDefaults):
     def get_job(self, job_id: str) -> Job:
         return self._as_job(self._require(job_id))
 
-    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
-        """Custom and tuning jobs merged, newest first (each collection is listed newest first)."""
+    def list_jobs(self, *, page_size: int = 100, filter: str | None = None) -> Iterator[Job]:
+        """Custom and tuning jobs merged, newest first (each collection is listed newest first); Vertex
+        filters in another language (AIP-160), so `filter` is left to the caller."""
         streams = [self._list(collection, filter_text=None, page_size=page_size) for collection in _COLLECTIONS]
         for resource in heapq.merge(*streams, key=lambda r: str(r.get("createTime") or ""), reverse=True):
             yield self._as_job(resource)
