@@ -332,6 +332,48 @@ def _is_table(output_format: str | None, default: str) -> bool:
     return chosen.name == "table"
 
 
+@jobs.command("update")
+@click.argument("job")
+@click.option("--update-labels", multiple=True, metavar="KEY=VALUE,...", help="Add or change these labels.")
+@click.option("--remove-labels", multiple=True, metavar="KEY,...",
+              help="Remove these labels (absent ones are ignored).")
+@click.option("--clear-labels", is_flag=True, help="Remove every label (then add --update-labels).")
+@common_options
+def update(app: AppContext, job: str, update_labels: tuple[str, ...], remove_labels: tuple[str, ...],
+           clear_labels: bool) -> int:
+    """Change a job's labels, as `gcloud ai-platform jobs update` did."""
+    from aiptrain.errors import UsageError, ValidationFailed
+    from aiptrain.job.catalog import load_catalog
+    from aiptrain.job.label_update import label_change
+    from aiptrain.job.validate import check_labels
+
+    problems = ProblemList()
+    change = label_change(flags.parse_labels(update_labels, problems, flag="--update-labels"), remove_labels,
+                          clear_labels, problems)
+    problems.problems += check_labels(change.update, load_catalog())
+    if problems.problems:
+        refused = ValidationFailed(problems.problems)
+        refused.message = "the label flags are not valid"
+        raise refused
+    if not change.asked:
+        raise UsageError("nothing to update", hint="pass --update-labels KEY=VALUE, --remove-labels KEY or "
+                         "--clear-labels")
+    backend = app.backend()
+    if backend.labels_are_fixed:
+        raise UsageError(backend.labels_are_fixed, hint="labels are set when the job is submitted (--labels)")
+    current = backend.get_job(job)
+    labels = change.applied_to(current.labels)
+    if labels == (current.labels or {}):
+        app.progress("No update to perform.")
+        return 0
+    updated = backend.update_labels(job, labels, etag=current.etag)
+    app.progress(f"Updated job [{job}].")
+    from aiptrain.cli.output import emit
+
+    emit(updated.to_api(), app.output_format, default="yaml")
+    return 0
+
+
 @jobs.command("cancel")
 @click.argument("job")
 @common_options

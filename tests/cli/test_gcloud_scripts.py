@@ -27,13 +27,18 @@ def aiptrain(home: Path, *argv: str, env: dict[str, str] | None = None) -> subpr
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("scripts")
-    package = root / "proj" / "trainer"
+def trainer_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    package = tmp_path_factory.mktemp("scripts") / "proj" / "trainer"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "task.py").write_text(TRAINER)
-    home = root / "home"
+    return package
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory, trainer_package: Path) -> Path:
+    package = trainer_package
+    home = tmp_path_factory.mktemp("scripts-home")
     for job_id, (mode, labels) in JOBS.items():
         submitted = aiptrain(home, "jobs", "submit", "training", job_id, "--package-path", str(package),
                              "--module-name", "trainer.task", "--region", "us-central1", "--labels", labels,
@@ -127,3 +132,39 @@ def test_verbosity_and_quiet(home: Path) -> None:
         assert "jobId: census_a" in quiet.stdout
     bad = aiptrain(home, "jobs", "list", "--verbosity", "loud")
     assert bad.returncode == 2 and "--verbosity" in bad.stderr
+
+
+def test_update_labels_on_the_local_backend(home: Path, trainer_package: Path) -> None:
+    # A project of its own, so that the other tests' listings stay as they are.
+    project = {"AIPTRAIN_PROJECT": "labels-project"}
+    assert aiptrain(home, "jobs", "submit", "training", "labelled", "--package-path", str(trainer_package),
+                    "--module-name", "trainer.task", "--region", "us-central1", "--labels", "a=1,b=2",
+                    env=project).returncode == 0
+    updated = aiptrain(home, "jobs", "update", "labelled", "--update-labels", "c=3,a=9", "--remove-labels", "b",
+                       "--format", "value(labels)", env=project)
+    assert (updated.returncode, updated.stdout, updated.stderr) == (0, "a=9;c=3\n", "Updated job [labelled].\n")
+    same = aiptrain(home, "jobs", "update", "labelled", "--update-labels", "a=9", env=project)
+    assert (same.returncode, same.stdout, same.stderr) == (0, "", "No update to perform.\n")
+    cleared = aiptrain(home, "jobs", "update", "labelled", "--clear-labels", "--update-labels", "z=0",
+                       "--format", "value(labels)", env=project)
+    assert cleared.stdout == "z=0\n"
+
+
+@pytest.mark.parametrize(("flags", "wanted"), [
+    ([], "error: nothing to update"),
+    (["--update-labels", "Bad=x"], "labels.Bad: invalid label key 'Bad'"),
+    (["--update-labels", "novalue"], "--update-labels: 'novalue' is not KEY=VALUE"),
+    (["--clear-labels", "--remove-labels", "a"], "--remove-labels: cannot be combined with --clear-labels"),
+    (["--update-labels", "a=1", "--remove-labels", "a"], "both updated and removed"),
+])
+def test_bad_updates_change_nothing_and_exit_2(home: Path, flags: list[str], wanted: str) -> None:
+    before = aiptrain(home, "jobs", "describe", "census_b", "--format", "json").stdout
+    refused = aiptrain(home, "jobs", "update", "census_b", *flags)
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert wanted in refused.stderr
+    assert aiptrain(home, "jobs", "describe", "census_b", "--format", "json").stdout == before
+
+
+def test_update_of_a_missing_job_exits_1(home: Path) -> None:
+    missing = aiptrain(home, "jobs", "update", "no_such_job", "--clear-labels")
+    assert missing.returncode == 1 and "no_such_job" in missing.stderr and missing.stdout == ""

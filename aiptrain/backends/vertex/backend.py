@@ -55,6 +55,8 @@ def default_endpoint(region: str) -> str:
 
 class VertexBackend(RemoteBackendDefaults):
     name: ClassVar[str] = "vertex"
+    labels_are_fixed: ClassVar[str | None] = (
+        "Vertex AI cannot change a job's labels: its customJobs and hyperparameterTuningJobs have no update method")
     poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
     default_storage: ClassVar[str] = "gcs"
 
@@ -143,6 +145,9 @@ class VertexBackend(RemoteBackendDefaults):
         streams = [self._list(collection, filter_text=None, page_size=page_size) for collection in _COLLECTIONS]
         for resource in heapq.merge(*streams, key=lambda r: str(r.get("createTime") or ""), reverse=True):
             yield self._as_job(resource)
+
+    def update_labels(self, job_id: str, labels: dict[str, str], *, etag: str | None = None) -> Job:
+        raise UsageError(str(self.labels_are_fixed), hint="labels are set when the job is submitted (--labels)")
 
     def cancel_job(self, job_id: str) -> None:
         name = self._resource_name(job_id)
