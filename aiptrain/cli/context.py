@@ -106,6 +106,8 @@ def _configure_logging(verbosity: int) -> None:
 VERBOSITY_LEVELS = {"debug": 2, "info": 1, "warning": 0, "error": -1, "critical": -1, "none": -2}
 # Where global options given before the command (`aiptrain --format json jobs list`) wait for it.
 _GLOBALS = "aiptrain.global_options"
+# The shared options typed on the command line, before or after the command (not from a variable).
+TYPED_OPTIONS = "aiptrain.typed_options"
 
 
 def _shared_options(*, for_group: bool) -> list[Callable[[F], F]]:
@@ -139,6 +141,9 @@ def _shared_options(*, for_group: bool) -> list[Callable[[F], F]]:
         click.option("--verbosity", type=click.Choice(list(VERBOSITY_LEVELS)), **env("AIPTRAIN_VERBOSITY"),
                      help="gcloud's levels: debug, info, warning (default), error, critical, none. "
                      "[env: AIPTRAIN_VERBOSITY]"),
+        click.option("--configuration", metavar="NAME",
+                     help="The gcloud configuration whose project, region and endpoints fill in what no flag "
+                     "or variable gives (default: CLOUDSDK_ACTIVE_CONFIG_NAME, else gcloud's active one)."),
         click.option("-v", "--verbose", count=True, **group_default, help="More detail on stderr (repeatable)."),
         click.option("-q", "--quiet", count=True, **group_default, help="Less output on stderr."),
     ]
@@ -158,7 +163,7 @@ def global_options(group: F) -> F:
     @functools.wraps(callback)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         names = ("backend", "project", "region", "api_endpoint", "ray_address", "ray_resource_scale",
-                 "output_format", "verbosity", "verbose", "quiet")
+                 "output_format", "verbosity", "configuration", "verbose", "quiet")
         _remember_globals(click.get_current_context(), {name: kwargs.pop(name) for name in names})
         return callback(*args, **kwargs)
 
@@ -173,10 +178,26 @@ def _resolve(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
     command; then the environment and the default."""
     given = ctx.meta.get(_GLOBALS, {})
     resolved = dict(values)
-    for name, value in given.items():
-        if ctx.get_parameter_source(name) != click.core.ParameterSource.COMMANDLINE:
-            resolved[name] = value
+    typed = set(given)
+    for name in values:
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+            typed.add(name)
+        elif name in given:
+            resolved[name] = given[name]
+    ctx.meta[TYPED_OPTIONS] = typed
     return resolved
+
+
+def _fill_from_gcloud(values: dict[str, Any]) -> None:
+    """What no flag or variable gave, from gcloud's active configuration (as gcloud would use it)."""
+    from aiptrain.cli.gcloud_properties import read_properties
+
+    properties = read_properties(values["configuration"])
+    values["project"] = values["project"] or properties.get("core/project")
+    values["region"] = values["region"] or properties.get("compute/region") or properties.get("ai_platform/region")
+    endpoint = {"mlv1": "api_endpoint_overrides/ml", "vertex": "api_endpoint_overrides/aiplatform"}
+    if not values["api_endpoint"] and values["backend"] in endpoint:
+        values["api_endpoint"] = properties.get(endpoint[values["backend"]])
 
 
 def common_options(func: F) -> F:
@@ -185,11 +206,12 @@ def common_options(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, backend: str, project: str | None, region: str | None, api_endpoint: str | None,
                 ray_address: str | None, ray_resource_scale: float | None, output_format: str | None,
-                verbosity: str | None, verbose: int, quiet: int, **kwargs: Any) -> Any:
+                verbosity: str | None, configuration: str | None, verbose: int, quiet: int, **kwargs: Any) -> Any:
         values = _resolve(click.get_current_context(), {
             "backend": backend, "project": project, "region": region, "api_endpoint": api_endpoint,
             "ray_address": ray_address, "ray_resource_scale": ray_resource_scale, "output_format": output_format,
-            "verbosity": verbosity, "verbose": verbose, "quiet": quiet})
+            "verbosity": verbosity, "configuration": configuration, "verbose": verbose, "quiet": quiet})
+        _fill_from_gcloud(values)
         if values["output_format"]:
             from aiptrain.job.projection import parse_format
 

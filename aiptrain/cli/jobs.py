@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aiptrain.cli import flags
-from aiptrain.cli.context import AppContext, common_options, global_options
+from aiptrain.cli.context import TYPED_OPTIONS, AppContext, common_options, global_options
 from aiptrain.cli.numbers import SECONDS, FiniteFloat
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
 from aiptrain.submit.flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
@@ -95,7 +95,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     ctx = click.get_current_context()
     problems = ProblemList()
     # A --region on the command line wins over the config; one from the environment only fills a gap.
-    region_given = ctx.get_parameter_source("region") == click.core.ParameterSource.COMMANDLINE
+    region_given = "region" in ctx.meta.get(TYPED_OPTIONS, set())
     options = _submit_options(job, kw, ctx.meta.get("user_args"), app, region_given, problems)
     catalog = load_catalog()
     backend = app.backend(options.region or options.default_region)
