@@ -7,6 +7,8 @@ inside the command bodies so `aiptrain --help` stays fast.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +16,7 @@ import click
 
 from aiptrain.cli import flags
 from aiptrain.cli.context import TYPED_OPTIONS, AppContext, common_options, global_options
-from aiptrain.cli.numbers import SECONDS, FiniteFloat
+from aiptrain.cli.numbers import SECONDS, SINCE, FiniteFloat
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
 from aiptrain.submit.flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
 
@@ -236,23 +238,32 @@ def _report_end(app: AppContext, job_id: str, data: dict[str, Any], *, timeout: 
 
 def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: float | None,
                     to_stderr: bool, summary: bool, stream: bool = True, task_name: str | None = None,
-                    allow_multiline: bool = False, polling_interval: float | None = None) -> int:
-    """Follow a job until it ends; Ctrl-C detaches (the job keeps running) with exit 130."""
+                    allow_multiline: bool = False, polling_interval: float | None = None,
+                    entry_lines: Callable[[LogEntry], list[str]] | None = None, since: datetime | None = None,
+                    tail: int | None = None) -> int:
+    """Follow a job until it ends; Ctrl-C detaches (the job keeps running) with exit 130.
+
+    Entries print in gcloud's layout unless `entry_lines` lays them out; `since` and `tail` say
+    where in the log to start."""
     from aiptrain.cli.output import format_log_entry, wants_color
+    from aiptrain.job.logs import LogCursor
     from aiptrain.submit.follow import follow_job, poller_for
 
     out = sys.stderr if to_stderr else sys.stdout
     color = wants_color(out)
 
     def show(entry: LogEntry) -> None:
-        for line in format_log_entry(entry, color=color, allow_multiline=allow_multiline):
+        lines = entry_lines(entry) if entry_lines else format_log_entry(entry, color=color,
+                                                                         allow_multiline=allow_multiline)
+        for line in lines:
             out.write(line + "\n")
         out.flush()
 
     try:
         result = follow_job(backend, job_id, on_entry=show if stream else None, task_name=task_name,
                             timeout=timeout, poller=poller_for(backend, polling_interval),
-                            on_warning=lambda text: app.progress(f"warning: {text}"))
+                            on_warning=lambda text: app.progress(f"warning: {text}"),
+                            start=LogCursor(since, "") if since else None, tail=tail)
     except KeyboardInterrupt:
         return _interrupted(app, job_id)
     return _report_end(app, job_id, result.job.to_api(), timeout=timeout, timed_out=result.timed_out,
@@ -391,13 +402,57 @@ def cancel(app: AppContext, job: str) -> int:
 @click.option("--polling-interval", type=FiniteFloat(min=0.05),
               help="Fixed seconds between polls (default: adaptive).")
 @click.option("--timeout", type=SECONDS, help="Stop following after SECONDS (exit 12).")
+@click.option("--tail", type=click.IntRange(min=0), metavar="N",
+              help="Of the lines already written, show only the last N; then follow.")
+@click.option("--since", type=SINCE, metavar="DURATION|TIME",
+              help="Only lines from the last DURATION (90s, 10m, 2h, 1d) or after an RFC 3339 TIME.")
 @common_options
 def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multiline_logs: bool,
-                polling_interval: float | None, timeout: float | None) -> int:
-    """Print a job's logs until it ends; the exit code follows the job."""
+                polling_interval: float | None, timeout: float | None, tail: int | None,
+                since: datetime | None) -> int:
+    """Print a job's logs until it ends; the exit code follows the job.
+
+    With --format json, one JSON object per line and entry: timestamp, severity, task, message
+    (and trial for a tuning trial's lines).
+    """
     return follow_and_exit(app, app.backend(), job, timeout=timeout, to_stderr=False, summary=False,
                            task_name=task_name, allow_multiline=allow_multiline_logs,
-                           polling_interval=polling_interval)
+                           polling_interval=polling_interval, entry_lines=_entry_layout(app.output_format),
+                           since=since, tail=tail)
+
+
+jobs.add_command(stream_logs, name="logs")
+
+
+def _entry_layout(output_format: str | None) -> Callable[[LogEntry], list[str]] | None:
+    """How `--format` lays a log entry out: json as one object per line (JSON Lines), other
+    formats over the entry's fields; None for gcloud's own layout."""
+    if output_format is None:
+        return None
+    import json
+
+    from aiptrain.cli.formats import render
+    from aiptrain.errors import UsageError
+    from aiptrain.job.projection import parse_format
+
+    fmt = parse_format(output_format)
+    if fmt.name in ("table", ""):
+        raise UsageError(f"--format: {fmt.name or 'the default table'} needs every line before it prints, and "
+                         "logs are followed", hint="use --format json, value(...) or csv(...)")
+    headed = [False]
+
+    def lines(entry: LogEntry) -> list[str]:
+        record = {"timestamp": entry.timestamp.isoformat().replace("+00:00", "Z"), "severity": entry.severity,
+                  "task": entry.task_name, "message": entry.message}
+        if entry.trial_id:
+            record["trial"] = entry.trial_id
+        if fmt.name == "json" and not fmt.keys:
+            return [json.dumps(record)]
+        shown = fmt if not headed[0] else type(fmt)(fmt.name, {**fmt.attributes, "heading": False}, fmt.keys)
+        headed[0] = True  # a csv heading once, not once per line
+        return render([record], shown, many=True).splitlines()
+
+    return lines
 
 
 @jobs.command("wait")

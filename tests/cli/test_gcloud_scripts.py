@@ -168,3 +168,32 @@ def test_bad_updates_change_nothing_and_exit_2(home: Path, flags: list[str], wan
 def test_update_of_a_missing_job_exits_1(home: Path) -> None:
     missing = aiptrain(home, "jobs", "update", "no_such_job", "--clear-labels")
     assert missing.returncode == 1 and "no_such_job" in missing.stderr and missing.stdout == ""
+
+
+def test_stream_logs_as_json_lines_with_tail_and_since(home: Path) -> None:
+    everything = aiptrain(home, "jobs", "stream-logs", "census_b", "--format", "json")
+    assert everything.returncode == 10  # the exit code follows the job, which FAILED
+    entries = [json.loads(line) for line in everything.stdout.splitlines()]
+    assert len(entries) > 3
+    assert all(set(entry) == {"timestamp", "severity", "task", "message"} for entry in entries)
+    assert {"severity": "ERROR", "task": "master-replica-0", "message": "gave up"} in [
+        {k: v for k, v in entry.items() if k != "timestamp"} for entry in entries]
+    assert all(entry["timestamp"].endswith("Z") for entry in entries)
+    tail = aiptrain(home, "jobs", "logs", "census_b", "--tail", "2", "--format", "json")
+    assert [json.loads(line) for line in tail.stdout.splitlines()] == entries[-2:]
+    assert aiptrain(home, "jobs", "logs", "census_b", "--tail", "0").stdout == ""
+    since = aiptrain(home, "jobs", "logs", "census_b", "--since", "1d", "--format", "value(severity,message)")
+    assert since.stdout.splitlines() == [f"{e['severity']}\t{e['message']}" for e in entries]
+    middle = entries[len(entries) // 2]["timestamp"]
+    after = aiptrain(home, "jobs", "logs", "census_b", "--since", middle, "--format", "json")
+    assert [json.loads(line) for line in after.stdout.splitlines()] == [e for e in entries if e["timestamp"] > middle]
+    future = aiptrain(home, "jobs", "logs", "census_b", "--since", "2999-01-01T00:00:00Z")
+    assert (future.returncode, future.stdout) == (10, "")
+
+
+def test_stream_logs_refuses_what_cannot_stream(home: Path) -> None:
+    for flags, wanted in ((["--since", "yesterday"], "--since"), (["--tail", "-1"], "--tail"),
+                          (["--format", "table(message)"], "error: --format: table needs every line")):
+        refused = aiptrain(home, "jobs", "logs", "census_b", *flags)
+        assert (refused.returncode, refused.stdout) == (2, ""), flags
+        assert wanted in refused.stderr
