@@ -67,17 +67,25 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def cell(value: Any, delimiter: str = ";") -> str:
-    """One value as value(), csv() and table() show it."""
+def cell(value: Any, delimiter: str = ";", scalar: Callable[[str], str] = str) -> str:
+    """One value as value() and csv() show it: a list's items and a map's `key=value` entries
+    joined with `delimiter`, each scalar passed through `scalar` (csv's quoting) on its own."""
     if value is None:
         return ""
     if isinstance(value, bool):
-        return "True" if value else "False"
+        return scalar("True" if value else "False")
     if isinstance(value, list):
-        return delimiter.join(cell(item, delimiter) for item in value)
+        return delimiter.join(cell(item, delimiter, scalar) for item in value)
     if isinstance(value, dict):
-        return delimiter.join(f"{key}={cell(item, delimiter)}" for key, item in value.items())
-    return str(value)
+        return delimiter.join(f"{key}={cell(item, delimiter, scalar)}" for key, item in value.items())
+    return scalar(str(value))
+
+
+def table_cell(value: Any) -> str:
+    """A table shows a list or a map as Python writes it (`{'team': 'nlp'}`), as gcloud's tables do."""
+    if isinstance(value, (dict, list)):
+        return str(value)
+    return cell(value)
 
 
 def _leaves(value: Any, prefix: str) -> list[tuple[str, Any]]:
@@ -101,7 +109,9 @@ def _flattened_all(rows: list[Any], fmt: Format, many: bool) -> str:
 
 def _flattened(row: Any, fmt: Format) -> str:
     if fmt.keys:
-        pairs = list(zip(fmt.headings(upper=False), (_key_text(k, row) for k in fmt.keys), strict=True))
+        # Projected keys are named as csv heads them (jobId: job_id), as gcloud names them.
+        headings = [heading.lower() for heading in fmt.headings()]
+        pairs = list(zip(headings, (_key_text(k, row) for k in fmt.keys), strict=True))
     else:
         pairs = [(key, cell(value)) for key, value in _leaves(row, "")]
     separator = str(fmt.attribute("separator", ": "))
@@ -138,9 +148,9 @@ def _list_item(row: Any, fmt: Format) -> str:
 def _table(rows: list[Any], fmt: Format, many: bool) -> str:
     if not rows:
         return ""  # no heading over nothing: the command says "Listed 0 items." on stderr
-    cells = [[cell(key.value(row)) for key in fmt.keys] for row in rows]
+    cells = [[table_cell(key.value(row)) for key in fmt.keys] for row in rows]
     heading = fmt.attribute("heading") is not False
-    headings = fmt.headings(upper=True)
+    headings = fmt.headings()
     lines = [headings] if heading else []
     lines += cells
     widths = [max((len(line[column]) for line in lines), default=0) for column in range(len(fmt.keys))]
@@ -166,10 +176,14 @@ def _separated(rows: list[Any], fmt: Format, many: bool) -> str:
     quote = is_csv or fmt.attribute("quote") is True
     records = []
     if is_csv and fmt.attribute("heading") is not False:
-        # gcloud's csv headings are the labels in lower case.
-        records.append([_quoted(h.lower(), separator, quote) for h in fmt.headings(upper=False)])
+        # gcloud's csv headings are the table's (jobId: JOB_ID) in lower case.
+        records.append([_quoted(h.lower(), separator, quote) for h in fmt.headings()])
+
+    def scalar(text: str) -> str:
+        return _quoted(text, separator, quote)
+
     for row in rows:
-        records.append([_quoted(cell(key.value(row), delimiter), separator, quote) for key in fmt.keys])
+        records.append([cell(key.value(row), delimiter, scalar) for key in fmt.keys])
     return "".join(separator.join(record) + terminator for record in records)
 
 

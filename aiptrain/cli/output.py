@@ -41,7 +41,7 @@ def emit(data: Any, output_format: str | None, *, text: str | None = None, many:
             return
         output_format = "yaml"
     base = parse_format(default) if default else Format("yaml")
-    fmt = parse_format(output_format).merged_into(base) if output_format else base
+    fmt = parse_format(output_format).merged_into(base).labelled_like(base) if output_format else base
     resources = list(data) if many else [data]
     click.echo(render(resources, fmt, many=many), nl=False)
 

@@ -77,9 +77,19 @@ class Format:
             return self
         return Format(default.name, {**default.attributes, **self.attributes}, self.keys or default.keys)
 
-    def headings(self, *, upper: bool) -> list[str]:
+    def labelled_like(self, default: Format) -> Format:
+        """Keys without a label take the label the command's default format gives the same key, as in
+        gcloud: `jobs list --format 'table(jobId,state)'` heads `state` with STATUS."""
+        labels = {key.path: key.attribute("label") for key in default.keys if isinstance(key.attribute("label"), str)}
+        keys = tuple(key if key.attribute("label") is not None or key.path not in labels
+                     else Key(key.path, key.transforms, (*key.attributes, ("label", str(labels[key.path]))))
+                     for key in self.keys)
+        return Format(self.name, self.attributes, keys)
+
+    def headings(self) -> list[str]:
         """Column headings: a key's label, else the shortest right-hand part of its path that no
-        earlier column uses (`first.name, last.name` -> NAME, LAST_NAME); ANGRY_SNAKE_CASE for tables."""
+        earlier column uses (`first.name, last.name` -> NAME, LAST_NAME), in ANGRY_SNAKE_CASE
+        (csv and flattened use them in lower case)."""
         used: set[str] = set()
         headings = []
         for key in self.keys:
@@ -89,18 +99,16 @@ class Format:
             else:
                 names = key.names or ["value"]
                 take = 1
-                heading = _snake(names[-take:], upper)
+                heading = _snake(names[-take:])
                 while heading in used and take < len(names):
                     take += 1
-                    heading = _snake(names[-take:], upper)
+                    heading = _snake(names[-take:])
             used.add(heading)
             headings.append(heading)
         return headings
 
 
-def _snake(names: list[str], upper: bool) -> str:
-    if not upper:
-        return "_".join(names)
+def _snake(names: list[str]) -> str:
     return "_".join(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper() for name in names)
 
 
@@ -342,12 +350,15 @@ def project(resource: Any, keys: tuple[Key, ...]) -> dict[str, Any]:
     """The resource cut down to `keys` (for json(...)/yaml(...)), nested as in the resource."""
     projected: dict[str, Any] = {}
     for key in keys:
+        value = key.value(resource)
+        if value is None:
+            continue  # absent from the resource: absent from the projection, as gcloud prints it
         names = key.names or ["value"]
         target = projected
         for name in names[:-1]:
             child = target.get(name)
             target = target.setdefault(name, {}) if isinstance(child, dict) or child is None else child
-        target[names[-1]] = key.value(resource)
+        target[names[-1]] = value
     return projected
 
 

@@ -62,7 +62,8 @@ def test_list_formats(home: Path) -> None:
     assert values.returncode == 0 and values.stderr == ""
     assert values.stdout == "other_c\tSUCCEEDED\ncensus_b\tFAILED\ncensus_a\tSUCCEEDED\n"
     table = aiptrain(home, "jobs", "list", "--format", "table(jobId,state,labels.team:label=TEAM)")
-    assert table.stdout.splitlines() == ["JOB_ID    STATE      TEAM", "other_c   SUCCEEDED  other",
+    # `state` is headed STATUS, the label `jobs list`'s own table gives it (gcloud's rule).
+    assert table.stdout.splitlines() == ["JOB_ID    STATUS     TEAM", "other_c   SUCCEEDED  other",
                                          "census_b  FAILED     census", "census_a  SUCCEEDED  census"]
     csv = aiptrain(home, "jobs", "list", "--format", "csv[no-heading](jobId,trainingInput.region)")
     assert csv.stdout == "other_c,us-central1\ncensus_b,us-central1\ncensus_a,us-central1\n"

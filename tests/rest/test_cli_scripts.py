@@ -43,7 +43,7 @@ def test_formats_and_filters_through_the_rest_backend(served: Emulator) -> None:
     listed = aiptrain("jobs", "list", *common(served), "--filter", "state=(FAILED SUCCEEDED)",
                       "--format", "csv(jobId,state,labels.team)", home=served.home)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout == "jobid,state,team\ns_fail,FAILED,vision\ns_ok,SUCCEEDED,nlp\n"
+    assert listed.stdout == "job_id,status,team\ns_fail,FAILED,vision\ns_ok,SUCCEEDED,nlp\n"
     either = aiptrain("--format", "value(jobId)", "jobs", "list", *common(served), "--filter",
                       "NOT labels.env:* OR jobId~fail$", home=served.home)
     assert sorted(either.stdout.split()) == ["s_fail", "s_ok"]
