@@ -286,11 +286,16 @@ def _wait_cheaply(app: AppContext, backend: Backend, job_id: str, timeout: float
     return _report_end(app, job_id, data, timeout=timeout, timed_out=result.timed_out, summary=True)
 
 
+FLATTEN = click.option("--flatten", multiple=True, metavar="KEY",
+                       help="One resource per item of the list at KEY, e.g. trainingOutput.trials.")
+
+
 @jobs.command("describe")
 @click.argument("job")
 @click.option("--summarize", is_flag=True, help="A short summary (and a trials table for tuning jobs).")
+@FLATTEN
 @common_options
-def describe(app: AppContext, job: str, summarize: bool) -> int:
+def describe(app: AppContext, job: str, summarize: bool, flatten: tuple[str, ...]) -> int:
     """Show a job's full resource."""
     from aiptrain.cli.formats import dump_yaml
     from aiptrain.cli.output import emit
@@ -303,7 +308,7 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
         from aiptrain.cli.summary import summarize_job
 
         text = summarize_job(found)
-    emit(data, app.output_format, text=text)
+    emit(data, app.output_format, text=text, flatten=flatten)
     if app.output_format is None:
         for line in backend.describe_notes(found):
             app.progress(line)
@@ -318,18 +323,28 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
 @click.option("--sort-by", help="Comma-separated fields; prefix ~ for descending (e.g. ~createTime).")
 @click.option("--page-size", type=click.IntRange(1, 1000), default=100, show_default=True,
               help="Jobs fetched per request.")
+@FLATTEN
 @common_options
 def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_by: str | None,
-              page_size: int) -> int:
+              page_size: int, flatten: tuple[str, ...]) -> int:
     """List jobs, newest first."""
     from aiptrain.cli.output import emit
     from aiptrain.job.filters import parse_filter
     from aiptrain.job.listing import select_jobs
 
     job_filter = parse_filter(filter_expr)  # a bad filter is refused before the backend is asked
-    found = select_jobs(app.backend().list_jobs(page_size=page_size, filter=filter_expr), filter_expr=job_filter,
-                        limit=limit, sort_by=sort_by)
-    data = [job.to_api() for job in found]
+    if flatten:
+        from aiptrain.job.listing import select_records
+        from aiptrain.job.projection import flatten_resources
+
+        # gcloud flattens first, then filters, sorts and limits the flattened records.
+        records = flatten_resources([job.to_api() for job in app.backend().list_jobs(page_size=page_size)],
+                                    list(flatten))
+        data = select_records(records, job_filter=job_filter, limit=limit, sort_by=sort_by)
+    else:
+        found = select_jobs(app.backend().list_jobs(page_size=page_size, filter=filter_expr),
+                            filter_expr=job_filter, limit=limit, sort_by=sort_by)
+        data = [job.to_api() for job in found]
     emit(data, app.output_format, many=True, default=LIST_FORMAT)
     if not data and _is_table(app.output_format, LIST_FORMAT):
         app.progress("Listed 0 items.")  # on stderr, so `$(aiptrain jobs list ...)` captures only jobs

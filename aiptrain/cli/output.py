@@ -29,12 +29,15 @@ def wants_color(stream: TextIO) -> bool:
 
 
 def emit(data: Any, output_format: str | None, *, text: str | None = None, many: bool = False,
-         default: str | None = None) -> None:
+         default: str | None = None, flatten: tuple[str, ...] = ()) -> None:
     """Print a result on stdout in `--format` (None: the command's `default` format, else `text`
-    for humans, else YAML); `many` when `data` is a list of resources."""
+    for humans, else YAML); `many` when `data` is a list of resources; `flatten` as gcloud's
+    --flatten (the result is then a list)."""
     from aiptrain.cli.formats import render
-    from aiptrain.job.projection import Format, parse_format
+    from aiptrain.job.projection import Format, flatten_resources, parse_format
 
+    if flatten:
+        data, many, text = flatten_resources(list(data) if many else [data], list(flatten)), True, None
     if output_format is None and default is None:
         if text is not None:
             click.echo(text, nl=not text.endswith("\n"))

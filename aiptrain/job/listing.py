@@ -37,6 +37,19 @@ def _sort_key(field: str) -> Callable[[Job], str]:
     return lambda job: str(_lookup(job.to_api(), field) or "")
 
 
+def select_records(records: Iterable[dict[str, Any]], *, job_filter: JobFilter, limit: int | None = None,
+                   sort_by: str | None = None) -> list[dict[str, Any]]:
+    """--filter, --sort-by and --limit over REST records (what `--flatten` makes of jobs)."""
+    selected = [record for record in records if job_filter.matches(record)]
+    for field, descending in reversed(_sort_keys(sort_by or "")):
+        selected.sort(key=_record_key(field), reverse=descending)
+    return selected[:limit] if limit else selected
+
+
+def _record_key(field: str) -> Callable[[dict[str, Any]], str]:
+    return lambda record: str(_lookup(record, field) or "")
+
+
 def select_jobs(jobs: Iterable[Job], *, filter_expr: str | JobFilter | None = None, limit: int | None = None,
                 sort_by: str | None = None) -> list[Job]:
     job_filter = filter_expr if isinstance(filter_expr, JobFilter) else parse_filter(filter_expr)

@@ -379,3 +379,29 @@ def _sortable(value: Any) -> tuple[int, Any]:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return (1, value)
     return (2, str(value))
+
+
+def flatten_resources(resources: list[Any], keys: list[str]) -> list[Any]:
+    """gcloud's `--flatten=KEY`: a resource whose KEY is a list becomes one resource per item, with
+    that item as KEY (`--flatten trainingOutput.trials`: one row per trial); other resources stay
+    as they are. Several keys flatten in turn."""
+    for dotted in keys:
+        path = tuple(part for part in dotted.replace("[]", "").split(".") if part)
+        if not path or not all(_WORD.fullmatch(part) for part in path):
+            raise UsageError(f"--flatten: {dotted!r} is not a key", hint="write a dotted key, e.g. "
+                             "--flatten trainingOutput.trials")
+        flattened: list[Any] = []
+        for resource in resources:
+            items = lookup(resource, path)
+            if not isinstance(items, list) or not items:
+                flattened.append(resource)
+                continue
+            flattened += [_replaced(resource, path, item) for item in items]
+        resources = flattened
+    return resources
+
+
+def _replaced(resource: Any, path: tuple[str, ...], item: Any) -> Any:
+    if not path or not isinstance(resource, dict):
+        return item
+    return {**resource, path[0]: _replaced(resource.get(path[0]), path[1:], item)}

@@ -183,6 +183,7 @@ def test_filters_and_formats_print_what_gcloud_prints(gcloud: GcloudSession, scr
     ours = ok(gcloud.aiptrain(*script))
     assert ours.stdout == theirs.stdout
 
+
 def test_tuning_job(gcloud: GcloudSession, tmp_path: Path) -> None:
     config = tmp_path / "hptuning.yaml"
     config.write_text(json.dumps({"trainingInput": {"runtimeVersion": "2.11", "hyperparameters": {
@@ -198,6 +199,24 @@ def test_tuning_job(gcloud: GcloudSession, tmp_path: Path) -> None:
     assert output["completedTrialCount"] == "2"
     assert [t["finalMetric"]["objectiveValue"] for t in output["trials"]] == [0.75, 0.25]
     assert same_job(job, aiptrain_describe(gcloud, "g_tuning"))
+
+
+FLATTENED = [
+    ("jobs", "describe", "g_tuning", "--flatten", "trainingOutput.trials", "--format",
+     "value(trainingOutput.trials.trialId,trainingOutput.trials.state,trainingOutput.trials.hyperparameters.x)"),
+    ("jobs", "list", "--flatten", "trainingOutput.trials", "--filter", "trainingOutput.trials.trialId=2",
+     "--format", "table(jobId,trainingOutput.trials.trialId:label=TRIAL)"),
+    # (gcloud turns a job without trials into an empty record; aiptrain keeps the job: README.)
+    ("jobs", "list", "--flatten", "trainingOutput.trials", "--filter", "jobId:tuning", "--format",
+     "csv(jobId,trainingOutput.trials.finalMetric.objectiveValue)"),
+]
+
+
+@pytest.mark.parametrize("script", FLATTENED, ids=lambda script: " ".join(script[1:]))
+def test_flatten_prints_what_gcloud_prints(gcloud: GcloudSession, script: tuple[str, ...]) -> None:
+    theirs = ok(gcloud.run("ai-platform", *script))
+    ours = ok(gcloud.aiptrain(*script))
+    assert ours.stdout == theirs.stdout
 
 
 def test_cancel_duplicates_and_finished_jobs(gcloud: GcloudSession) -> None:

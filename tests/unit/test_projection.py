@@ -10,7 +10,7 @@ import yaml
 
 from aiptrain.cli.formats import render
 from aiptrain.errors import UsageError
-from aiptrain.job.projection import Format, Key, Transform, parse_format
+from aiptrain.job.projection import Format, Key, Transform, flatten_resources, parse_format
 
 JOBS: list[dict[str, Any]] = [
     {"jobId": "census_b", "state": "FAILED", "labels": {"team": "nlp", "env": "dev"},
@@ -137,3 +137,15 @@ def test_flattened_aligns_dotted_keys_and_opens_each_listed_resource() -> None:
 def test_list_and_none() -> None:
     assert out("list(jobId,state)", JOBS) == " - census_b\n   FAILED\n - census_a\n   SUCCEEDED\n"
     assert out("none", JOBS) == ""
+
+
+def test_flatten_makes_one_record_per_list_item() -> None:
+    tuning: dict[str, Any] = {"jobId": "t", "trainingOutput": {"trials": [{"trialId": "1"}, {"trialId": "2"}]}}
+    flat = flatten_resources([tuning, JOBS[1]], ["trainingOutput.trials"])
+    assert [(r["jobId"], r.get("trainingOutput")) for r in flat] == [
+        ("t", {"trials": {"trialId": "1"}}), ("t", {"trials": {"trialId": "2"}}), ("census_a", None)]
+    assert tuning["trainingOutput"]["trials"][0] == {"trialId": "1"}  # the input is left as it was
+    assert flatten_resources([JOBS[0]], ["trainingInput.args[]"]) == [
+        {**JOBS[0], "trainingInput": {**JOBS[0]["trainingInput"], "args": arg}} for arg in ("--epochs", "3")]
+    with pytest.raises(UsageError, match="--flatten"):
+        flatten_resources(JOBS, ["a..b!"])
