@@ -6,7 +6,11 @@ change labels. Each command is a subprocess; exit code, stdout and stderr are ch
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -55,9 +59,21 @@ def test_formats_and_filters_through_the_rest_backend(served: Emulator) -> None:
 
 
 def test_the_emulators_jobs_list_takes_the_same_filter_language(served: Emulator) -> None:
-    engine = served.engine()
-    jobs, _ = engine.list(PROJECT, filter="state=(FAILED SUCCEEDED) AND NOT labels.team=nlp")
-    assert [job.job_id for job in jobs] == ["s_fail"]
+    def listed(expression: str) -> tuple[int, dict[str, Any]]:
+        query = urllib.parse.urlencode({"filter": expression})
+        try:
+            with urllib.request.urlopen(f"{served.url}v1/projects/{PROJECT}/jobs?{query}", timeout=30) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    status, body = listed("state=(FAILED SUCCEEDED) AND NOT labels.team=nlp")
+    assert status == 200 and [job["jobId"] for job in body["jobs"]] == ["s_fail"]
+    status, body = listed("jobId~^s_ AND -labels.env:*")
+    assert status == 200 and [job["jobId"] for job in body["jobs"]] == ["s_ok"]
+    status, body = listed("state=FAILED OR jobId:a AND jobId:b")
+    assert status == 400 and body["error"]["status"] == "INVALID_ARGUMENT"
+    assert "parentheses are required" in body["error"]["message"]
 
 
 def test_update_labels_patches_the_job(served: Emulator) -> None:
