@@ -144,6 +144,8 @@ def _shared_options(*, for_group: bool) -> list[Callable[[F], F]]:
         click.option("--configuration", metavar="NAME",
                      help="The gcloud configuration whose project, region and endpoints fill in what no flag "
                      "or variable gives (default: CLOUDSDK_ACTIVE_CONFIG_NAME, else gcloud's active one)."),
+        click.option("--log-http", is_flag=True, default=None,
+                     help="Log each REST request aiptrain makes on stderr (credentials redacted), as -vv does."),
         click.option("-v", "--verbose", count=True, **group_default, help="More detail on stderr (repeatable)."),
         click.option("-q", "--quiet", count=True, **group_default, help="Less output on stderr."),
     ]
@@ -163,7 +165,7 @@ def global_options(group: F) -> F:
     @functools.wraps(callback)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         names = ("backend", "project", "region", "api_endpoint", "ray_address", "ray_resource_scale",
-                 "output_format", "verbosity", "configuration", "verbose", "quiet")
+                 "output_format", "verbosity", "configuration", "log_http", "verbose", "quiet")
         _remember_globals(click.get_current_context(), {name: kwargs.pop(name) for name in names})
         return callback(*args, **kwargs)
 
@@ -206,11 +208,13 @@ def common_options(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, backend: str, project: str | None, region: str | None, api_endpoint: str | None,
                 ray_address: str | None, ray_resource_scale: float | None, output_format: str | None,
-                verbosity: str | None, configuration: str | None, verbose: int, quiet: int, **kwargs: Any) -> Any:
+                verbosity: str | None, configuration: str | None, log_http: bool | None, verbose: int, quiet: int,
+                **kwargs: Any) -> Any:
         values = _resolve(click.get_current_context(), {
             "backend": backend, "project": project, "region": region, "api_endpoint": api_endpoint,
             "ray_address": ray_address, "ray_resource_scale": ray_resource_scale, "output_format": output_format,
-            "verbosity": verbosity, "configuration": configuration, "verbose": verbose, "quiet": quiet})
+            "verbosity": verbosity, "configuration": configuration, "log_http": log_http, "verbose": verbose,
+            "quiet": quiet})
         _fill_from_gcloud(values)
         if values["output_format"]:
             from aiptrain.job.projection import parse_format
@@ -227,7 +231,7 @@ def common_options(func: F) -> F:
             ray_address=values["ray_address"],
             ray_resource_scale=values["ray_resource_scale"],
         )
-        _configure_logging(app.verbosity)
+        _configure_logging(2 if values["log_http"] else app.verbosity)
         return func(app, *args, **kwargs)
 
     decorated: Any = wrapper

@@ -98,3 +98,13 @@ def test_vertex_refuses_label_updates_with_exit_2(served: Emulator) -> None:
     assert (refused.returncode, refused.stdout) == (2, "")
     assert "Vertex AI cannot change a job's labels" in refused.stderr
     assert "hint: labels are set when the job is submitted (--labels)" in refused.stderr
+
+
+def test_log_http_shows_each_request_on_stderr(served: Emulator) -> None:
+    logged = aiptrain("--log-http", "jobs", "describe", "s_fail", *common(served), "--format", "value(state)",
+                      home=served.home)
+    assert (logged.returncode, logged.stdout) == (0, "FAILED\n")
+    assert f"-> GET {served.url}v1/projects/{PROJECT}/jobs/s_fail" in logged.stderr
+    assert "<- 200 GET" in logged.stderr
+    quiet = aiptrain("jobs", "describe", "s_fail", *common(served), "--format", "value(state)", home=served.home)
+    assert quiet.stderr == ""
