@@ -1,7 +1,9 @@
 """Options every command shares, and the context object built from them.
 
 Each option can also come from an `AIPTRAIN_*` environment variable (named in its help), so a
-CI pipeline sets them once. They are accepted after the command name, where gcloud users put them.
+CI pipeline sets them once. Like gcloud's global flags they are accepted anywhere: after the
+command, or before it on the command groups (`global_options`), the command's own winning. What no
+flag or variable gives comes from gcloud's active configuration (`gcloud_properties`).
 """
 
 from __future__ import annotations
@@ -99,7 +101,6 @@ def _configure_logging(verbosity: int) -> None:
     logger.setLevel(logging.DEBUG)
     if not any(isinstance(h, logging.StreamHandler) for h in logger.handlers):
         logger.addHandler(handler)
-
 
 
 # gcloud's --verbosity levels as aiptrain's verbosity (-v adds one, -q takes one away).
