@@ -430,44 +430,15 @@ def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multilin
     With --format json, one JSON object per line and entry: timestamp, severity, task, message
     (and trial for a tuning trial's lines).
     """
+    from aiptrain.cli.output import entry_layout
+
     return follow_and_exit(app, app.backend(), job, timeout=timeout, to_stderr=False, summary=False,
                            task_name=task_name, allow_multiline=allow_multiline_logs,
-                           polling_interval=polling_interval, entry_lines=_entry_layout(app.output_format),
+                           polling_interval=polling_interval, entry_lines=entry_layout(app.output_format),
                            since=since, tail=tail)
 
 
 jobs.add_command(stream_logs, name="logs")
-
-
-def _entry_layout(output_format: str | None) -> Callable[[LogEntry], list[str]] | None:
-    """How `--format` lays a log entry out: json as one object per line (JSON Lines), other
-    formats over the entry's fields; None for gcloud's own layout."""
-    if output_format is None:
-        return None
-    import json
-
-    from aiptrain.cli.formats import render
-    from aiptrain.errors import UsageError
-    from aiptrain.job.projection import parse_format
-
-    fmt = parse_format(output_format)
-    if fmt.name in ("table", ""):
-        raise UsageError(f"--format: {fmt.name or 'the default table'} needs every line before it prints, and "
-                         "logs are followed", hint="use --format json, value(...) or csv(...)")
-    headed = [False]
-
-    def lines(entry: LogEntry) -> list[str]:
-        record = {"timestamp": entry.timestamp.isoformat().replace("+00:00", "Z"), "severity": entry.severity,
-                  "task": entry.task_name, "message": entry.message}
-        if entry.trial_id:
-            record["trial"] = entry.trial_id
-        if fmt.name == "json" and not fmt.keys:
-            return [json.dumps(record)]
-        shown = fmt if not headed[0] else type(fmt)(fmt.name, {**fmt.attributes, "heading": False}, fmt.keys)
-        headed[0] = True  # a csv heading once, not once per line
-        return render([record], shown, many=True).splitlines()
-
-    return lines
 
 
 @jobs.command("wait")

@@ -1,9 +1,10 @@
-"""Rendering: results on stdout as text, JSON or YAML; log lines and messages on stderr."""
+"""Rendering: results on stdout (`--format`, laid out by `formats`), log entries in gcloud's layout or
+in `--format`, messages on stderr."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -80,3 +81,34 @@ def local_time_text(rfc3339: str | None) -> str:
         return ""
     parsed = datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
     return parsed.astimezone().strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def entry_layout(output_format: str | None) -> Callable[[LogEntry], list[str]] | None:
+    """How `--format` lays a log entry out: json as one object per line (JSON Lines), other
+    formats over the entry's fields; None for gcloud's own layout."""
+    if output_format is None:
+        return None
+    import json
+
+    from aiptrain.cli.formats import render
+    from aiptrain.errors import UsageError
+    from aiptrain.job.projection import parse_format
+
+    fmt = parse_format(output_format)
+    if fmt.name in ("table", ""):
+        raise UsageError(f"--format: {fmt.name or 'the default table'} needs every line before it prints, and "
+                         "logs are followed", hint="use --format json, value(...) or csv(...)")
+    headed = [False]
+
+    def lines(entry: LogEntry) -> list[str]:
+        record = {"timestamp": entry.timestamp.isoformat().replace("+00:00", "Z"), "severity": entry.severity,
+                  "task": entry.task_name, "message": entry.message}
+        if entry.trial_id:
+            record["trial"] = entry.trial_id
+        if fmt.name == "json" and not fmt.keys:
+            return [json.dumps(record)]
+        shown = fmt if not headed[0] else type(fmt)(fmt.name, {**fmt.attributes, "heading": False}, fmt.keys)
+        headed[0] = True  # a csv heading once, not once per line
+        return render([record], shown, many=True).splitlines()
+
+    return lines
