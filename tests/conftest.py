@@ -28,8 +28,12 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     # runtime environments (tests/envs), which build them once per session.
     monkeypatch.setenv("AIPTRAIN_LOCAL_PYTHON", sys.executable)
     monkeypatch.delenv("AIPTRAIN_ENVS_DIR", raising=False)
+    # gcloud's configuration fills in project, region and endpoints: none of this machine's.
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path_factory.mktemp("cloudsdk")))
     for name in ("AIPTRAIN_BACKEND", "AIPTRAIN_PROJECT", "AIPTRAIN_REGION", "AIPTRAIN_API_ENDPOINT",
-                 "AIPTRAIN_FORMAT", "AIPTRAIN_STORAGE", "CLOUDSDK_COMPUTE_REGION", "CLOUDSDK_CORE_PROJECT",
+                 "AIPTRAIN_FORMAT", "AIPTRAIN_STORAGE", "AIPTRAIN_VERBOSITY", "CLOUDSDK_COMPUTE_REGION",
+                 "CLOUDSDK_CORE_PROJECT", "CLOUDSDK_ACTIVE_CONFIG_NAME", "CLOUDSDK_AI_PLATFORM_REGION",
+                 "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML", "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
                  "GOOGLE_APPLICATION_CREDENTIALS", "STORAGE_EMULATOR_HOST"):
         monkeypatch.delenv(name, raising=False)
     return home

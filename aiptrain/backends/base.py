@@ -55,6 +55,9 @@ class Backend(Protocol):
     # (fast, ceiling) seconds between two polls of a follower: quick for a local store, gentler
     # for a REST service with quotas.
     poll_seconds: ClassVar[tuple[float, float]]
+    # Why this backend cannot change a job's labels (`jobs update` is refused before anything is
+    # read), or None where it can.
+    labels_are_fixed: ClassVar[str | None]
 
     # Problems with a job this backend cannot run (custom containers locally, ...); [] if none.
     def unsupported(self, job: Job) -> list[Problem]: ...
@@ -67,10 +70,16 @@ class Backend(Protocol):
 
     def get_job(self, job_id: str) -> Job: ...
 
-    # Every job of the project, newest first where the backend can sort.
-    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]: ...
+    # The project's jobs, newest first where the backend can sort. `filter` (gcloud's filter
+    # language, already parsed once by the caller) may narrow the listing where the backend's
+    # server can; the caller applies the whole filter to what comes back, so a backend may ignore it.
+    def list_jobs(self, *, page_size: int = 100, filter: str | None = None) -> Iterator[Job]: ...
 
     def cancel_job(self, job_id: str) -> None: ...
+
+    # Replace the job's labels (`jobs update`); `etag`, when given, must still be the job's (else
+    # EtagMismatch: someone changed it since it was read). Where `labels_are_fixed`, UsageError.
+    def update_labels(self, job_id: str, labels: dict[str, str], *, etag: str | None = None) -> Job: ...
 
     # Log entries after `after` in (timestamp, insert_id) order, at most `limit`.
     def read_logs(

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from aiptrain.cli.context import AppContext
-from aiptrain.cli.output import dump_yaml, emit
+from aiptrain.cli.formats import dump_yaml
+from aiptrain.cli.output import emit
 from aiptrain.submit.submission import DryRun, SubmissionPlan
 
 

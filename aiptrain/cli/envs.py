@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from aiptrain.cli.context import AppContext, common_options
+from aiptrain.cli.context import AppContext, common_options, global_options
 
 
 def _store() -> Any:
@@ -42,6 +42,7 @@ def _labelled(line: str, severity: str) -> str:
 
 
 @click.group("envs")
+@global_options
 def envs() -> None:
     """The runtime environments local jobs run in ($AIPTRAIN_HOME/envs): list, build, rm."""
 
@@ -71,7 +72,7 @@ def list_envs(app: AppContext) -> int:
           f"{_size(r['sizeBytes'])} ({_size(r['ownBytes'])} own)", r["lastUsed"]] for r in rows],
         ["KEY", "PACKAGE SET", "RUNTIMES", "PYTHON", "SIZE", "LAST USED"],
     ) if rows else "No runtime environments built yet; `aiptrain local envs build RUNTIME` builds one."
-    emit(rows, app.output_format, text=text)
+    emit(rows, app.output_format, text=text, many=True)
     return 0
 
 

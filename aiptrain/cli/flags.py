@@ -72,7 +72,7 @@ def parse_bool_word(flag: str, value: str | None, out: ProblemList) -> bool | No
     return word
 
 
-def parse_labels(values: tuple[str, ...], out: ProblemList) -> dict[str, str] | None:
+def parse_labels(values: tuple[str, ...], out: ProblemList, *, flag: str = "--labels") -> dict[str, str] | None:
     """--labels k=v,k2=v2 (repeatable); later keys win."""
     if not values:
         return None
@@ -83,7 +83,7 @@ def parse_labels(values: tuple[str, ...], out: ProblemList) -> dict[str, str] | 
                 continue
             key, sep, val = item.partition("=")
             if not sep:
-                out.add("--labels", f"{item!r} is not KEY=VALUE", "write --labels team=ml,env=dev")
+                out.add(flag, f"{item!r} is not KEY=VALUE", f"write {flag} team=ml,env=dev")
                 continue
             labels[key] = val
     return labels

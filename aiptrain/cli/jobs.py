@@ -7,14 +7,16 @@ inside the command bodies so `aiptrain --help` stays fast.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from aiptrain.cli import flags
-from aiptrain.cli.context import AppContext, common_options
-from aiptrain.cli.numbers import SECONDS, FiniteFloat
+from aiptrain.cli.context import TYPED_OPTIONS, AppContext, common_options, global_options
+from aiptrain.cli.numbers import SECONDS, SINCE, FiniteFloat
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
 from aiptrain.submit.flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
 
@@ -55,11 +57,13 @@ class TrainingCommand(click.Command):
 
 
 @click.group("jobs")
+@global_options
 def jobs() -> None:
     """Submit and manage training jobs."""
 
 
 @jobs.group("submit")
+@global_options
 def submit() -> None:
     """Submit jobs."""
 
@@ -93,7 +97,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     ctx = click.get_current_context()
     problems = ProblemList()
     # A --region on the command line wins over the config; one from the environment only fills a gap.
-    region_given = ctx.get_parameter_source("region") == click.core.ParameterSource.COMMANDLINE
+    region_given = "region" in ctx.meta.get(TYPED_OPTIONS, set())
     options = _submit_options(job, kw, ctx.meta.get("user_args"), app, region_given, problems)
     catalog = load_catalog()
     backend = app.backend(options.region or options.default_region)
@@ -184,12 +188,18 @@ def _follow_up(app: AppContext, job_id: str, *, active: bool) -> str:
     )
 
 
-def _print_job_summary(app: AppContext, data: dict[str, Any]) -> None:
-    """The job's REST representation in --format json/yaml; its times and state in text."""
-    from aiptrain.cli.output import dump_yaml, emit
+# What gcloud printed after a submit (and after following a job), unless --format says otherwise.
+# Absent times are left out rather than shown as null (no-undefined), as gcloud does.
+SUMMARY_FORMAT = "yaml[no-undefined](jobId,state,startTime.date(tz=LOCAL),endTime.date(tz=LOCAL))"
+# gcloud's `jobs list` table.
+LIST_FORMAT = "table(jobId.basename(),state:label=STATUS,createTime.date(tz=LOCAL):label=CREATED)"
 
-    summary = {key: data[key] for key in ("endTime", "jobId", "startTime", "state") if key in data}
-    emit(data, app.output_format, text=dump_yaml(summary))
+
+def _print_job_summary(app: AppContext, data: dict[str, Any]) -> None:
+    """The job's jobId, state and times, as gcloud printed them; the whole resource in --format json/yaml."""
+    from aiptrain.cli.output import emit
+
+    emit(data, app.output_format, default=SUMMARY_FORMAT)
 
 
 def exit_code_for(state: str | None, *, timed_out: bool = False) -> int:
@@ -228,23 +238,32 @@ def _report_end(app: AppContext, job_id: str, data: dict[str, Any], *, timeout: 
 
 def follow_and_exit(app: AppContext, backend: Backend, job_id: str, *, timeout: float | None,
                     to_stderr: bool, summary: bool, stream: bool = True, task_name: str | None = None,
-                    allow_multiline: bool = False, polling_interval: float | None = None) -> int:
-    """Follow a job until it ends; Ctrl-C detaches (the job keeps running) with exit 130."""
+                    allow_multiline: bool = False, polling_interval: float | None = None,
+                    entry_lines: Callable[[LogEntry], list[str]] | None = None, since: datetime | None = None,
+                    tail: int | None = None) -> int:
+    """Follow a job until it ends; Ctrl-C detaches (the job keeps running) with exit 130.
+
+    Entries print in gcloud's layout unless `entry_lines` lays them out; `since` and `tail` say
+    where in the log to start."""
     from aiptrain.cli.output import format_log_entry, wants_color
+    from aiptrain.job.logs import LogCursor
     from aiptrain.submit.follow import follow_job, poller_for
 
     out = sys.stderr if to_stderr else sys.stdout
     color = wants_color(out)
 
     def show(entry: LogEntry) -> None:
-        for line in format_log_entry(entry, color=color, allow_multiline=allow_multiline):
+        lines = entry_lines(entry) if entry_lines else format_log_entry(entry, color=color,
+                                                                         allow_multiline=allow_multiline)
+        for line in lines:
             out.write(line + "\n")
         out.flush()
 
     try:
         result = follow_job(backend, job_id, on_entry=show if stream else None, task_name=task_name,
                             timeout=timeout, poller=poller_for(backend, polling_interval),
-                            on_warning=lambda text: app.progress(f"warning: {text}"))
+                            on_warning=lambda text: app.progress(f"warning: {text}"),
+                            start=LogCursor(since, "") if since else None, tail=tail)
     except KeyboardInterrupt:
         return _interrupted(app, job_id)
     return _report_end(app, job_id, result.job.to_api(), timeout=timeout, timed_out=result.timed_out,
@@ -260,20 +279,26 @@ def _wait_cheaply(app: AppContext, backend: Backend, job_id: str, timeout: float
     if result is None:
         return None
     data = result.resource
-    if app.output_format != "text":
+    if app.output_format is not None:
         from aiptrain.job.spec import Job
 
         data = Job.model_validate(data).to_api()  # the fields in the model's order, as every backend prints them
     return _report_end(app, job_id, data, timeout=timeout, timed_out=result.timed_out, summary=True)
 
 
+FLATTEN = click.option("--flatten", multiple=True, metavar="KEY",
+                       help="One resource per item of the list at KEY, e.g. trainingOutput.trials.")
+
+
 @jobs.command("describe")
 @click.argument("job")
 @click.option("--summarize", is_flag=True, help="A short summary (and a trials table for tuning jobs).")
+@FLATTEN
 @common_options
-def describe(app: AppContext, job: str, summarize: bool) -> int:
+def describe(app: AppContext, job: str, summarize: bool, flatten: tuple[str, ...]) -> int:
     """Show a job's full resource."""
-    from aiptrain.cli.output import dump_yaml, emit
+    from aiptrain.cli.formats import dump_yaml
+    from aiptrain.cli.output import emit
 
     backend = app.backend()
     found = backend.get_job(job)
@@ -283,8 +308,8 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
         from aiptrain.cli.summary import summarize_job
 
         text = summarize_job(found)
-    emit(data, app.output_format, text=text)
-    if app.output_format == "text":
+    emit(data, app.output_format, text=text, flatten=flatten)
+    if app.output_format is None:
         for line in backend.describe_notes(found):
             app.progress(line)
         app.progress(f"\nView logs with:\n  $ aiptrain jobs stream-logs {job}")
@@ -292,24 +317,86 @@ def describe(app: AppContext, job: str, summarize: bool) -> int:
 
 
 @jobs.command("list")
-@click.option("--filter", "filter_expr", help="e.g. 'state=FAILED AND jobId:census*'.")
+@click.option("--filter", "filter_expr", help="gcloud's filter language, e.g. 'state=(FAILED CANCELLED) AND "
+              "jobId:census*', 'NOT labels.team=nlp', 'createTime>2024-06-01'.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many jobs.")
 @click.option("--sort-by", help="Comma-separated fields; prefix ~ for descending (e.g. ~createTime).")
 @click.option("--page-size", type=click.IntRange(1, 1000), default=100, show_default=True,
               help="Jobs fetched per request.")
+@FLATTEN
 @common_options
 def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_by: str | None,
-              page_size: int) -> int:
+              page_size: int, flatten: tuple[str, ...]) -> int:
     """List jobs, newest first."""
-    from aiptrain.cli.output import emit, local_time_text, table
+    from aiptrain.cli.output import emit
+    from aiptrain.job.filters import parse_filter
     from aiptrain.job.listing import select_jobs
 
-    found = select_jobs(app.backend().list_jobs(page_size=page_size), filter_expr=filter_expr,
-                        limit=limit, sort_by=sort_by)
-    data = [job.to_api() for job in found]
-    rows = [[d.get("jobId", ""), d.get("state", ""), local_time_text(d.get("createTime"))] for d in data]
-    text = table(rows, ["JOB_ID", "STATUS", "CREATED"]) if rows else "Listed 0 items."
-    emit(data, app.output_format, text=text)
+    job_filter = parse_filter(filter_expr)  # a bad filter is refused before the backend is asked
+    if flatten:
+        from aiptrain.job.listing import select_records
+        from aiptrain.job.projection import flatten_resources
+
+        # gcloud flattens first, then filters, sorts and limits the flattened records.
+        records = flatten_resources([job.to_api() for job in app.backend().list_jobs(page_size=page_size)],
+                                    list(flatten))
+        data = select_records(records, job_filter=job_filter, limit=limit, sort_by=sort_by)
+    else:
+        found = select_jobs(app.backend().list_jobs(page_size=page_size, filter=filter_expr),
+                            filter_expr=job_filter, limit=limit, sort_by=sort_by)
+        data = [job.to_api() for job in found]
+    emit(data, app.output_format, many=True, default=LIST_FORMAT)
+    if not data and _is_table(app.output_format, LIST_FORMAT):
+        app.progress("Listed 0 items.")  # on stderr, so `$(aiptrain jobs list ...)` captures only jobs
+    return 0
+
+
+def _is_table(output_format: str | None, default: str) -> bool:
+    from aiptrain.job.projection import parse_format
+
+    chosen = parse_format(output_format).merged_into(parse_format(default)) if output_format else parse_format(default)
+    return chosen.name == "table"
+
+
+@jobs.command("update")
+@click.argument("job")
+@click.option("--update-labels", multiple=True, metavar="KEY=VALUE,...", help="Add or change these labels.")
+@click.option("--remove-labels", multiple=True, metavar="KEY,...",
+              help="Remove these labels (absent ones are ignored).")
+@click.option("--clear-labels", is_flag=True, help="Remove every label (then add --update-labels).")
+@common_options
+def update(app: AppContext, job: str, update_labels: tuple[str, ...], remove_labels: tuple[str, ...],
+           clear_labels: bool) -> int:
+    """Change a job's labels, as `gcloud ai-platform jobs update` did."""
+    from aiptrain.errors import UsageError, ValidationFailed
+    from aiptrain.job.catalog import load_catalog
+    from aiptrain.job.label_update import label_change
+    from aiptrain.job.validate import check_labels
+
+    problems = ProblemList()
+    change = label_change(flags.parse_labels(update_labels, problems, flag="--update-labels"), remove_labels,
+                          clear_labels, problems)
+    problems.problems += check_labels(change.update, load_catalog())
+    if problems.problems:
+        refused = ValidationFailed(problems.problems)
+        refused.message = "the label flags are not valid"
+        raise refused
+    if not change.asked:
+        raise UsageError("nothing to update", hint="pass --update-labels KEY=VALUE, --remove-labels KEY or "
+                         "--clear-labels")
+    backend = app.backend()
+    if backend.labels_are_fixed:
+        raise UsageError(backend.labels_are_fixed, hint="labels are set when the job is submitted (--labels)")
+    current = backend.get_job(job)
+    labels = change.applied_to(current.labels)
+    if labels == (current.labels or {}):
+        app.progress("No update to perform.")
+        return 0
+    updated = backend.update_labels(job, labels, etag=current.etag)
+    app.progress(f"Updated job [{job}].")
+    from aiptrain.cli.output import emit
+
+    emit(updated.to_api(), app.output_format, default="yaml")
     return 0
 
 
@@ -330,13 +417,28 @@ def cancel(app: AppContext, job: str) -> int:
 @click.option("--polling-interval", type=FiniteFloat(min=0.05),
               help="Fixed seconds between polls (default: adaptive).")
 @click.option("--timeout", type=SECONDS, help="Stop following after SECONDS (exit 12).")
+@click.option("--tail", type=click.IntRange(min=0), metavar="N",
+              help="Of the lines already written, show only the last N; then follow.")
+@click.option("--since", type=SINCE, metavar="DURATION|TIME",
+              help="Only lines from the last DURATION (90s, 10m, 2h, 1d) or after an RFC 3339 TIME.")
 @common_options
 def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multiline_logs: bool,
-                polling_interval: float | None, timeout: float | None) -> int:
-    """Print a job's logs until it ends; the exit code follows the job."""
+                polling_interval: float | None, timeout: float | None, tail: int | None,
+                since: datetime | None) -> int:
+    """Print a job's logs until it ends; the exit code follows the job.
+
+    With --format json, one JSON object per line and entry: timestamp, severity, task, message
+    (and trial for a tuning trial's lines).
+    """
+    from aiptrain.cli.output import entry_layout
+
     return follow_and_exit(app, app.backend(), job, timeout=timeout, to_stderr=False, summary=False,
                            task_name=task_name, allow_multiline=allow_multiline_logs,
-                           polling_interval=polling_interval)
+                           polling_interval=polling_interval, entry_lines=entry_layout(app.output_format),
+                           since=since, tail=tail)
+
+
+jobs.add_command(stream_logs, name="logs")
 
 
 @jobs.command("wait")

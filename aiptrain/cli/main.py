@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from aiptrain import __version__
+from aiptrain.cli.context import global_options
 from aiptrain.cli.init import init
 from aiptrain.cli.jobs import jobs
 from aiptrain.cli.local import local
@@ -85,6 +86,7 @@ class AiptrainGroup(click.Group):
 
 @click.group(cls=AiptrainGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="aiptrain")
+@global_options
 def root() -> None:
     """AI Platform Training jobs, the gcloud way: run them on this machine (--backend local,
     the default), on Vertex AI (--backend vertex) or on any ml v1 endpoint (--backend mlv1)."""

@@ -1,10 +1,10 @@
-"""Rendering: results on stdout as text, JSON or YAML; log lines and messages on stderr."""
+"""Rendering: results on stdout (`--format`, laid out by `formats`), log entries in gcloud's layout or
+in `--format`, messages on stderr."""
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -29,20 +29,25 @@ def wants_color(stream: TextIO) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ
 
 
-def dump_yaml(data: Any) -> str:
-    import yaml
+def emit(data: Any, output_format: str | None, *, text: str | None = None, many: bool = False,
+         default: str | None = None, flatten: tuple[str, ...] = ()) -> None:
+    """Print a result on stdout in `--format` (None: the command's `default` format, else `text`
+    for humans, else YAML); `many` when `data` is a list of resources; `flatten` as gcloud's
+    --flatten (the result is then a list)."""
+    from aiptrain.cli.formats import render
+    from aiptrain.job.projection import Format, flatten_resources, parse_format
 
-    return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
-
-
-def emit(data: Any, output_format: str, *, text: str | None = None) -> None:
-    """Print a result on stdout: `text` (or YAML) for humans, JSON/YAML for machines."""
-    if output_format == "json":
-        click.echo(json.dumps(data, indent=2, sort_keys=False))
-    elif output_format == "yaml" or text is None:
-        click.echo(dump_yaml(data), nl=False)
-    else:
-        click.echo(text, nl=not text.endswith("\n"))
+    if flatten:
+        data, many, text = flatten_resources(list(data) if many else [data], list(flatten)), True, None
+    if output_format is None and default is None:
+        if text is not None:
+            click.echo(text, nl=not text.endswith("\n"))
+            return
+        output_format = "yaml"
+    base = parse_format(default) if default else Format("yaml")
+    fmt = parse_format(output_format).merged_into(base).labelled_like(base) if output_format else base
+    resources = list(data) if many else [data]
+    click.echo(render(resources, fmt, many=many), nl=False)
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
@@ -76,3 +81,34 @@ def local_time_text(rfc3339: str | None) -> str:
         return ""
     parsed = datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
     return parsed.astimezone().strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def entry_layout(output_format: str | None) -> Callable[[LogEntry], list[str]] | None:
+    """How `--format` lays a log entry out: json as one object per line (JSON Lines), other
+    formats over the entry's fields; None for gcloud's own layout."""
+    if output_format is None:
+        return None
+    import json
+
+    from aiptrain.cli.formats import render
+    from aiptrain.errors import UsageError
+    from aiptrain.job.projection import parse_format
+
+    fmt = parse_format(output_format)
+    if fmt.name in ("table", ""):
+        raise UsageError(f"--format: {fmt.name or 'the default table'} needs every line before it prints, and "
+                         "logs are followed", hint="use --format json, value(...) or csv(...)")
+    headed = [False]
+
+    def lines(entry: LogEntry) -> list[str]:
+        record = {"timestamp": entry.timestamp.isoformat().replace("+00:00", "Z"), "severity": entry.severity,
+                  "task": entry.task_name, "message": entry.message}
+        if entry.trial_id:
+            record["trial"] = entry.trial_id
+        if fmt.name == "json" and not fmt.keys:
+            return [json.dumps(record)]
+        shown = fmt if not headed[0] else type(fmt)(fmt.name, {**fmt.attributes, "heading": False}, fmt.keys)
+        headed[0] = True  # a csv heading once, not once per line
+        return render([record], shown, many=True).splitlines()
+
+    return lines

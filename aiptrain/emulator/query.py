@@ -1,5 +1,9 @@
 """Filter expressions: the Cloud Logging query language and AIP-160 list filters (a shared subset).
 
+These are the languages of logging v2 `entries.list` and of Vertex AI's `customJobs.list`; they
+differ from gcloud's `--filter` (here OR binds tighter than AND, `:` is "has"). ml v1 `jobs.list`
+takes gcloud's language, as `jobs list` does: `aiptrain.job.filters`, through the local engine.
+
     expr       := conjunct (["AND"] conjunct)*        juxtaposition is AND too
     conjunct   := unary ("OR" unary)*                 OR binds tighter than AND, as documented
     unary      := ("NOT" | "-") unary | "(" expr ")" | comparison

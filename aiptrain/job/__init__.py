@@ -9,7 +9,12 @@
 - `validate`: every problem of a job at once, against the catalog, with `limits` (what could
   only fail later: object names, package archives, argument sizes);
 - `tf_config`: TF_CONFIG, CLUSTER_SPEC and the AIP_* variables each replica gets;
-- `listing`: `jobs list` filters and ordering applied on the client side.
+- `filters`: gcloud's `--filter` language, parsed once and evaluated on resources (`jobs list` on
+  every backend, the emulator's `jobs.list`);
+- `listing`: `jobs list` filtering, ordering and limit applied on the client side;
+- `projection`: gcloud's `--format` expressions, parsed, and the values their keys select
+  (`transforms`: `date()`, `basename()` ...);
+- `label_update`: `jobs update`'s label flags applied to a job's labels.
 
 May import: `aiptrain.errors` and this folder only. Pure: no files, no network, no processes.
 """

@@ -231,6 +231,20 @@ def _check_region_accelerator(path: str, accel_type: str, region: str | None,
     return []
 
 
+_ACCELERATOR_FLAGS = {"master": ("--master-accelerator", "--master-machine-type"),
+                      "worker": ("--worker-accelerator", "--worker-machine-type"),
+                      "parameter_server": ("--parameter-server-accelerator", "--parameter-server-machine-type")}
+
+
+def _accelerator_needs_custom(tier: ScaleTier, role: Role) -> Problem:
+    flag, machine_flag = _ACCELERATOR_FLAGS.get(role.name, (f"{role.config_field}.acceleratorConfig",
+                                                            f"{role.type_field} in --config"))
+    return Problem(f"trainingInput.{role.config_field}.acceleratorConfig",
+                   f"scale tier {tier.value} takes no accelerators ({flag})",
+                   f"use --scale-tier custom with {machine_flag} (e.g. n1-standard-8) to attach accelerators, "
+                   f"or leave {flag} out")
+
+
 def check_scale_tier(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
     problems: list[Problem] = []
     tier = ti.scale_tier or ScaleTier.BASIC
@@ -249,6 +263,9 @@ def check_scale_tier(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
                 problems.append(Problem(f"trainingInput.{count_field}",
                                         f"scale tier {tier.value} takes no replica counts",
                                         "set scaleTier: CUSTOM (--scale-tier custom) to choose counts"))
+            if config is not None and config.accelerator_config is not None:
+                # The service refused these; dropping them would run the job without its GPUs.
+                problems.append(_accelerator_needs_custom(tier, spec_role))
             continue
         if role == "master" and not machine_name:
             problems.append(Problem(type_path, "scale tier CUSTOM needs a master machine type",

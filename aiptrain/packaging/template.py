@@ -2,8 +2,9 @@
 
 The template lives in the source tree as `trainer_template/`; wheels carry it as package data
 under `aiptrain/data/template` (a symlink to that directory in a checkout). Only the files a
-new project needs are copied: the `trainer` package, its setup.py, the README and sample job
-configurations; never caches, build output or generated data.
+new project needs are copied: the `trainer` package, its setup.py, the README, sample job
+configurations and a small sample of the data (`sample_data/`, so that a first job needs no
+extra package to make its data); never caches, build output or generated data.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from aiptrain.errors import InternalError, UsageError
 
 # What a new project gets, relative to the template root.
-TEMPLATE_ENTRIES = ("trainer", "setup.py", "README.md", "config.yaml", "hptuning_config.yaml")
+TEMPLATE_ENTRIES = ("trainer", "setup.py", "README.md", "config.yaml", "hptuning_config.yaml", "sample_data")
 
 _NEVER_COPIED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.pyo", "*.egg-info", ".pytest_cache", ".mypy_cache", ".ruff_cache", "build", "dist"
@@ -63,12 +64,13 @@ def _check_destination(directory: Path) -> None:
 
 def next_steps(directory: Path) -> list[str]:
     """Commands that take the new project from nothing to a running job."""
-    data = "$PWD/data"
+    data = "$PWD/sample_data"
     # Double quotes: the shell expands $PWD, the trainer expands the glob.
     trainer_args = f'--train-files "{data}/train-*.csv" --eval-files "{data}/eval-*.csv"'
+    # The sample needs nothing installed; `make_data` writes all 1797 images but needs scikit-learn,
+    # which the runtime environments have (`aiptrain local envs build 2.11` prints where).
     return [
         f"cd {directory}",
-        "python -m trainer.make_data --output-dir data --shards 4",
         f"aiptrain local train --package-path trainer --module-name trainer.task -- {trainer_args} --train-steps 300",
         "aiptrain jobs submit training my_job_1 --package-path trainer/ --module-name trainer.task "
         "--region us-central1 --config config.yaml --job-dir gs://my-bucket/jobs/my_job_1 "

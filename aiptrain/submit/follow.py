@@ -21,6 +21,7 @@ When the service fails (429, 5xx, no answer at all):
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -114,10 +115,13 @@ def follow_job(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     on_warning: Callable[[str], None] | None = None,
+    start: LogCursor | None = None,
+    tail: int | None = None,
 ) -> FollowResult:
     """Print entries through `on_entry` (None: state only) until the job ends or `timeout` passes.
 
-    `on_warning` gets one line when the service starts failing (see the module docstring).
+    Entries after `start` only (`--since`), and of those already written only the last `tail`
+    (`--tail`). `on_warning` gets one line when the service starts failing (see the module docstring).
     """
     poller = poller or poller_for(backend)
     deadline = None if timeout is None else clock() + timeout
@@ -131,13 +135,35 @@ def follow_job(
                 f"gave up on job [{job_id}] after {timeout:g} s without reading it: {passed.error.message}",
                 hint=passed.error.hint) from None
         retrying.found_job = True
-        return _follow(backend, job_id, job, on_entry, task_name, deadline, poller, sleep, clock, retrying)
+        if tail is not None and on_entry is not None:
+            try:
+                start = _tail_start(retrying, backend, job_id, start, task_name, tail)
+            except _DeadlinePassed as passed:
+                return FollowResult(job, timed_out=True, unreachable=passed.error.message)
+        return _follow(backend, job_id, job, on_entry, task_name, deadline, poller, sleep, clock, retrying, start)
+
+
+def _tail_start(retrying: _Retrier, backend: Backend, job_id: str, start: LogCursor | None,
+                task_name: str | None, tail: int) -> LogCursor | None:
+    """The cursor just before the last `tail` entries written so far (reading the log through once)."""
+    recent: deque[LogCursor] = deque(maxlen=tail + 1)
+    cursor = start
+    while True:
+        entries = retrying(_reader(backend, job_id, cursor, task_name))
+        recent.extend(entry.cursor for entry in entries)
+        if entries:
+            cursor = entries[-1].cursor
+        if len(entries) < READ_LIMIT:
+            break
+    if len(recent) <= tail:
+        return start  # fewer entries than asked for: all of them
+    return recent[0]
 
 
 def _follow(backend: Backend, job_id: str, job: Job, on_entry: Callable[[LogEntry], None] | None,
             task_name: str | None, deadline: float | None, poller: Poller, sleep: Callable[[float], None],
-            clock: Callable[[], float], retrying: _Retrier) -> FollowResult:
-    cursor: LogCursor | None = None
+            clock: Callable[[], float], retrying: _Retrier, start: LogCursor | None) -> FollowResult:
+    cursor = start
     ended = _is_terminal(job)
     while True:
         got = False

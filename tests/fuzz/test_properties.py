@@ -21,6 +21,7 @@ from aiptrain.emulator.query import FilterError, parse_filter
 from aiptrain.emulator.schema import SchemaValidator
 from aiptrain.errors import UsageError, ValidationFailed
 from aiptrain.job.catalog import load_catalog
+from aiptrain.job.filters import parse_filter as parse_job_filter
 from aiptrain.job.project_id import project_id_problem
 from aiptrain.job.spec import parse_job_lenient
 from aiptrain.job.validate import bucket_name_problem, check_gs_uri, check_job_id, validate_job
@@ -119,12 +120,15 @@ def test_logging_filters_parse_and_match_or_refuse(text: str, record: Any) -> No
         pass
 
 
-@given(filters)
-def test_job_list_filters_compile_or_refuse(text: str) -> None:
+@given(filters, json_values)
+def test_job_list_filters_parse_compile_and_match_or_refuse(text: str, record: Any) -> None:
     try:
-        compile_filter(text)
-    except UsageError:
-        pass
+        parsed = parse_job_filter(text)
+    except UsageError as refused:
+        assert refused.message.startswith("--filter: ")
+        return
+    compile_filter(parsed)
+    parsed.matches(record if isinstance(record, dict) else {"jobId": record})
 
 
 _ML = SchemaValidator(discovery_document("ml", "v1"))

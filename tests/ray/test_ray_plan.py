@@ -220,4 +220,4 @@ def test_without_ray_installed_the_backend_names_the_extra():
     result = subprocess.run([sys.executable, "-c", probe, "jobs", "list", "--backend", "ray"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
-    assert 'pip install "aiptrain[ray]"' in result.stderr
+    assert "pip install -e '.[ray]'" in result.stderr

@@ -7,13 +7,18 @@ import sqlite3
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.backends.local.filters import compile_filter
 from aiptrain.backends.local.store import JobStore, PendingLine
 from aiptrain.errors import AlreadyExists, NotFound, UsageError
-from aiptrain.job.spec import Job, JobState
+from aiptrain.job.filters import parse_filter
+from aiptrain.job.spec import Job, JobState, TrainingInput
+from tests.unit.test_filters import JOBS as FILTER_JOBS
+from tests.unit.test_filters import TABLE as FILTER_TABLE
 
 from .conftest import PROJECT, make_job, training_input
 
@@ -113,7 +118,7 @@ def test_list_pages_newest_first_and_filters(home: Path) -> None:
     assert engine.list("another-project")[0] == []
 
 
-@pytest.mark.parametrize("bad", ["state:NOPE", "jobId census", "region:us", "(jobId:a)"])
+@pytest.mark.parametrize("bad", ["state=NOPE", "jobId census", "(jobId:a", "jobId:a AND state=FAILED OR jobId:b"])
 def test_bad_filters_are_usage_errors(home: Path, bad: str) -> None:
     with pytest.raises(UsageError):
         LocalEngine(home).list(PROJECT, filter=bad)
@@ -260,3 +265,29 @@ def test_a_store_made_before_the_vertex_column_gains_it_and_keeps_its_jobs(tmp_p
     store.close()
     # Opened again, the upgraded store is left as it is.
     assert JobStore(tmp_path).get(PROJECT, "customjob_1234").vertex_job_id == "1234"
+
+
+@pytest.mark.parametrize(("expression", "expected"), FILTER_TABLE)
+def test_the_sql_a_filter_becomes_keeps_every_match(tmp_path: Path, expression: str, expected: list[str]) -> None:
+    """The store narrows a listing with what SQL can say of a filter; it must never drop a match
+    (the engine applies the whole filter afterwards, so the listing is exact)."""
+    engine = LocalEngine(tmp_path)
+    for resource in FILTER_JOBS:
+        record = engine.store.insert_job(PROJECT, Job.model_validate({"jobId": resource["jobId"],
+                                                                      "labels": resource.get("labels")}), "t")
+        engine.store.transition(record.key, JobState(resource["state"]))
+
+        def with_fields(job: Job, resource: dict[str, Any] = resource) -> None:
+            job.create_time = resource["createTime"]
+            job.training_input = TrainingInput.model_validate(resource["trainingInput"])
+            job.job_position = resource.get("jobPosition")
+
+        engine.store.update_resource(record.key, with_fields)
+    job_filter = parse_filter(expression)
+    condition = compile_filter(job_filter)
+    narrowed = {r.job_id for r in engine.store.list_jobs(PROJECT, limit=100, where=condition.where,
+                                                        params=condition.params)}
+    stored = {r.job_id: r.job.to_api() for r in engine.store.list_jobs(PROJECT, limit=100)}
+    assert {job_id for job_id, resource in stored.items() if job_filter.matches(resource)} == set(expected)
+    assert set(expected) <= narrowed
+    assert sorted(str(job.job_id) for job in engine.list(PROJECT, filter=expression)[0]) == expected

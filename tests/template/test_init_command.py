@@ -25,8 +25,8 @@ def test_init_copies_the_template_and_prints_next_steps(tmp_path):
     assert (project / "trainer" / "task.py").read_text() == (TEMPLATE_DIR / "trainer" / "task.py").read_text()
     assert not list(project.rglob("__pycache__"))
     assert "trainer/task.py" in result.stdout
-    assert "python -m trainer.make_data --output-dir data" in result.stdout
-    assert '--train-files "$PWD/data/train-*.csv"' in result.stdout, "the shell must expand $PWD"
+    assert '--train-files "$PWD/sample_data/train-*.csv"' in result.stdout, "the shell must expand $PWD"
+    assert len(list((project / "sample_data").glob("train-*.csv"))) == 2
     assert "aiptrain jobs submit training my_job_1 --package-path trainer/ --module-name trainer.task" in result.stdout
 
 
@@ -86,7 +86,7 @@ def test_wheel_ships_the_template(tmp_path):
     )
     (wheel,) = wheels.glob("aiptrain-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in ("trainer/task.py", "setup.py", "README.md", "config.yaml"):
+    for name in ("trainer/task.py", "setup.py", "README.md", "config.yaml", "sample_data/eval-00000-of-00001.csv"):
         assert f"aiptrain/data/template/{name}" in names
 
     site = tmp_path / "site"

@@ -40,7 +40,8 @@ def _write_shards(rows: list[list[int]], directory: str, prefix: str, shards: in
 
 
 def write_digits(
-    output_dir: str, shards: int = 4, eval_shards: int = 2, eval_fraction: float = 0.2, seed: int = 0
+    output_dir: str, shards: int = 4, eval_shards: int = 2, eval_fraction: float = 0.2, seed: int = 0,
+    rows_wanted: int | None = None,
 ) -> WrittenData:
     from sklearn.datasets import load_digits
 
@@ -48,6 +49,7 @@ def write_digits(
     pairs = zip(digits.data, digits.target)
     rows = [[int(value) for value in image] + [int(label)] for image, label in pairs]
     random.Random(seed).shuffle(rows)
+    rows = rows[:rows_wanted]  # a sample (the template's sample_data/ is one), or all 1797
     eval_count = int(len(rows) * eval_fraction)
     eval_rows, train_rows = rows[:eval_count], rows[eval_count:]
 
@@ -69,10 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--eval-shards", type=int, default=2)
     parser.add_argument("--eval-fraction", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rows", type=int, default=None, help="only this many of the 1797 images")
     args = parser.parse_args(argv)
     if args.shards < 1 or args.eval_shards < 1 or not 0 < args.eval_fraction < 1:
         parser.error("shards must be >= 1 and --eval-fraction between 0 and 1")
-    written = write_digits(args.output_dir, args.shards, args.eval_shards, args.eval_fraction, args.seed)
+    if args.rows is not None and args.rows < args.shards + args.eval_shards:
+        parser.error("--rows must leave at least one row per shard")
+    written = write_digits(args.output_dir, args.shards, args.eval_shards, args.eval_fraction, args.seed, args.rows)
     print(f"wrote {written.train_rows} training rows in {len(written.train_files)} shards: {written.train_pattern}")
     print(f"wrote {written.eval_rows} eval rows in {len(written.eval_files)} shards: {written.eval_pattern}")
     return 0

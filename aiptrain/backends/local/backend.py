@@ -30,6 +30,7 @@ class LocalBackend:
     name: ClassVar[str] = "local"
     poll_seconds: ClassVar[tuple[float, float]] = LOCAL_POLL_SECONDS
     default_storage: ClassVar[str] = "local"
+    labels_are_fixed: ClassVar[str | None] = None
 
     def __init__(self, settings: BackendSettings) -> None:
         self.settings = settings
@@ -127,14 +128,18 @@ class LocalBackend:
         with self._store_errors():
             return self.engine.get(self.project, job_id)
 
-    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
+    def list_jobs(self, *, page_size: int = 100, filter: str | None = None) -> Iterator[Job]:
         token: str | None = None
         while True:
             with self._store_errors():
-                jobs, token = self.engine.list(self.project, page_size=page_size, page_token=token)
+                jobs, token = self.engine.list(self.project, page_size=page_size, page_token=token, filter=filter)
             yield from jobs
             if token is None:
                 return
+
+    def update_labels(self, job_id: str, labels: dict[str, str], *, etag: str | None = None) -> Job:
+        with self._store_errors():
+            return self.engine.update_labels(self.project, job_id, labels, expected_etag=etag)
 
     def cancel_job(self, job_id: str) -> None:
         with self._store_errors():

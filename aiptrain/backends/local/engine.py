@@ -24,6 +24,7 @@ from aiptrain.backends.local.reaper import reap_dead_jobs, reap_if_supervisor_di
 from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
 from aiptrain.backends.local.supervisor_start import start_supervisor, supervisor_environment
 from aiptrain.errors import EtagMismatch, JobAlreadyFinished, UsageError
+from aiptrain.job.filters import parse_filter
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job, JobState, as_new_job
 from aiptrain.paths import aiptrain_home
@@ -142,13 +143,15 @@ class LocalEngine:
             raise UsageError(f"page size {page_size} is not positive", hint="use a page size of 1 or more")
         size = min(page_size, MAX_PAGE_SIZE)
         before = _key_from_token(page_token) if page_token else None
-        condition = compile_filter(filter)
+        job_filter = parse_filter(filter, source="filter")
+        condition = compile_filter(job_filter)  # what SQL can narrow; the whole filter is applied below
         reap_dead_jobs(self.store, self.home)
         records = self.store.list_jobs(
             project, limit=size + 1, before_key=before, where=condition.where, params=condition.params, vertex=vertex
         )
         next_token = _page_token(records[size - 1].key) if len(records) > size else None
-        return [self._present(record) for record in records[:size]], next_token
+        page = [self._present(record) for record in records[:size]]
+        return [job for job in page if job_filter.matches(job.to_api())], next_token
 
     def vertex_job_ids(self, project: str) -> dict[str, str]:
         """Job ID -> the numeric ID of the Vertex AI job it runs, for the project's Vertex jobs."""

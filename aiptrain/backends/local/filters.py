@@ -1,7 +1,10 @@
-"""The `filter` of ml v1 `jobs.list` (`jobId:census*`, `state:FAILED`, joined with AND) as SQL.
+"""What the SQLite store can do of a `jobs list` filter (`aiptrain.job.filters`), as a WHERE clause.
 
-Only conjunctions of simple comparisons are understood; anything else is refused with a hint
-rather than silently ignored. Values are always bound parameters, never spliced into SQL.
+Terms on `jobId`, `state`, the times and `labels.KEY` with `=`, `!=`, `:`, `<`, `<=`, `>`, `>=`
+(and `(A B)` lists) translate exactly; the rest (regular expressions, other keys) does not, and a
+conjunction keeps the parts that do. The clause therefore selects every matching job and maybe
+more; the caller applies the whole filter to what the store returns. Values are always bound
+parameters, never spliced into SQL.
 """
 
 from __future__ import annotations
@@ -9,18 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from aiptrain.errors import UsageError
-from aiptrain.job.spec import JobState
+from aiptrain.job.filters import And, Expression, JobFilter, Not, Term
 
-_TERM = re.compile(
-    r"""^\s*(?P<field>[A-Za-z][\w.]*)\s*(?P<op>!=|>=|<=|=|:|>|<)\s*(?P<value>"[^"]*"|'[^']*'|\S+)\s*$"""
-)
-_AND = re.compile(r"\s+AND\s+", re.IGNORECASE)
-_SQL_OPS = {"=": "=", ":": "=", "!=": "!=", ">": ">", "<": "<", ">=": ">=", "<=": "<="}
-_TIME_FIELDS = {"createTime": "$.createTime", "startTime": "$.startTime", "endTime": "$.endTime"}
+_COLUMNS = {"jobId": "job_id", "state": "state"}
+_TIME_FIELDS = ("createTime", "startTime", "endTime")
 _LABEL_KEY = re.compile(r"^[\w-]+$")
-
-HINT = 'write terms like `jobId:census*`, `state:FAILED` or `labels.team=nlp`, joined with AND'
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -29,61 +26,78 @@ class SqlFilter:
     params: tuple[object, ...]
 
 
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
-
-
-def _glob(pattern: str) -> str:
-    # GLOB treats [ and ? specially; the filter language only has `*`.
-    return pattern.replace("[", "[[]").replace("?", "[?]")
-
-
-def _term_sql(field: str, op: str, value: str) -> tuple[str, list[object]]:
-    sql_op = _SQL_OPS[op]
-    if field == "jobId":
-        if "*" in value and op in (":", "="):
-            return "job_id GLOB ?", [_glob(value)]
-        return f"job_id {sql_op} ?", [value]
-    if field == "state":
-        try:
-            state = JobState(value.upper())
-        except ValueError:
-            raise UsageError(
-                f"unknown job state {value!r} in the filter",
-                hint="states are " + ", ".join(s.value for s in JobState),
-            ) from None
-        if op not in (":", "=", "!="):
-            raise UsageError(f"state cannot be compared with {op!r}", hint=HINT)
-        return f"state {sql_op} ?", [state.value]
-    if field in _TIME_FIELDS:
-        return f"json_extract(resource, '{_TIME_FIELDS[field]}') {sql_op} ?", [value]
-    if field.startswith("labels."):
-        key = field.removeprefix("labels.")
-        if not _LABEL_KEY.match(key):
-            raise UsageError(f"invalid label key {key!r} in the filter", hint=HINT)
-        path = f'$.labels."{key}"'
-        if value == "*" and op == ":":
-            return "json_extract(resource, ?) IS NOT NULL", [path]
-        return f"json_extract(resource, ?) {sql_op} ?", [path, value]
-    raise UsageError(
-        f"the filter field {field!r} is not supported here",
-        hint="filter on jobId, state, createTime, startTime, endTime or labels.KEY",
-    )
-
-
-def compile_filter(text: str | None) -> SqlFilter:
-    """Translate a list filter into a WHERE fragment over the jobs table; empty for no filter."""
-    if text is None or not text.strip():
+def compile_filter(job_filter: JobFilter) -> SqlFilter:
+    """A WHERE fragment over the jobs table selecting a superset of the matches; empty if none."""
+    if job_filter.root is None:
         return SqlFilter("", ())
+    operands = job_filter.root.operands if isinstance(job_filter.root, And) else (job_filter.root,)
     clauses: list[str] = []
     params: list[object] = []
-    for term in _AND.split(text.strip()):
-        match = _TERM.match(term)
-        if match is None:
-            raise UsageError(f"cannot understand the filter term {term.strip()!r}", hint=HINT)
-        clause, values = _term_sql(match["field"], match["op"], _unquote(match["value"]))
-        clauses.append(clause)
-        params.extend(values)
-    return SqlFilter(" AND ".join(clauses), tuple(params))
+    for operand in operands:
+        exact = _exact(operand)
+        if exact is not None:
+            clauses.append(exact[0])
+            params.extend(exact[1])
+    return SqlFilter(" AND ".join(f"({clause})" for clause in clauses), tuple(params))
+
+
+def _exact(expression: Expression) -> tuple[str, list[object]] | None:
+    """SQL true exactly where the expression is (never NULL), or None where SQL cannot say."""
+    if isinstance(expression, Term):
+        return _term(expression)
+    if isinstance(expression, Not):
+        inner = _exact(expression.operand)
+        return None if inner is None else (f"NOT ({inner[0]})", inner[1])
+    parts = [_exact(operand) for operand in expression.operands]
+    if any(part is None for part in parts):
+        return None
+    joiner = " AND " if isinstance(expression, And) else " OR "
+    return joiner.join(f"({part[0]})" for part in parts if part), [p for part in parts if part for p in part[1]]
+
+
+def _column(key: tuple[str, ...]) -> tuple[str, list[object]] | None:
+    dotted = ".".join(key)
+    if dotted in _COLUMNS:
+        return _COLUMNS[dotted], []
+    if dotted in _TIME_FIELDS:
+        return f"json_extract(resource, '$.{dotted}')", []
+    if len(key) == 2 and key[0] == "labels" and _LABEL_KEY.match(key[1]):
+        return "json_extract(resource, ?)", [f'$.labels."{key[1]}"']
+    return None
+
+
+def _term(term: Term) -> tuple[str, list[object]] | None:
+    column = _column(term.key)
+    if column is None or term.operator in ("~", "!~"):
+        return None
+    expression, column_params = column
+    if term.operator == "!=":
+        positive = _term(Term(term.key, "=", term.values, term.is_list))
+        return None if positive is None else (f"NOT ({positive[0]})", positive[1])
+    if term.operator == ":" and term.values == ("*",):
+        return f"{expression} IS NOT NULL", column_params
+    alternatives: list[str] = []
+    params: list[object] = []
+    for value in term.values:
+        clause, values = _compare(expression, term.operator, value)
+        if clause is None:
+            return None
+        alternatives.append(clause)
+        params += [*column_params, *values]
+    # COALESCE: a missing field is NULL in SQL, and NOT NULL would drop rows `!=` should keep.
+    return "COALESCE(" + " OR ".join(f"({a})" for a in alternatives) + ", 0)", params
+
+
+def _compare(expression: str, operator: str, value: str) -> tuple[str | None, list[object]]:
+    if _NUMBER.match(value) or not value.isascii():
+        # Numbers compare as numbers in the filter language, and SQLite folds only ASCII case:
+        # both are left to the filter itself.
+        return None, []
+    if operator == "=":
+        return f"{expression} = ? COLLATE NOCASE", [value]
+    if operator == ":":
+        # `:` contains the text, or matches it whole when it has `*`; LIKE ignores ASCII case too.
+        escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        pattern = escaped.replace("*", "%") if "*" in value else f"%{escaped}%"
+        return f"{expression} LIKE ? ESCAPE '\\'", [pattern]
+    return f"{expression} {operator} ?", [value]

@@ -30,7 +30,7 @@ from aiptrain.backends.base import BackendSettings, DryRunView, RemoteBackendDef
 from aiptrain.backends.ray import joblog, plan
 from aiptrain.backends.ray.client import LogTail, call, connect, require_ray
 from aiptrain.backends.ray.settings import RaySettings, ray_settings
-from aiptrain.errors import JobAlreadyFinished, OperationalError, Problem
+from aiptrain.errors import JobAlreadyFinished, OperationalError, Problem, UsageError
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job, JobState, TrainingInput, TrainingOutput
 
@@ -47,6 +47,8 @@ def _rfc3339(millis: int | None) -> str | None:
 
 class RayBackend(RemoteBackendDefaults):
     name: ClassVar[str] = "ray"
+    labels_are_fixed: ClassVar[str | None] = (
+        "the Ray backend cannot change a job's labels: a Ray job's metadata is fixed when it is submitted")
     default_storage: ClassVar[str] = "local"
     # A follower's polls read the log's new lines from a websocket tail (the first read, and
     # one-off reads, fetch the whole log over HTTP).
@@ -234,12 +236,16 @@ class RayBackend(RemoteBackendDefaults):
     def get_job(self, job_id: str) -> Job:
         return self._job_of(self._details(job_id))
 
-    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
+    def list_jobs(self, *, page_size: int = 100, filter: str | None = None) -> Iterator[Job]:
+        # Ray's job list has no filter: the caller applies it.
         found = call("*", self.client.list_jobs)
         mine = [d for d in found if (d.metadata or {}).get(plan.METADATA_PROJECT) == self.project
                 and d.submission_id]
         for details in sorted(mine, key=lambda d: d.start_time or 0, reverse=True):
             yield self._job_of(details)
+
+    def update_labels(self, job_id: str, labels: dict[str, str], *, etag: str | None = None) -> Job:
+        raise UsageError(str(self.labels_are_fixed), hint="labels are set when the job is submitted (--labels)")
 
     def cancel_job(self, job_id: str) -> None:
         job = self.get_job(job_id)

@@ -13,7 +13,7 @@ from typing import Any
 from aiptrain.backends.ray.settings import ADDRESS_HINT
 from aiptrain.errors import AlreadyExists, NotFound, OperationalError, UsageError
 
-EXTRA_HINT = 'install it with `pip install "aiptrain[ray]"`'
+EXTRA_HINT = "install it with `pip install -e '.[ray]'` in aiptrain's checkout"
 
 
 def require_ray() -> None:

@@ -22,7 +22,7 @@ from aiptrain.backends.rest.client import (
     is_overridden,
     resolve_endpoint,
 )
-from aiptrain.errors import NotFound, Problem
+from aiptrain.errors import AlreadyExists, EtagMismatch, NotFound, Problem
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job, job_from_api, without_output_fields
 
@@ -40,6 +40,7 @@ def logging_endpoint(api_endpoint: str | None, resolved_api: str) -> str:
 
 
 class MlV1Backend(RemoteBackendDefaults):
+    labels_are_fixed: ClassVar[str | None] = None
     name: ClassVar[str] = "mlv1"
     poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
     default_storage: ClassVar[str] = "gcs"
@@ -86,7 +87,8 @@ class MlV1Backend(RemoteBackendDefaults):
                            hint="list jobs with `aiptrain jobs list`") from error
         return job_from_api(data)
 
-    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
+    def list_jobs(self, *, page_size: int = 100, filter: str | None = None) -> Iterator[Job]:
+        # Not sent, as gcloud did not send it: an ml v1 server understood only part of the language.
         page_token: str | None = None
         while True:
             request = self._jobs.list(parent=f"projects/{self.project}", pageSize=page_size,
@@ -97,6 +99,24 @@ class MlV1Backend(RemoteBackendDefaults):
             page_token = response.get("nextPageToken")
             if not page_token:
                 return
+
+    def update_labels(self, job_id: str, labels: dict[str, str], *, etag: str | None = None) -> Job:
+        """jobs.patch with updateMask=labels, as gcloud sent it; with the etag read before, so a
+        job changed in between is not overwritten (the service answers ABORTED)."""
+        body: dict[str, Any] = {"labels": labels}
+        mask = "labels"
+        if etag:
+            body["etag"] = etag
+            mask = "labels,etag"
+        request = self._jobs.patch(name=self._name(job_id), body=body, updateMask=mask)
+        try:
+            return job_from_api(call(request, what="projects.jobs.patch", retry=False))
+        except NotFound as error:
+            raise NotFound(f"job {job_id} not found in project {self.project}",
+                           hint="list jobs with `aiptrain jobs list`") from error
+        except AlreadyExists as error:  # 409 ABORTED: the etag no longer matches
+            raise EtagMismatch(error.message, hint="the job changed since it was read; run the update again") \
+                from error
 
     def cancel_job(self, job_id: str) -> None:
         try:

@@ -55,6 +55,8 @@ def default_endpoint(region: str) -> str:
 
 class VertexBackend(RemoteBackendDefaults):
     name: ClassVar[str] = "vertex"
+    labels_are_fixed: ClassVar[str | None] = (
+        "Vertex AI cannot change a job's labels: its customJobs and hyperparameterTuningJobs have no update method")
     poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
     default_storage: ClassVar[str] = "gcs"
 
@@ -137,11 +139,15 @@ class VertexBackend(RemoteBackendDefaults):
     def get_job(self, job_id: str) -> Job:
         return self._as_job(self._require(job_id))
 
-    def list_jobs(self, *, page_size: int = 100) -> Iterator[Job]:
-        """Custom and tuning jobs merged, newest first (each collection is listed newest first)."""
+    def list_jobs(self, *, page_size: int = 100, filter: str | None = None) -> Iterator[Job]:
+        """Custom and tuning jobs merged, newest first (each collection is listed newest first); Vertex
+        filters in another language (AIP-160), so `filter` is left to the caller."""
         streams = [self._list(collection, filter_text=None, page_size=page_size) for collection in _COLLECTIONS]
         for resource in heapq.merge(*streams, key=lambda r: str(r.get("createTime") or ""), reverse=True):
             yield self._as_job(resource)
+
+    def update_labels(self, job_id: str, labels: dict[str, str], *, etag: str | None = None) -> Job:
+        raise UsageError(str(self.labels_are_fixed), hint="labels are set when the job is submitted (--labels)")
 
     def cancel_job(self, job_id: str) -> None:
         name = self._resource_name(job_id)

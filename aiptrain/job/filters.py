@@ -1,0 +1,342 @@
+"""gcloud's `--filter` language (`gcloud topic filters`), parsed once and evaluated on resources.
+
+    expression := sequence
+    sequence   := group (group)*                      juxtaposition is AND, below OR in precedence
+    group      := unary (("AND" | "OR") unary)*       AND and OR mixed in one group need parentheses
+    unary      := ("NOT" | "-") unary | "(" expression ")" | term
+    term       := key operator (value | "(" value ([","] value)* ")")
+    operator   := ":" | "=" | "!=" | "<" | "<=" | ">" | ">=" | "~" | "!~"
+    key        := name ("." name)*                    a name may be quoted: labels."a.b"
+
+Matching follows gcloud as it behaves today: `=` is equality ignoring case (no wildcards), `:` is
+"contains" ignoring case, or a whole-value match when the pattern has `*`, and `key:*` means the
+key is set; `<`, `>`, `<=`, `>=` compare numbers as numbers and anything else as text (RFC 3339
+times therefore in time order); `~` is a Python regular expression searched in the value. A list
+`(A B)` after `=` or `:` matches any of its values. A key a resource does not have matches only
+`!=` and `!~`. Used by `jobs list` on every backend and by the emulator's ml v1 `jobs.list`; the
+local store turns what it can of a parsed filter into SQL (`backends/local/filters.py`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from aiptrain.errors import UsageError
+from aiptrain.job.state import JobState
+
+OPERATORS = ("!=", "!~", "<=", ">=", ":", "=", "<", ">", "~")
+LIST_OPERATORS = (":", "=", "!=")
+# Bounds on what a filter may be, so a hostile one (the emulator parses them too) costs little.
+MAX_FILTER_CHARS = 20_000
+MAX_DEPTH = 64
+HINT = ("write terms like state=FAILED, jobId:census*, labels.team=nlp or createTime>2024-01-01, joined "
+        "with AND, OR, NOT (see `gcloud topic filters`)")
+_NAME = re.compile(r"[A-Za-z_][\w-]*")
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+@dataclass(frozen=True)
+class Term:
+    key: tuple[str, ...]
+    operator: str
+    values: tuple[str, ...]  # one value, or the items of a `(A B)` list
+    is_list: bool = False
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: Expression
+
+
+@dataclass(frozen=True)
+class And:
+    operands: tuple[Expression, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    operands: tuple[Expression, ...]
+
+
+Expression = Term | Not | And | Or
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """A parsed filter; `root` is None for an empty one, which matches everything."""
+
+    root: Expression | None
+
+    def matches(self, resource: dict[str, Any]) -> bool:
+        return self.root is None or evaluate(self.root, resource)
+
+
+# -- parsing ----------------------------------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.source = source
+        self.position = 0
+        self.depth = 0
+
+    def fail(self, message: str) -> UsageError:
+        shown = f"{self.text[:self.position]} *HERE* {self.text[self.position:]}".strip()
+        return UsageError(f"{self.source}: {message} [{shown}]", hint=HINT)
+
+    def skip_space(self) -> None:
+        while self.position < len(self.text) and self.text[self.position].isspace():
+            self.position += 1
+
+    def at_end(self) -> bool:
+        self.skip_space()
+        return self.position >= len(self.text)
+
+    def peek(self, length: int = 1) -> str:
+        self.skip_space()
+        return self.text[self.position:self.position + length]
+
+    def accept(self, literal: str) -> bool:
+        if self.peek(len(literal)) == literal:
+            self.position += len(literal)
+            return True
+        return False
+
+    def keyword(self, word: str) -> bool:
+        """`word` as a whole word (AND, OR, NOT are upper case only, as in gcloud)."""
+        self.skip_space()
+        end = self.position + len(word)
+        if self.text[self.position:end] == word and (end == len(self.text) or self.text[end].isspace()
+                                                       or self.text[end] == "("):
+            self.position = end
+            return True
+        return False
+
+    def quoted(self) -> str:
+        quote = self.text[self.position]
+        self.position += 1
+        chars = []
+        while self.position < len(self.text) and self.text[self.position] != quote:
+            if self.text[self.position] == "\\" and self.position + 1 < len(self.text):
+                self.position += 1
+            chars.append(self.text[self.position])
+            self.position += 1
+        if self.position >= len(self.text):
+            raise self.fail("a quoted string is not closed")
+        self.position += 1
+        return "".join(chars)
+
+    def bare(self, stops: str) -> str:
+        start = self.position
+        while self.position < len(self.text) and not self.text[self.position].isspace() \
+                and self.text[self.position] not in stops:
+            self.position += 1
+        return self.text[start:self.position]
+
+
+def parse_filter(text: str | None, *, source: str = "--filter") -> JobFilter:
+    """A filter expression; UsageError (exit 2) naming `source` and where the text went wrong."""
+    if text is None or not text.strip():
+        return JobFilter(None)
+    if len(text) > MAX_FILTER_CHARS:
+        raise UsageError(f"{source}: the filter is {len(text)} characters long; at most {MAX_FILTER_CHARS}",
+                         hint=HINT)
+    reader = _Reader(text, source)
+    root = _sequence(reader)
+    if not reader.at_end():
+        raise reader.fail("unexpected ')'" if reader.peek() == ")" else "unexpected text")
+    return JobFilter(root)
+
+
+def _sequence(reader: _Reader) -> Expression:
+    groups = [_group(reader)]
+    while not reader.at_end() and reader.peek() != ")":
+        groups.append(_group(reader))
+    return groups[0] if len(groups) == 1 else And(tuple(groups))
+
+
+def _group(reader: _Reader) -> Expression:
+    operands = [_unary(reader)]
+    joiner = ""
+    while True:
+        word = "AND" if reader.keyword("AND") else "OR" if reader.keyword("OR") else ""
+        if not word:
+            break
+        if joiner and word != joiner:
+            raise reader.fail("parentheses are required when AND and OR are combined")
+        joiner = word
+        operands.append(_unary(reader))
+    if len(operands) == 1:
+        return operands[0]
+    return And(tuple(operands)) if joiner == "AND" else Or(tuple(operands))
+
+
+def _unary(reader: _Reader) -> Expression:
+    reader.depth += 1
+    if reader.depth > MAX_DEPTH:
+        raise reader.fail(f"NOT, '-' and parentheses nest more than {MAX_DEPTH} deep")
+    try:
+        if reader.keyword("NOT") or reader.accept("-"):
+            return Not(_unary(reader))
+        if reader.accept("("):
+            inner = _sequence(reader)
+            if not reader.accept(")"):
+                raise reader.fail("a '(' is not closed")
+            return inner
+        return _term(reader)
+    finally:
+        reader.depth -= 1
+
+
+def _term(reader: _Reader) -> Term:
+    if reader.at_end():
+        raise reader.fail("a term is missing")
+    key = _key(reader)
+    operator = next((op for op in OPERATORS if reader.accept(op)), "")
+    if not operator:
+        raise reader.fail(f"expected an operator ({' '.join(OPERATORS)}) after {'.'.join(key)}")
+    if reader.accept("("):
+        if operator not in LIST_OPERATORS:
+            raise reader.fail(f"a list of values can follow {', '.join(LIST_OPERATORS)}, not {operator}")
+        values = []
+        while not reader.accept(")"):
+            if reader.at_end():
+                raise reader.fail("the list of values is not closed with ')'")
+            values.append(_value(reader))
+            reader.accept(",")
+        if not values:
+            raise reader.fail("the list of values is empty")
+        return _checked(reader, Term(key, operator, tuple(values), is_list=True))
+    if reader.at_end() or reader.peek() == ")":
+        raise reader.fail(f"a value is missing after {'.'.join(key)}{operator}")
+    return _checked(reader, Term(key, operator, (_value(reader),)))
+
+
+def _checked(reader: _Reader, term: Term) -> Term:
+    if term.key == ("state",) and term.operator in ("=", "!="):
+        # A misspelt state would match nothing without a word; gcloud only warned.
+        states = {state.value for state in JobState}
+        for value in term.values:
+            if value.upper() not in states:
+                raise UsageError(f"{reader.source}: {value!r} is not a job state",
+                                 hint="states are " + ", ".join(sorted(states)))
+    if term.operator in ("~", "!~"):
+        try:
+            re.compile(term.values[0])
+        except re.error as error:
+            raise reader.fail(f"{term.values[0]!r} is not a regular expression: {error}") from None
+    return term
+
+
+def _key(reader: _Reader) -> tuple[str, ...]:
+    parts: list[str] = []
+    reader.skip_space()
+    while True:
+        if reader.position < len(reader.text) and reader.text[reader.position] in "\"'":
+            parts.append(reader.quoted())
+        else:
+            match = _NAME.match(reader.text, reader.position)
+            if not match:
+                raise reader.fail("expected a key such as state, jobId or labels.team")
+            reader.position = match.end()
+            parts.append(match.group())
+        if reader.position < len(reader.text) and reader.text[reader.position] == ".":
+            reader.position += 1
+            continue
+        return tuple(parts)
+
+
+def _value(reader: _Reader) -> str:
+    reader.skip_space()
+    if reader.text[reader.position] in "\"'":
+        return reader.quoted()
+    return reader.bare("(),")
+
+
+# -- evaluation -------------------------------------------------------------------------------------
+
+
+def lookup(resource: Any, key: tuple[str, ...]) -> Any:
+    value = resource
+    for part in key:
+        if isinstance(value, list):  # a key into a list looks into each item
+            found = [lookup(item, (part,)) for item in value]
+            value = [item for item in found if item is not None] or None
+        elif isinstance(value, dict):
+            value = value.get(part)
+        else:
+            return None
+        if value is None:
+            return None
+    return value
+
+
+def evaluate(expression: Expression, resource: dict[str, Any]) -> bool:
+    if isinstance(expression, And):
+        return all(evaluate(operand, resource) for operand in expression.operands)
+    if isinstance(expression, Or):
+        return any(evaluate(operand, resource) for operand in expression.operands)
+    if isinstance(expression, Not):
+        return not evaluate(expression.operand, resource)
+    return _term_matches(expression, lookup(resource, expression.key))
+
+
+def _term_matches(term: Term, actual: Any) -> bool:
+    if term.operator in ("!=", "!~"):
+        positive = Term(term.key, "=" if term.operator == "!=" else "~", term.values, term.is_list)
+        return not _term_matches(positive, actual)
+    if actual is None or actual in ([], {}):
+        return False
+    if term.operator == ":" and term.values == ("*",):
+        return True
+    items = list(actual.items()) if isinstance(actual, dict) else actual if isinstance(actual, list) else [actual]
+    return any(_matches_one(term.operator, value, item) for value in term.values for item in items)
+
+
+def _matches_one(operator: str, wanted: str, item: Any) -> bool:
+    if isinstance(item, tuple):  # a map's entry: its key or its value may match
+        return _matches_one(operator, wanted, item[0]) or _matches_one(operator, wanted, item[1])
+    if isinstance(item, (dict, list)):
+        return False
+    text = _text(item)
+    if operator == ":":
+        if "*" in wanted:
+            return fnmatch.fnmatchcase(text.lower(), _glob(wanted.lower()))
+        return wanted.lower() in text.lower()
+    if operator == "~":
+        return re.search(wanted, text) is not None
+    return _ordered(operator, text, wanted)
+
+
+def _glob(pattern: str) -> str:
+    """Only `*` is a wildcard in the filter language; `?` and `[` are matched as themselves."""
+    return pattern.replace("[", "[[]").replace("?", "[?]")
+
+
+def _ordered(operator: str, text: str, wanted: str) -> bool:
+    """`=` and the orderings: numbers as numbers; other text as text, `=` ignoring case."""
+    left: Any = text
+    right: Any = wanted
+    if _NUMBER.match(text) and _NUMBER.match(wanted):
+        left, right = float(text), float(wanted)
+    elif operator == "=":
+        return text.lower() == wanted.lower()
+    if operator == "=":
+        return bool(left == right)
+    if operator == "<":
+        return bool(left < right)
+    if operator == "<=":
+        return bool(left <= right)
+    if operator == ">":
+        return bool(left > right)
+    return bool(left >= right)
+
+
+def _text(item: Any) -> str:
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    return str(item)
