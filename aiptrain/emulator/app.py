@@ -18,14 +18,14 @@ Routes (the paths googleapiclient builds from the discovery documents):
     POST /v2/entries:list                                        logging.entries.list
 
 A project may be named by its ID or by the number the emulator gave it (see `projects`); handlers
-get the ID. Every answer is JSON; every error is Google's error object. When a token is configured, each
-request must carry `Authorization: Bearer <token>` (401 UNAUTHENTICATED otherwise). Handlers are
-synchronous (the engine uses SQLite and processes) and run in Starlette's thread pool.
+get the ID. Every answer is JSON; every error is Google's error object. Before any route, `guard`
+checks the Host, the Origin, the bearer token (when one is configured) and the body's content
+type. Handlers are synchronous (the engine uses SQLite and processes) and run in Starlette's
+thread pool.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -40,6 +40,7 @@ from starlette.routing import Route
 from aiptrain.emulator import logging_api, mlv1_api, tuning_api, vertex_api
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.faults import FaultPlan
+from aiptrain.emulator.guard import RequestGuard
 from aiptrain.emulator.limits import parse_json_body, read_capped_body
 from aiptrain.emulator.projects import ProjectDirectory
 from aiptrain.emulator.schema import Violation
@@ -65,11 +66,9 @@ async def _read_body(request: Request) -> Any:
     return parse_json_body(await read_capped_body(request))
 
 
-def _endpoint(handler: Handler, *, token: str | None, faults: FaultPlan | None
-              ) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(handler: Handler, *, faults: FaultPlan | None) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
-            _check_token(request, token)
             if faults is not None:
                 injected = faults.check(request.method, request.url.path)
                 if injected is not None:
@@ -98,25 +97,19 @@ def _check_project(project: str | None) -> None:
                        (Violation("name", problem),))
 
 
-def _check_token(request: Request, token: str | None) -> None:
-    if token is None:
-        return
-    sent = request.headers.get("authorization", "")
-    if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
-        raise ApiError("UNAUTHENTICATED", "Request is missing a valid authentication credential: "
-                       "send `Authorization: Bearer <token>`.", headers={"WWW-Authenticate": 'Bearer realm="aiptrain"'})
-
-
 def create_app(
     engine: LocalEngine,
     *,
     token: str | None = None,
+    bind_host: str = "127.0.0.1",
     faults: FaultPlan | None = None,
     storage_root: Path | None = None,
     state_dir: Path | None = None,
-) -> Starlette:
-    """The ASGI app over `engine`.
+) -> RequestGuard:
+    """The ASGI app over `engine`, behind the request guard.
 
+    token:        the bearer token every request must carry (None: no token is asked for)
+    bind_host:    the address served, a Host name accepted besides the loopback names
     storage_root: where `gs://` URIs live (default: the engine home's `storage`, the local store)
     state_dir:    where Vertex job records are kept (default: the engine home's `emulator`)
     faults:       test-only fault injection (see `faults`)
@@ -143,7 +136,7 @@ def create_app(
         return resolved
 
     def route(path: str, method: str, handler: Handler) -> Route:
-        return Route(path, _endpoint(by_project_id(handler), token=token, faults=faults), methods=[method])
+        return Route(path, _endpoint(by_project_id(handler), faults=faults), methods=[method])
 
     jobs = "/v1/projects/{project}/jobs"
     custom = "/v1/projects/{project}/locations/{location}/customJobs"
@@ -178,10 +171,10 @@ def create_app(
                                                         p["tuning_job"])),
         route("/v2/entries:list", "POST", lambda p, q, b: logging_api.list_entries(services, b)),
     ]
-    not_found = _endpoint(_unknown_method, token=token, faults=None)
+    not_found = _endpoint(_unknown_method, faults=None)
     routes.append(Route("/{path:path}", not_found,
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
-    return Starlette(routes=routes)
+    return RequestGuard(Starlette(routes=routes), token=token, bind_host=bind_host)
 
 
 def _unknown_method(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore
 
 if TYPE_CHECKING:
     from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.job.spec import Job
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,17 @@ class Services:
     def vertex_job_by_numeric_id(self, numeric_id: str) -> VertexJobRecord | None:
         """The custom or tuning job with this numeric ID (random 19-digit numbers: never shared in practice)."""
         return self.custom_jobs.by_numeric_id(numeric_id) or self.tuning_jobs.by_numeric_id(numeric_id)
+
+    def submit(self, project: str, job: Job, *, vertex_job_id: str | None = None, check_job: bool = True) -> Job:
+        """Start `job` on the engine once it passes what the CLI checks (`admission`); a
+        ValidationFailed naming each problem otherwise, and nothing is created."""
+        from aiptrain.emulator.admission import admission_problems
+        from aiptrain.errors import ValidationFailed
+
+        problems = admission_problems(job, self.storage_root, check_job=check_job)
+        if problems:
+            raise ValidationFailed(problems)
+        return self.engine.submit(project, job, vertex_job_id=vertex_job_id)
 
     def validated(self, api: str, version: str, body: Any, schema_id: str, root: str) -> dict[str, Any]:
         """The body checked against the API's schema, camelCase keys; 400 on any violation."""

@@ -127,8 +127,8 @@ Exchange = bytes | Callable[[Server], bytes]
 EXCHANGES: list[tuple[str, Exchange, int, str | None]] = [
     ("body-2-mib", request("POST", JOBS, b"{" + b" " * (2 << 20) + b"}"), 400, "INVALID_ARGUMENT"),
     ("body-declared-200-mb", request("POST", JOBS, b"", length=200_000_000), 400, "INVALID_ARGUMENT"),
-    ("body-chunked-2-mib", ("POST " + JOBS + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                            "Transfer-Encoding: chunked\r\n\r\n").encode()
+    ("body-chunked-2-mib", ("POST " + JOBS + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
      + b"".join(b"%x\r\n%s\r\n" % (65536, b" " * 65536) for _ in range(32)) + b"0\r\n\r\n", 400, "INVALID_ARGUMENT"),
     ("json-array-nested-100000", request("POST", JOBS, "[" * 100_000 + "]" * 100_000), 400, "INVALID_ARGUMENT"),
     ("json-object-nested-150", request("POST", JOBS, deep(150)), 400, "INVALID_ARGUMENT"),
@@ -218,13 +218,14 @@ EXCHANGES: list[tuple[str, Exchange, int, str | None]] = [
     ("unknown-method-put", request("PUT", JOBS, "{}"), 404, "NOT_FOUND"),
     ("unknown-method-delete", request("DELETE", f"{JOBS}/x"), 404, "NOT_FOUND"),
     ("path-traversal", request("GET", "/v1/../../etc/passwd"), 404, "NOT_FOUND"),
-    ("headers-never-ending", f"GET {JOBS} HTTP/1.1\r\nHost: x\r\n".encode()
+    ("headers-never-ending", f"GET {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode()
      + b"".join(b"X-Padding-%d: %s\r\n" % (index, b"p" * 1000) for index in range(200)), 400, None),
     ("request-line-garbage", b"\x00\x01\x02 nonsense\r\n\r\n", 400, None),
-    ("http-version-bogus", f"GET {JOBS} HTTP/9.9\r\nHost: x\r\nConnection: close\r\n\r\n".encode(), 200, ""),
-    ("content-length-negative", f"POST {JOBS} HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n".encode(), 400, None),
-    ("content-length-twice", f"POST {JOBS} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{{}}"
+    ("http-version-bogus", f"GET {JOBS} HTTP/9.9\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode(), 200, ""),
+    ("content-length-negative", f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n"
      .encode(), 400, None),
+    ("content-length-twice", f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
+     "Content-Length: 9\r\n\r\n{{}}".encode(), 400, None),
 ]
 
 
@@ -232,7 +233,7 @@ def _slow_headers(server: Server) -> bytes:
     """One byte of the request line at a time, slower than the head deadline allows."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as connection:
         started = time.monotonic()
-        for byte in f"GET {JOBS} HTTP/1.1\r\nHost: x\r\n".encode():
+        for byte in f"GET {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode():
             try:
                 connection.sendall(bytes([byte]))
             except OSError:

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from google.auth.credentials import AnonymousCredentials
 from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
@@ -251,7 +250,7 @@ def test_mlv1_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator) -> No
 
 def test_the_emulator_checks_tuning_jobs_like_vertex(emulator: Emulator) -> None:
     client = discovery.build("aiplatform", "v1", static_discovery=True, cache_discovery=False,
-                             credentials=AnonymousCredentials(), client_options={"api_endpoint": emulator.url})
+                             credentials=emulator.credentials(), client_options={"api_endpoint": emulator.url})
     jobs = client.projects().locations().hyperparameterTuningJobs()
     parent = f"projects/{PROJECT}/locations/us-central1"
     body = job_to_hyperparameter_tuning_job(tuning_job("plain_tuned", STAGED, GRID), load_catalog())
