@@ -403,7 +403,29 @@ def submit(
     for result in upload(plan, store, progress_factory=progress_factory):
         if on_upload is not None:
             on_upload(result)
-    return backend.create_job(plan.job)
+    try:
+        return backend.create_job(plan.job)
+    except KeyboardInterrupt:
+        _raise_if_created(backend, plan)
+        raise
+
+
+def _raise_if_created(backend: Backend, plan: SubmissionPlan) -> None:
+    """After a Ctrl-C during the create: InterruptedAfterCreate naming the job if it exists.
+
+    The create may have reached the backend before the interrupt (a REST call) or been let finish
+    (the local engine defers Ctrl-C until the job's supervisor runs); one read tells which.
+    """
+    from aiptrain.errors import AiptrainError, InterruptedAfterCreate
+
+    job_id = plan.job.job_id or ""
+    try:
+        backend.get_job(job_id)
+    except (AiptrainError, KeyboardInterrupt, OSError):
+        return
+    flags = f"--backend {plan.backend_name} --project {plan.project}"
+    raise InterruptedAfterCreate(job_id, [f"aiptrain jobs {verb} {job_id} {flags}"
+                                          for verb in ("describe", "stream-logs", "cancel")]) from None
 
 
 @dataclass(frozen=True)
