@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -178,6 +179,17 @@ def _dump(job: Job) -> str:
     return json.dumps(job.to_api(), sort_keys=True)
 
 
+def _side_files(path: Path) -> tuple[Path, Path]:
+    return path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file 0600 before SQLite opens it: SQLite gives its -wal and -shm files
+    the database's mode, so no file of the store is ever readable by others, whatever the umask."""
+    descriptor = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.close(descriptor)
+
+
 class JobStore:
     """Typed access to jobs.db. Safe to share between threads (one connection per thread)."""
 
@@ -188,6 +200,7 @@ class JobStore:
         try:
             home.mkdir(parents=True, exist_ok=True)
             home.chmod(0o700)
+            _create_private(self.path)
             conn = self.connection()
             # Readers never wait for a writer: a store already at this schema is opened without
             # taking the write lock, so a long transaction elsewhere does not block `jobs list`.
@@ -198,7 +211,9 @@ class JobStore:
                     tx.executescript_in_tx(_SCHEMA)
                     _add_missing_columns(tx)
                     tx.execute(f"PRAGMA user_version = {version}")
-            self.path.chmod(0o600)
+            for path in (self.path, *_side_files(self.path)):
+                if path.exists():
+                    path.chmod(0o600)  # stores made by older versions
         except (OSError, sqlite3.Error) as error:
             self.close()
             raise store_failure(error, self.path) from None
