@@ -27,13 +27,14 @@ thread pool.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -76,11 +77,14 @@ def _endpoint(handler: Handler, *, faults: FaultPlan | None) -> Callable[[Reques
             body = await _read_body(request) if request.method in ("POST", "PATCH") else None
             params = dict(request.path_params)
             _check_project(params.get("project"))
+            _check_location(params.get("location"))
             query = dict(request.query_params)
             result = await run_in_threadpool(handler, params, query, body)
             return JSONResponse(result)
         except ApiError as error:
             return _error_response(error)
+        except ClientDisconnect:
+            return Response(status_code=499)  # nobody reads it: the client hung up mid-body
         except AiptrainError as error:
             return _error_response(from_aiptrain_error(error, root=""))
         except Exception:
@@ -94,6 +98,18 @@ def _check_project(project: str | None) -> None:
     problem = project_id_problem(project) if project is not None else None
     if problem:
         raise ApiError("INVALID_ARGUMENT", f"Invalid resource name projects/{project}: {problem}.",
+                       (Violation("name", problem),))
+
+
+# A region (`us-central1`) or `global`: lowercase letters, digits and hyphens.
+_LOCATION = re.compile(r"[a-z][a-z0-9-]{0,62}")
+
+
+def _check_location(location: str | None) -> None:
+    if location is not None and not _LOCATION.fullmatch(location):
+        shown = location[:64].encode("unicode_escape").decode("ascii")
+        problem = "a location is a region such as us-central1 (lowercase letters, digits and hyphens)"
+        raise ApiError("INVALID_ARGUMENT", f"Invalid resource name locations/{shown}: {problem}.",
                        (Violation("name", problem),))
 
 
@@ -124,19 +140,22 @@ def create_app(
         projects=ProjectDirectory(records / "projects.json"),
     )
 
-    def by_project_id(handler: Handler) -> Handler:
+    def by_project_id(handler: Handler, *, remember: bool) -> Handler:
         def resolved(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
             if "project" in params:
                 project = params["project"]
-                if not project.isdigit():
-                    services.projects.number(project)  # from now on its number leads back to it
+                if remember and not project.isdigit():
+                    # From now on its number leads back to it. Only requests that change state
+                    # write: reads of any number of made-up projects must not grow the file.
+                    services.projects.number(project)
                 params = {**params, "project": services.projects.project_id(project)}
             return handler(params, query, body)
 
         return resolved
 
     def route(path: str, method: str, handler: Handler) -> Route:
-        return Route(path, _endpoint(by_project_id(handler), faults=faults), methods=[method])
+        return Route(path, _endpoint(by_project_id(handler, remember=method != "GET"), faults=faults),
+                     methods=[method])
 
     jobs = "/v1/projects/{project}/jobs"
     custom = "/v1/projects/{project}/locations/{location}/customJobs"

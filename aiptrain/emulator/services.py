@@ -64,14 +64,20 @@ def _validator(api: str, version: str) -> SchemaValidator:
     return SchemaValidator(discovery_document(api, version))
 
 
+INT32_MAX = 2**31 - 1
+
+
 def page_size(query: dict[str, str], *, default: int, maximum: int) -> int:
     raw = query.get("pageSize")
     if raw is None or raw == "":
         return default
     try:
-        size = int(raw)
+        size = int(raw) if len(raw) <= 11 else INT32_MAX + 1  # the API's pageSize is an int32
     except ValueError:
-        raise invalid_argument([Violation("page_size", f"Invalid value {raw!r}: expected an integer.")]) from None
+        raise invalid_argument([Violation("page_size", f"Invalid value {raw[:40]!r}: expected an integer.")]) from None
+    if size > INT32_MAX:
+        raise invalid_argument([Violation("page_size", f"Invalid value {raw[:40]!r}: out of range for an int32 "
+                                          f"(at most {INT32_MAX}).")])
     if size < 0:
         raise invalid_argument([Violation("page_size", "page_size must not be negative.")])
     return min(size or default, maximum)

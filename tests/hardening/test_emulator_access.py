@@ -287,3 +287,34 @@ def test_a_server_that_cannot_start_leaves_no_token(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert not (tmp_path / "home" / "emulator" / "tokens").exists() or not any(
         (tmp_path / "home" / "emulator" / "tokens").iterdir())
+
+
+def test_reads_of_made_up_projects_write_nothing(served: Served) -> None:
+    projects = served.home / "emulator" / "projects.json"
+    before = projects.read_text() if projects.exists() else ""
+    for index in range(60):
+        code, _, _ = send(served, raw("GET", f"/v1/projects/made-up-{index:04d}/jobs"))
+        assert code == 200
+        code, _, _ = send(served, raw("GET", f"/v1/projects/made-up-{index:04d}/locations/us-central1/customJobs"))
+        assert code == 200
+    after = projects.read_text() if projects.exists() else ""
+    assert after == before
+    assert "made-up" not in after
+
+
+def test_a_client_hanging_up_mid_body_leaves_no_traceback(tmp_path: Path) -> None:
+    server = start_serving(tmp_path / "home")
+    try:
+        token = server.token_file.read_text()
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=30) as connection:
+                connection.sendall((f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                                    f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+                                    "Content-Length: 5000\r\n\r\n{\"jobId\": ").encode())
+        # The server still answers, and said nothing about the hang-ups.
+        assert send(server, raw("GET", JOBS))[0] == 200
+    finally:
+        server.stop()
+    assert server.process.stderr is not None
+    log = server.process.stderr.read()
+    assert "Traceback" not in log and "ClientDisconnect" not in log, log
