@@ -400,6 +400,7 @@ def submit(
     """
     plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=False,
                    flag_problems=flag_problems)
+    _check_local_room(plan, store)
     for result in upload(plan, store, progress_factory=progress_factory):
         if on_upload is not None:
             on_upload(result)
@@ -408,6 +409,16 @@ def submit(
     except KeyboardInterrupt:
         _raise_if_created(backend, plan)
         raise
+
+
+def _check_local_room(plan: SubmissionPlan, store: ObjectStore) -> None:
+    """Room on this machine for what a local store stages (see `disk_space`)."""
+    root = getattr(store, "root", None)
+    if store.kind != "local" or not isinstance(root, Path):
+        return
+    from aiptrain.submit.disk_space import check_room
+
+    check_room(root, sum(upload.size for upload in plan.uploads if upload.status != "reuse"))
 
 
 def _raise_if_created(backend: Backend, plan: SubmissionPlan) -> None:
