@@ -191,6 +191,12 @@ def emulator(tmp_path_factory: pytest.TempPathFactory, trainer_sdist: Path) -> I
         yield server
 
 
+@pytest.fixture
+def client_home(isolated_environment: Path, emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test is the server's local client: it shares its AIPTRAIN_HOME, so it finds the token."""
+    monkeypatch.setenv("AIPTRAIN_HOME", str(emulator.home))
+
+
 def settings(emulator: Emulator) -> BackendSettings:
     return BackendSettings(project=PROJECT, region="us-central1", api_endpoint=emulator.url)
 
@@ -211,7 +217,7 @@ def check_grid_trials(job: Job, emulator: Emulator, job_id: str) -> None:
         assert record["tf_config"]["task"]["trial"] == trial_id
 
 
-def test_vertex_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator) -> None:
+def test_vertex_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator, client_home: None) -> None:
     backend = VertexBackend(settings(emulator))
     job = tuning_job("vertex_tuned", STAGED, GRID, job_dir="gs://hpt/out/vertex_tuned")
     created = backend.create_job(job)
@@ -239,7 +245,7 @@ def test_vertex_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator) -> 
     assert follow(later, "vertex_cancel").state == JobState.CANCELLED
 
 
-def test_mlv1_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator) -> None:
+def test_mlv1_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator, client_home: None) -> None:
     backend = MlV1Backend(settings(emulator))
     backend.create_job(tuning_job("mlv1_tuned", STAGED, GRID, job_dir="gs://hpt/out/mlv1_tuned"))
     check_grid_trials(follow(backend, "mlv1_tuned"), emulator, "mlv1_tuned")
