@@ -123,3 +123,12 @@ class EndpointUnreachable(TransientError):
     Followers tell it apart from a 429/5xx: before a job was ever found, an endpoint that does
     not answer is most likely a wrong --api-endpoint, not a passing outage.
     """
+
+
+class InterruptedAfterCreate(KeyboardInterrupt):
+    """Ctrl-C once the job existed: it keeps running, and the user is told how to reach it."""
+
+    def __init__(self, job_id: str, commands: list[str]) -> None:
+        super().__init__(job_id)
+        self.job_id = job_id
+        self.commands = commands

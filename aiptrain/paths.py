@@ -13,3 +13,13 @@ def aiptrain_home() -> Path:
         home.mkdir(parents=True, exist_ok=True)
         home.chmod(0o700)
     return home
+
+
+def serve_token_path(port: int, home: Path | None = None) -> Path:
+    """The file holding the bearer token of the `aiptrain local serve` on loopback port `port`.
+
+    The server writes it (0600) when it starts and removes it when it stops; aiptrain's REST
+    clients of a loopback endpoint and the gcloud configuration it writes read it from here, so
+    nobody copies the token by hand. Another user cannot read it (the home is 0700).
+    """
+    return (home or aiptrain_home()) / "emulator" / "tokens" / str(port)

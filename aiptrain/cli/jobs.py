@@ -230,7 +230,9 @@ def _report_end(app: AppContext, job_id: str, data: dict[str, Any], *, timeout: 
         app.progress(f"Stopped following job [{job_id}] after {timeout:g} s; it is still {state}.\n"
                      + _follow_up(app, job_id, active=True))
     elif state == "FAILED" and data.get("errorMessage"):
-        app.progress(f"Job [{job_id}] failed: {data['errorMessage']}")
+        from aiptrain.cli.terminal_text import for_terminal
+
+        app.progress(f"Job [{job_id}] failed: {for_terminal(data['errorMessage'], keep_newlines=True)}")
     if summary:
         _print_job_summary(app, data)
     return exit_code_for(state, timed_out=timed_out)

@@ -10,7 +10,6 @@ from click.core import ParameterSource
 
 from aiptrain.cli.envs import envs
 from aiptrain.cli.jobs import TrainingCommand
-from aiptrain.errors import UsageError
 
 
 @click.group("local")
@@ -63,12 +62,15 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
               help="Port (0 picks a free one and prints it).")
-@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (needs --token).")
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (clients need the token).")
 @click.option("--token", envvar="AIPTRAIN_SERVE_TOKEN",
-              help="Bearer token clients must send; prefer --token-file, since a command line is visible "
+              help="Bearer token clients must send (default: a random one, written to a 0600 file under "
+              "AIPTRAIN_HOME that local clients read); prefer --token-file, since a command line is visible "
               "to every user in `ps`. [env: AIPTRAIN_SERVE_TOKEN]")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read the bearer token from this file (its first line).")
+@click.option("--no-auth", is_flag=True,
+              help="Ask for no token: every local user and process can then run jobs as you.")
 @click.option("--gcloud-config", "gcloud_config", metavar="NAME",
               help="Write the gcloud configuration NAME that sends gcloud's ml, aiplatform, logging and storage "
               "requests here (activate it with `gcloud config configurations activate NAME`).")
@@ -76,13 +78,13 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
               show_default=True, help="The project of the --gcloud-config configuration. [env: AIPTRAIN_PROJECT]")
 @click.option("--region", envvar=["AIPTRAIN_REGION", "CLOUDSDK_COMPUTE_REGION"], default="us-central1",
               show_default=True, help="The region of the --gcloud-config configuration. [env: AIPTRAIN_REGION]")
-def serve(host: str, port: int, allow_remote: bool, token: str | None, token_file: Path | None,
+def serve(host: str, port: int, allow_remote: bool, token: str | None, token_file: Path | None, no_auth: bool,
           gcloud_config: str | None, project: str, region: str) -> int:
     """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine."""
     import os
 
     from aiptrain.emulator.gcloud_config import check_name, write_configuration
-    from aiptrain.emulator.serve import read_token_file
+    from aiptrain.emulator.serve import Served, read_token_file
     from aiptrain.emulator.serve import serve as run_server
 
     on_command_line = click.get_current_context().get_parameter_source("token") == ParameterSource.COMMANDLINE
@@ -93,22 +95,29 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
         if token is not None and on_command_line:
             raise click.UsageError("pass either --token-file or --token, not both")
         token = read_token_file(token_file)  # it wins over AIPTRAIN_SERVE_TOKEN
+    if no_auth and (token or token_file):
+        raise click.UsageError("--no-auth cannot be combined with --token, --token-file or AIPTRAIN_SERVE_TOKEN")
     if gcloud_config is not None:
         check_name(gcloud_config)
-        if token:
-            raise UsageError("--gcloud-config cannot be used with --token: gcloud sends no token when its "
-                             "credentials are disabled", hint="serve on loopback without --token for gcloud")
 
-    def announce(url: str) -> None:
+    def announce(served: Served) -> None:
+        url = served.url
         click.echo(f"Serving ml v1, Vertex AI customJobs and logging v2 on {url}", err=True)
+        if served.token_file is not None:
+            click.echo(f"Clients must send the bearer token in {served.token_file} (aiptrain and --gcloud-config "
+                       "on this machine read it from there; elsewhere set AIPTRAIN_API_TOKEN)", err=True)
+        else:
+            click.echo("warning: --no-auth: any process on this machine, of any user, can create jobs here and so "
+                       "run code as you, and read every job, log and stored file", err=True)
         click.echo(f"Point aiptrain at it with: --backend mlv1 --api-endpoint {url}", err=True)
         if gcloud_config is not None:
             storage = os.environ.get("STORAGE_EMULATOR_HOST")
-            path = write_configuration(gcloud_config, url, project=project, region=region, storage_endpoint=storage)
+            path = write_configuration(gcloud_config, url, project=project, region=region, storage_endpoint=storage,
+                                       access_token_file=served.token_file)
             click.echo(f"gcloud configuration {gcloud_config!r} written to {path} (project {project}, region "
                        f"{region}, storage {storage or 'refused: STORAGE_EMULATOR_HOST is not set'})", err=True)
             click.echo(f"Point gcloud at it with: gcloud config configurations activate {gcloud_config}  "
                        f"(or CLOUDSDK_ACTIVE_CONFIG_NAME={gcloud_config})", err=True)
 
-    run_server(host, port, allow_remote=allow_remote, token=token, home=None, on_ready=announce)
+    run_server(host, port, allow_remote=allow_remote, token=token, auth=not no_auth, home=None, on_ready=announce)
     return 0

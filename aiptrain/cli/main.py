@@ -20,7 +20,7 @@ from aiptrain.cli.context import global_options
 from aiptrain.cli.init import init
 from aiptrain.cli.jobs import jobs
 from aiptrain.cli.local import local
-from aiptrain.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, AiptrainError, ValidationFailed
+from aiptrain.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, AiptrainError, InterruptedAfterCreate, ValidationFailed
 
 EPILOG = """\b
 Exit codes: 0 success; 1 operational error (network, permission, backend);
@@ -63,6 +63,12 @@ class AiptrainGroup(click.Group):
         except AiptrainError as error:
             report_error(error)
             ctx.exit(error.exit_code)
+        except InterruptedAfterCreate as interrupted:
+            click.echo(f"\nInterrupted. Job [{interrupted.job_id}] was created and keeps running; "
+                       "follow, inspect or cancel it with:", err=True)
+            for command in interrupted.commands:
+                click.echo(f"  {command}", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except KeyboardInterrupt:
             click.echo("\nInterrupted.", err=True)
             ctx.exit(EXIT_INTERRUPTED)

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
+from aiptrain.cli.terminal_text import for_terminal
+
 if TYPE_CHECKING:
     from aiptrain.job.logs import LogEntry
 
@@ -70,9 +72,11 @@ def format_log_entry(entry: LogEntry, *, color: bool, allow_multiline: bool = Fa
     shown = severity
     if color and SEVERITY_COLORS.get(severity):
         shown = click.style(severity, fg=SEVERITY_COLORS[severity])
-    prefix = f"{shown}\t{local_time(entry.timestamp)}\t{entry.task_name}\t{entry.trial_id or ''}\t"
+    # The task, trial and message come from the trainer or the server: their control bytes are shown.
+    prefix = (f"{shown}\t{local_time(entry.timestamp)}\t{for_terminal(entry.task_name)}\t"
+              f"{for_terminal(entry.trial_id or '')}\t")
     messages = [entry.message] if allow_multiline else (entry.message.split("\n") or [""])
-    return [prefix + message for message in messages]
+    return [prefix + for_terminal(message, keep_newlines=allow_multiline) for message in messages]
 
 
 def local_time_text(rfc3339: str | None) -> str:

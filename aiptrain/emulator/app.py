@@ -18,28 +18,30 @@ Routes (the paths googleapiclient builds from the discovery documents):
     POST /v2/entries:list                                        logging.entries.list
 
 A project may be named by its ID or by the number the emulator gave it (see `projects`); handlers
-get the ID. Every answer is JSON; every error is Google's error object. When a token is configured, each
-request must carry `Authorization: Bearer <token>` (401 UNAUTHENTICATED otherwise). Handlers are
-synchronous (the engine uses SQLite and processes) and run in Starlette's thread pool.
+get the ID. Every answer is JSON; every error is Google's error object. Before any route, `guard`
+checks the Host, the Origin, the bearer token (when one is configured) and the body's content
+type. Handlers are synchronous (the engine uses SQLite and processes) and run in Starlette's
+thread pool.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from aiptrain.emulator import logging_api, mlv1_api, tuning_api, vertex_api
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.faults import FaultPlan
+from aiptrain.emulator.guard import RequestGuard
 from aiptrain.emulator.limits import parse_json_body, read_capped_body
 from aiptrain.emulator.projects import ProjectDirectory
 from aiptrain.emulator.schema import Violation
@@ -65,11 +67,9 @@ async def _read_body(request: Request) -> Any:
     return parse_json_body(await read_capped_body(request))
 
 
-def _endpoint(handler: Handler, *, token: str | None, faults: FaultPlan | None
-              ) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(handler: Handler, *, faults: FaultPlan | None) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
-            _check_token(request, token)
             if faults is not None:
                 injected = faults.check(request.method, request.url.path)
                 if injected is not None:
@@ -77,11 +77,14 @@ def _endpoint(handler: Handler, *, token: str | None, faults: FaultPlan | None
             body = await _read_body(request) if request.method in ("POST", "PATCH") else None
             params = dict(request.path_params)
             _check_project(params.get("project"))
+            _check_location(params.get("location"))
             query = dict(request.query_params)
             result = await run_in_threadpool(handler, params, query, body)
             return JSONResponse(result)
         except ApiError as error:
             return _error_response(error)
+        except ClientDisconnect:
+            return Response(status_code=499)  # nobody reads it: the client hung up mid-body
         except AiptrainError as error:
             return _error_response(from_aiptrain_error(error, root=""))
         except Exception:
@@ -98,25 +101,31 @@ def _check_project(project: str | None) -> None:
                        (Violation("name", problem),))
 
 
-def _check_token(request: Request, token: str | None) -> None:
-    if token is None:
-        return
-    sent = request.headers.get("authorization", "")
-    if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
-        raise ApiError("UNAUTHENTICATED", "Request is missing a valid authentication credential: "
-                       "send `Authorization: Bearer <token>`.", headers={"WWW-Authenticate": 'Bearer realm="aiptrain"'})
+# A region (`us-central1`) or `global`: lowercase letters, digits and hyphens.
+_LOCATION = re.compile(r"[a-z][a-z0-9-]{0,62}")
+
+
+def _check_location(location: str | None) -> None:
+    if location is not None and not _LOCATION.fullmatch(location):
+        shown = location[:64].encode("unicode_escape").decode("ascii")
+        problem = "a location is a region such as us-central1 (lowercase letters, digits and hyphens)"
+        raise ApiError("INVALID_ARGUMENT", f"Invalid resource name locations/{shown}: {problem}.",
+                       (Violation("name", problem),))
 
 
 def create_app(
     engine: LocalEngine,
     *,
     token: str | None = None,
+    bind_host: str = "127.0.0.1",
     faults: FaultPlan | None = None,
     storage_root: Path | None = None,
     state_dir: Path | None = None,
-) -> Starlette:
-    """The ASGI app over `engine`.
+) -> RequestGuard:
+    """The ASGI app over `engine`, behind the request guard.
 
+    token:        the bearer token every request must carry (None: no token is asked for)
+    bind_host:    the address served, a Host name accepted besides the loopback names
     storage_root: where `gs://` URIs live (default: the engine home's `storage`, the local store)
     state_dir:    where Vertex job records are kept (default: the engine home's `emulator`)
     faults:       test-only fault injection (see `faults`)
@@ -131,19 +140,22 @@ def create_app(
         projects=ProjectDirectory(records / "projects.json"),
     )
 
-    def by_project_id(handler: Handler) -> Handler:
+    def by_project_id(handler: Handler, *, remember: bool) -> Handler:
         def resolved(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
             if "project" in params:
                 project = params["project"]
-                if not project.isdigit():
-                    services.projects.number(project)  # from now on its number leads back to it
+                if remember and not project.isdigit():
+                    # From now on its number leads back to it. Only requests that change state
+                    # write: reads of any number of made-up projects must not grow the file.
+                    services.projects.number(project)
                 params = {**params, "project": services.projects.project_id(project)}
             return handler(params, query, body)
 
         return resolved
 
     def route(path: str, method: str, handler: Handler) -> Route:
-        return Route(path, _endpoint(by_project_id(handler), token=token, faults=faults), methods=[method])
+        return Route(path, _endpoint(by_project_id(handler, remember=method != "GET"), faults=faults),
+                     methods=[method])
 
     jobs = "/v1/projects/{project}/jobs"
     custom = "/v1/projects/{project}/locations/{location}/customJobs"
@@ -178,10 +190,10 @@ def create_app(
                                                         p["tuning_job"])),
         route("/v2/entries:list", "POST", lambda p, q, b: logging_api.list_entries(services, b)),
     ]
-    not_found = _endpoint(_unknown_method, token=token, faults=None)
+    not_found = _endpoint(_unknown_method, faults=None)
     routes.append(Route("/{path:path}", not_found,
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
-    return Starlette(routes=routes)
+    return RequestGuard(Starlette(routes=routes), token=token, bind_host=bind_host)
 
 
 def _unknown_method(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:

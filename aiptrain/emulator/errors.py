@@ -49,10 +49,12 @@ class ApiError(Exception):
     message: str
     violations: Sequence[Violation] = field(default_factory=tuple)
     headers: dict[str, str] = field(default_factory=dict)
+    # An HTTP status that no google.rpc code maps to (405, 415), where the front end sends one.
+    http_code: int | None = None
 
     @property
     def http_status(self) -> int:
-        return HTTP_STATUS[self.status]
+        return self.http_code or HTTP_STATUS[self.status]
 
     def body(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.http_status, "message": self.message, "status": self.status}

@@ -84,8 +84,20 @@ def _finite_float(text: str) -> float:
     return number
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different: a second `jobId` or `workerCount` would otherwise
+    win silently, and what a proxy or a log shows would not be what runs."""
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise _invalid_json(f"The key {key[:100]!r} appears twice in one object.")
+        value[key] = item
+    return value
+
+
 def parse_json_body(raw: bytes) -> Any:
-    """Strict JSON: UTF-8, no NaN/Infinity literals, nested at most MAX_JSON_DEPTH levels."""
+    """Strict JSON: UTF-8, no NaN/Infinity literals, no key twice in an object, nested at most
+    MAX_JSON_DEPTH levels."""
     if not raw.strip():
         return None
     try:
@@ -93,7 +105,8 @@ def parse_json_body(raw: bytes) -> Any:
     except UnicodeDecodeError:
         raise _invalid_json("The body is not UTF-8.") from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float,
+                           object_pairs_hook=_unique_keys)
     except RecursionError:
         raise _invalid_json(f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
     except ValueError:

@@ -81,7 +81,7 @@ def create_job(services: Services, project: str, body: Any) -> dict[str, Any]:
                                          load_catalog())
         if problems:
             raise ValidationFailed(problems)
-        created = services.engine.submit(project, job)
+        created = services.submit(project, job)
     except AlreadyExists:
         raise field_error("job.job_id", DUPLICATE_JOB_ID, status="ALREADY_EXISTS") from None
     except AiptrainError as error:

@@ -2,7 +2,8 @@
 
 It listens on loopback by default. Any other address exposes every job and every file of the
 local store to the network, so it is refused unless the caller opts in (`allow_remote`) and
-sets a bearer token that clients must send.
+keeps the bearer token. The token is on by default (`tokens`): without `auth=False` a server
+started without one makes one up and writes it where local clients find it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import ipaddress
 import os
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiptrain.emulator.faults import FaultPlan
@@ -78,6 +80,14 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+@dataclass(frozen=True)
+class Served:
+    """What a listening server tells its caller."""
+
+    url: str  # the base URL, with the real port
+    token_file: Path | None  # where its token is kept (None: it asks for no token)
+
+
 def serve(
     host: str,
     port: int,
@@ -85,13 +95,22 @@ def serve(
     allow_remote: bool,
     token: str | None,
     home: Path | None,
+    auth: bool = True,
     faults: FaultPlan | None = None,
-    on_ready: Callable[[str], None] | None = None,
+    on_ready: Callable[[Served], None] | None = None,
 ) -> None:
-    """Serve until interrupted. `on_ready` gets the base URL (with the real port) once listening.
+    """Serve until interrupted. `on_ready` is called once listening.
 
+    token: the bearer token clients must send; None with `auth` (the default): a new random one.
+    auth:  False serves without a token (`--no-auth`); `token` must then be None.
     Fault injection comes from `faults` or, when not given, $AIPTRAIN_EMULATOR_FAULTS (tests only).
     """
+    from aiptrain.emulator.tokens import new_token, remove_token_file, write_token_file
+
+    if not auth and token:
+        raise UsageError("--no-auth cannot be combined with a token", hint="drop --no-auth or the token")
+    if auth and not token:
+        token = new_token()
     check_bind(host, allow_remote=allow_remote, token=token)
     import uvicorn
 
@@ -107,17 +126,24 @@ def serve(
         os.environ[UPSTREAM_VARIABLE] = os.environ["STORAGE_EMULATOR_HOST"]
     allow_forking(False)  # a long-lived, threaded server execs its jobs' supervisors
     engine = LocalEngine(home=home)
-    app = create_app(engine, token=token, faults=faults or FaultPlan.from_environment())
+    app = create_app(engine, token=token, bind_host=host, faults=faults or FaultPlan.from_environment())
     sock = bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
+    try:
+        token_file = write_token_file(token, actual_port, home) if token else None
+    except BaseException:
+        sock.close()
+        raise
     # The token stays in this process: supervisors and trainers never inherit it.
     os.environ.pop("AIPTRAIN_SERVE_TOKEN", None)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             http=GuardedH11Protocol, **UVICORN_LIMITS)
     server = uvicorn.Server(config)
-    if on_ready is not None:
-        on_ready(base_url(host, actual_port))
     try:
+        if on_ready is not None:
+            on_ready(Served(base_url(host, actual_port), token_file))
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if token_file is not None and token is not None:
+            remove_token_file(token_file, token)

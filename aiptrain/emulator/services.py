@@ -17,6 +17,7 @@ from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore
 
 if TYPE_CHECKING:
     from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.job.spec import Job
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,17 @@ class Services:
         """The custom or tuning job with this numeric ID (random 19-digit numbers: never shared in practice)."""
         return self.custom_jobs.by_numeric_id(numeric_id) or self.tuning_jobs.by_numeric_id(numeric_id)
 
+    def submit(self, project: str, job: Job, *, vertex_job_id: str | None = None, check_job: bool = True) -> Job:
+        """Start `job` on the engine once it passes what the CLI checks (`admission`); a
+        ValidationFailed naming each problem otherwise, and nothing is created."""
+        from aiptrain.emulator.admission import admission_problems
+        from aiptrain.errors import ValidationFailed
+
+        problems = admission_problems(job, self.storage_root, check_job=check_job)
+        if problems:
+            raise ValidationFailed(problems)
+        return self.engine.submit(project, job, vertex_job_id=vertex_job_id)
+
     def validated(self, api: str, version: str, body: Any, schema_id: str, root: str) -> dict[str, Any]:
         """The body checked against the API's schema, camelCase keys; 400 on any violation."""
         if not isinstance(body, dict):
@@ -52,14 +64,20 @@ def _validator(api: str, version: str) -> SchemaValidator:
     return SchemaValidator(discovery_document(api, version))
 
 
+INT32_MAX = 2**31 - 1
+
+
 def page_size(query: dict[str, str], *, default: int, maximum: int) -> int:
     raw = query.get("pageSize")
     if raw is None or raw == "":
         return default
     try:
-        size = int(raw)
+        size = int(raw) if len(raw) <= 11 else INT32_MAX + 1  # the API's pageSize is an int32
     except ValueError:
-        raise invalid_argument([Violation("page_size", f"Invalid value {raw!r}: expected an integer.")]) from None
+        raise invalid_argument([Violation("page_size", f"Invalid value {raw[:40]!r}: expected an integer.")]) from None
+    if size > INT32_MAX:
+        raise invalid_argument([Violation("page_size", f"Invalid value {raw[:40]!r}: out of range for an int32 "
+                                          f"(at most {INT32_MAX}).")])
     if size < 0:
         raise invalid_argument([Violation("page_size", "page_size must not be negative.")])
     return min(size or default, maximum)

@@ -140,7 +140,7 @@ def submit_to_engine(services: Services, store: VertexJobStore, project: str, lo
         # A CustomJob's program is in jobSpec, a tuning job's trials' in trialJobSpec.
         spec = request.get("jobSpec") or request.get("trialJobSpec") or {}
         job = as_vertex_run(to_job({**request, "name": record.name}), record, spec)
-        services.engine.submit(project, job, vertex_job_id=record.numeric_id)
+        services.submit(project, job, vertex_job_id=record.numeric_id, check_job=False)
     except AiptrainError as error:
         store.forget(record.numeric_id)
         raise from_aiptrain_error(error, root=root) from None

@@ -178,7 +178,6 @@ def _failure_hint(root: Path, generated: bool) -> str:
 def normalize_into(sdist: Path, directory: Path, *, generated: bool) -> BuiltPackage:
     """Rewrite `sdist` into `directory` byte-reproducibly; describe the result."""
     import gzip
-    import io
     import tarfile
 
     target = directory / sdist.name
@@ -198,14 +197,17 @@ def normalize_into(sdist: Path, directory: Path, *, generated: bool) -> BuiltPac
                     info.type, info.mode = tarfile.DIRTYPE, 0o755
                     archive.addfile(info)
                 elif member.isfile():
+                    # Streamed block by block: a data file of hundreds of MB in the package must
+                    # not be held in memory whole.
                     data = source.extractfile(member)
                     assert data is not None
-                    content = data.read()
-                    info.size, info.mode = len(content), 0o755 if member.mode & 0o111 else 0o644
-                    archive.addfile(info, io.BytesIO(content))
+                    info.size, info.mode = member.size, 0o755 if member.mode & 0o111 else 0o644
+                    archive.addfile(info, data)
                     files.append(member.name)
                     if member.name.count("/") == 1 and member.name.endswith("/PKG-INFO"):
-                        pkg_info = content.decode("utf-8", errors="replace")
+                        metadata = source.extractfile(member)
+                        assert metadata is not None
+                        pkg_info = metadata.read(1024 * 1024).decode("utf-8", errors="replace")
                 elif member.issym():
                     info.type, info.mode, info.linkname = tarfile.SYMTYPE, 0o777, member.linkname
                     archive.addfile(info)

@@ -149,6 +149,7 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = (), only: str | None =
                 continue
             path = here / filename
             relative = prefix + filename
+            _check_utf8_name(relative, root)
             if not path.is_file() or (ignored and ignored(relative, False)):
                 continue  # dangling symlink, socket, ..., or named in .gcloudignore
             executable = bool(path.stat().st_mode & 0o111)
@@ -162,6 +163,20 @@ def collect_sources(root: Path, *, skip: Iterable[Path] = (), only: str | None =
                 "package into a directory of its own",
             )
     return sorted(files, key=lambda f: f.relative)
+
+
+def _check_utf8_name(relative: str, root: Path) -> None:
+    """A file name that is not UTF-8 cannot go into an sdist (its PAX header is UTF-8) nor into a
+    gs:// object name: refused naming the file, before setuptools fails on it with a traceback."""
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        from aiptrain.errors import ValidationFailed
+
+        shown = os.fsencode(relative).decode("utf-8", errors="backslashreplace")
+        raise ValidationFailed([_problem(
+            "--package-path", f"the file name '{shown}' under {root} is not UTF-8",
+            "rename the file (e.g. `convmv -f latin1 -t utf8`), or list it in .gcloudignore")]) from None
 
 
 def check_package_survives_ignore_file(sources: list[SourceFile], name: str) -> None:

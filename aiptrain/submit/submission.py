@@ -400,10 +400,43 @@ def submit(
     """
     plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=False,
                    flag_problems=flag_problems)
+    _check_local_room(plan, store)
     for result in upload(plan, store, progress_factory=progress_factory):
         if on_upload is not None:
             on_upload(result)
-    return backend.create_job(plan.job)
+    try:
+        return backend.create_job(plan.job)
+    except KeyboardInterrupt:
+        _raise_if_created(backend, plan)
+        raise
+
+
+def _check_local_room(plan: SubmissionPlan, store: ObjectStore) -> None:
+    """Room on this machine for what a local store stages (see `disk_space`)."""
+    root = getattr(store, "root", None)
+    if store.kind != "local" or not isinstance(root, Path):
+        return
+    from aiptrain.submit.disk_space import check_room
+
+    check_room(root, sum(upload.size for upload in plan.uploads if upload.status != "reuse"))
+
+
+def _raise_if_created(backend: Backend, plan: SubmissionPlan) -> None:
+    """After a Ctrl-C during the create: InterruptedAfterCreate naming the job if it exists.
+
+    The create may have reached the backend before the interrupt (a REST call) or been let finish
+    (the local engine defers Ctrl-C until the job's supervisor runs); one read tells which.
+    """
+    from aiptrain.errors import AiptrainError, InterruptedAfterCreate
+
+    job_id = plan.job.job_id or ""
+    try:
+        backend.get_job(job_id)
+    except (AiptrainError, KeyboardInterrupt, OSError):
+        return
+    flags = f"--backend {plan.backend_name} --project {plan.project}"
+    raise InterruptedAfterCreate(job_id, [f"aiptrain jobs {verb} {job_id} {flags}"
+                                          for verb in ("describe", "stream-logs", "cancel")]) from None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.auth.credentials import AnonymousCredentials
 from googleapiclient import discovery
 
 from aiptrain.packaging import build_package
@@ -26,7 +25,7 @@ def test_a_job_created_through_the_emulator_runs_in_its_runtime_environment(
     with running_emulator(tmp_path / "served") as served:
         uri = served.stage(sdist, f"gs://served-bucket/packages/{sdist.name}")
         jobs = discovery.build("ml", "v1", static_discovery=True, cache_discovery=False,
-                               credentials=AnonymousCredentials(),
+                               credentials=served.credentials(),
                                client_options={"api_endpoint": served.url}).projects().jobs()
         body = {"jobId": "served_env", "trainingInput": {
             "scaleTier": "BASIC", "region": "us-central1", "runtimeVersion": "1.15", "pythonVersion": "3.7",

@@ -106,6 +106,15 @@ class GcloudSession:
     work: Path
     extra_env: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def token(self) -> str:
+        """The server's bearer token, from the file it wrote (the one gcloud's configuration names)."""
+        from urllib.parse import urlsplit
+
+        from aiptrain.paths import serve_token_path
+
+        return serve_token_path(int(urlsplit(self.url).port or 80), self.home).read_text()
+
     def env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items()
                if not key.startswith(("CLOUDSDK_", "AIPTRAIN_", "GOOGLE_")) and key != "STORAGE_EMULATOR_HOST"}

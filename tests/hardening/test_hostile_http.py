@@ -127,8 +127,8 @@ Exchange = bytes | Callable[[Server], bytes]
 EXCHANGES: list[tuple[str, Exchange, int, str | None]] = [
     ("body-2-mib", request("POST", JOBS, b"{" + b" " * (2 << 20) + b"}"), 400, "INVALID_ARGUMENT"),
     ("body-declared-200-mb", request("POST", JOBS, b"", length=200_000_000), 400, "INVALID_ARGUMENT"),
-    ("body-chunked-2-mib", ("POST " + JOBS + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                            "Transfer-Encoding: chunked\r\n\r\n").encode()
+    ("body-chunked-2-mib", ("POST " + JOBS + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
      + b"".join(b"%x\r\n%s\r\n" % (65536, b" " * 65536) for _ in range(32)) + b"0\r\n\r\n", 400, "INVALID_ARGUMENT"),
     ("json-array-nested-100000", request("POST", JOBS, "[" * 100_000 + "]" * 100_000), 400, "INVALID_ARGUMENT"),
     ("json-object-nested-150", request("POST", JOBS, deep(150)), 400, "INVALID_ARGUMENT"),
@@ -179,6 +179,23 @@ EXCHANGES: list[tuple[str, Exchange, int, str | None]] = [
     ("page-token-vertex-garbage", request("GET", f"{CUSTOM}?pageToken=@@@"), 400, "INVALID_ARGUMENT"),
     ("page-size-text", request("GET", f"{JOBS}?pageSize=many"), 400, "INVALID_ARGUMENT"),
     ("page-size-negative", request("GET", f"{JOBS}?pageSize=-1"), 400, "INVALID_ARGUMENT"),
+    ("page-size-26-digits", request("GET", f"{JOBS}?pageSize=" + "9" * 26), 400, "INVALID_ARGUMENT"),
+    ("page-size-int32-overflow", request("GET", f"{JOBS}?pageSize=2147483648"), 400, "INVALID_ARGUMENT"),
+    ("page-size-vertex-26-digits", request("GET", f"{CUSTOM}?pageSize=" + "9" * 26), 400, "INVALID_ARGUMENT"),
+    ("json-duplicate-job-id", request("POST", JOBS, '{"jobId": "first", "jobId": "second", "trainingInput": {}}'),
+     400, "INVALID_ARGUMENT"),
+    ("json-duplicate-nested-key", request("POST", JOBS, '{"jobId": "dup", "trainingInput": {"workerCount": "1", '
+                                                        '"workerCount": "40"}}'), 400, "INVALID_ARGUMENT"),
+    ("location-nul", request("GET", f"/v1/projects/{PROJECT}/locations/%00/customJobs"), 400, "INVALID_ARGUMENT"),
+    ("location-uppercase", request("GET", f"/v1/projects/{PROJECT}/locations/US-CENTRAL1/customJobs"), 400,
+     "INVALID_ARGUMENT"),
+    ("location-dot-dot-create", request("POST", f"/v1/projects/{PROJECT}/locations/../customJobs", {}), 400,
+     "INVALID_ARGUMENT"),
+    ("location-newline", request("GET", f"/v1/projects/{PROJECT}/locations/us-central1%0A/customJobs"), 400,
+     "INVALID_ARGUMENT"),
+    ("method-options", request("OPTIONS", JOBS), 405, "INVALID_ARGUMENT"),
+    ("method-trace", request("TRACE", JOBS), 405, "INVALID_ARGUMENT"),
+    ("method-connect-like", request("PROPFIND", JOBS), 405, "INVALID_ARGUMENT"),
     ("filter-nested-parens", request("GET", f"{JOBS}?filter=" + "%28" * 3000 + "state%3DFAILED" + "%29" * 3000), 400,
      "INVALID_ARGUMENT"),
     ("filter-30000-chars", request("GET", f"{JOBS}?filter=jobId%3A" + "a" * 30_000), 200, ""),  # matches nothing
@@ -218,13 +235,14 @@ EXCHANGES: list[tuple[str, Exchange, int, str | None]] = [
     ("unknown-method-put", request("PUT", JOBS, "{}"), 404, "NOT_FOUND"),
     ("unknown-method-delete", request("DELETE", f"{JOBS}/x"), 404, "NOT_FOUND"),
     ("path-traversal", request("GET", "/v1/../../etc/passwd"), 404, "NOT_FOUND"),
-    ("headers-never-ending", f"GET {JOBS} HTTP/1.1\r\nHost: x\r\n".encode()
+    ("headers-never-ending", f"GET {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode()
      + b"".join(b"X-Padding-%d: %s\r\n" % (index, b"p" * 1000) for index in range(200)), 400, None),
     ("request-line-garbage", b"\x00\x01\x02 nonsense\r\n\r\n", 400, None),
-    ("http-version-bogus", f"GET {JOBS} HTTP/9.9\r\nHost: x\r\nConnection: close\r\n\r\n".encode(), 200, ""),
-    ("content-length-negative", f"POST {JOBS} HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n".encode(), 400, None),
-    ("content-length-twice", f"POST {JOBS} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{{}}"
+    ("http-version-bogus", f"GET {JOBS} HTTP/9.9\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode(), 200, ""),
+    ("content-length-negative", f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n"
      .encode(), 400, None),
+    ("content-length-twice", f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
+     "Content-Length: 9\r\n\r\n{{}}".encode(), 400, None),
 ]
 
 
@@ -232,7 +250,7 @@ def _slow_headers(server: Server) -> bytes:
     """One byte of the request line at a time, slower than the head deadline allows."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as connection:
         started = time.monotonic()
-        for byte in f"GET {JOBS} HTTP/1.1\r\nHost: x\r\n".encode():
+        for byte in f"GET {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode():
             try:
                 connection.sendall(bytes([byte]))
             except OSError:

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from aiptrain.emulator.faults import FaultPlan
-from aiptrain.emulator.serve import serve
+from aiptrain.emulator.serve import Served, serve
 
 
 def main() -> None:
@@ -18,16 +18,18 @@ def main() -> None:
     parser.add_argument("--home", required=True, type=Path)
     parser.add_argument("--url-file", required=True, type=Path)
     parser.add_argument("--token")
+    parser.add_argument("--no-auth", action="store_true")
     parser.add_argument("--faults", help="a FaultPlan as JSON")
     args = parser.parse_args()
 
-    def ready(url: str) -> None:
+    def ready(served: Served) -> None:
         partial = args.url_file.with_suffix(".partial")
-        partial.write_text(url)
+        partial.write_text(served.url)
         partial.rename(args.url_file)
 
     faults = FaultPlan.from_json(args.faults) if args.faults else None
-    serve("127.0.0.1", 0, allow_remote=False, token=args.token, home=args.home, faults=faults, on_ready=ready)
+    serve("127.0.0.1", 0, allow_remote=False, token=args.token, auth=not args.no_auth, home=args.home,
+          faults=faults, on_ready=ready)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,30 @@ class Emulator:
     def storage(self) -> Path:
         return self.home / "storage"
 
+    @property
+    def port(self) -> int:
+        from urllib.parse import urlsplit
+
+        return int(urlsplit(self.url).port or 80)
+
+    @property
+    def token(self) -> str | None:
+        """The bearer token the server asks for, read from the file it wrote, as a user would."""
+        from aiptrain.paths import serve_token_path
+
+        path = serve_token_path(self.port, self.home)
+        return path.read_text() if path.exists() else None
+
+    def credentials(self) -> Any:
+        """google-auth credentials carrying the token, for a discovery client built by hand."""
+        from google.oauth2.credentials import Credentials
+
+        return Credentials(token=self.token)
+
+    def auth_headers(self) -> dict[str, str]:
+        token = self.token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
     def stage(self, local: Path, uri: str) -> str:
         """Put a file in the emulator's local store at `uri` (gs://BUCKET/PATH)."""
         target = self.storage / uri.removeprefix("gs://")
@@ -142,7 +166,7 @@ def _projects(engine: Any) -> list[str]:
 
 
 def start_emulator(home: Path, *, token: str | None = None, faults: list[dict[str, Any]] | None = None,
-                   env: dict[str, str] | None = None) -> Emulator:
+                   env: dict[str, str] | None = None, no_auth: bool = False) -> Emulator:
     home.mkdir(parents=True, exist_ok=True)
     url_file = home / "emulator.url"
     url_file.unlink(missing_ok=True)
@@ -150,6 +174,8 @@ def start_emulator(home: Path, *, token: str | None = None, faults: list[dict[st
     argv = [sys.executable, "-m", "tests.rest.emulator_main", "--home", str(home), "--url-file", str(url_file)]
     if token:
         argv += ["--token", token]
+    if no_auth:
+        argv += ["--no-auth"]
     if faults:
         argv += ["--faults", json.dumps(faults)]
     process_env = {**os.environ, **(env or {}), "AIPTRAIN_HOME": str(home)}

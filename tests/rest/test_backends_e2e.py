@@ -35,6 +35,12 @@ def gcs_emulator(tmp_path_factory: pytest.TempPathFactory, fake_gcs_server: Fake
         yield server
 
 
+@pytest.fixture(autouse=True)
+def client_home(isolated_environment: Path, gcs_emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test is the server's local client: it shares its AIPTRAIN_HOME, so it finds the token."""
+    monkeypatch.setenv("AIPTRAIN_HOME", str(gcs_emulator.home))
+
+
 @pytest.fixture(scope="module")
 def gcs_package(fake_gcs_server: FakeGcsServer, trainer_sdist: Path) -> str:
     """The trainer uploaded to fake-gcs-server with aiptrain's GCS store."""

@@ -32,6 +32,12 @@ def served(tmp_path_factory: pytest.TempPathFactory, fake_gcs_server: FakeGcsSer
         yield server
 
 
+def elsewhere(served: Emulator, **env: str) -> dict[str, str]:
+    """The environment of a client whose AIPTRAIN_HOME is not the server's: it is given the token."""
+    assert served.token
+    return {"AIPTRAIN_API_TOKEN": served.token, **env}
+
+
 def aiptrain(*argv: str, home: Path, env: dict[str, str] | None = None,
              timeout: float = 180) -> subprocess.CompletedProcess[str]:
     full_env = {key: value for key, value in os.environ.items()
@@ -53,7 +59,7 @@ def test_mlv1_submit_stream_logs_with_packages_in_fake_gcs(served: Emulator, tra
                                                            fake_gcs_server: FakeGcsServer, tmp_path: Path) -> None:
     bucket = fake_gcs_server.make_bucket()
     result = aiptrain(*submit_args("mlv1", "cli_mlv1", served, trainer_dir, bucket, "--lines", "2"),
-                      home=tmp_path, env={"STORAGE_EMULATOR_HOST": fake_gcs_server.endpoint})
+                      home=tmp_path, env=elsewhere(served, STORAGE_EMULATOR_HOST=fake_gcs_server.endpoint))
     assert result.returncode == 0, result.stderr
     assert "jobId: cli_mlv1" in result.stdout and "state: SUCCEEDED" in result.stdout
     assert "Job [cli_mlv1] submitted successfully." in result.stderr
@@ -64,7 +70,7 @@ def test_mlv1_submit_stream_logs_with_packages_in_fake_gcs(served: Emulator, tra
     assert not (tmp_path / "storage").exists()
 
     described = aiptrain("jobs", "describe", "cli_mlv1", "--backend", "mlv1", "--project", PROJECT,
-                         "--api-endpoint", served.url, "--format", "json", home=tmp_path)
+                         "--api-endpoint", served.url, "--format", "json", home=tmp_path, env=elsewhere(served))
     assert described.returncode == 0, described.stderr
     assert '"state": "SUCCEEDED"' in described.stdout
 
@@ -89,7 +95,8 @@ def test_vertex_refusal_is_a_usage_error_before_anything_is_sent(served: Emulato
     config = tmp_path / "config.yaml"
     config.write_text("trainingInput:\n  scheduling:\n    priority: 7\n")
     result = aiptrain(*submit_args("vertex", "cli_refused", served, trainer_dir, "gs://cli-local",
-                                   options=("--config", str(config), "--storage", "local")), home=tmp_path)
+                                   options=("--config", str(config), "--storage", "local")), home=tmp_path,
+                      env=elsewhere(served))
     assert result.returncode == 2, result.stderr
     assert "scheduling.priority" in result.stderr
     assert not (tmp_path / "storage").exists()  # nothing was uploaded
@@ -114,7 +121,8 @@ def test_token_never_printed_even_with_vv(tmp_path: Path, trainer_dir: Path) -> 
     token = "tok-" + secrets.token_hex(16)
     with running_emulator(tmp_path / "home", token=token) as server:
         common = ["--backend", "mlv1", "--project", PROJECT, "--api-endpoint", server.url, "-vv"]
-        refused = aiptrain("jobs", "describe", "nothing", *common, home=server.home)
+        # Another home: no token file to find, and no token given.
+        refused = aiptrain("jobs", "describe", "nothing", *common, home=tmp_path / "client")
         assert refused.returncode == 1
         assert "UNAUTHENTICATED" in refused.stderr
         with_token = {"AIPTRAIN_API_TOKEN": token}
@@ -136,7 +144,7 @@ def test_resubmitting_unchanged_sources_uploads_nothing(served: Emulator, traine
                                                         fake_gcs_server: FakeGcsServer, tmp_path: Path) -> None:
     bucket = fake_gcs_server.make_bucket()
     name = bucket.removeprefix("gs://")
-    gcs = {"STORAGE_EMULATOR_HOST": fake_gcs_server.endpoint}
+    gcs = elsewhere(served, STORAGE_EMULATOR_HOST=fake_gcs_server.endpoint)
 
     def submit(job_id: str) -> subprocess.CompletedProcess[str]:
         args = [a for a in submit_args("mlv1", job_id, served, trainer_dir, bucket) if a != "--stream-logs"]
@@ -167,7 +175,7 @@ def test_missing_bucket_is_one_line_naming_it(served: Emulator, trainer_dir: Pat
                                               fake_gcs_server: FakeGcsServer, tmp_path: Path) -> None:
     args = [a for a in submit_args("mlv1", "gcs_missing", served, trainer_dir, "gs://no-such-bucket-here")
             if a != "--stream-logs"]
-    result = aiptrain(*args, home=tmp_path, env={"STORAGE_EMULATOR_HOST": fake_gcs_server.endpoint})
+    result = aiptrain(*args, home=tmp_path, env=elsewhere(served, STORAGE_EMULATOR_HOST=fake_gcs_server.endpoint))
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "no-such-bucket-here" in errors[0]

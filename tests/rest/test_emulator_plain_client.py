@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.auth.credentials import AnonymousCredentials
 from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
@@ -25,8 +24,9 @@ PACKAGE_URI = "gs://plain-bucket/packages/trainer.tar.gz"
 
 
 def client(api: str, version: str, emulator: Emulator) -> Any:
+    """A client with the token the server wrote at start, as a third-party tool would be given it."""
     return discovery.build(api, version, static_discovery=True, cache_discovery=False,
-                           credentials=AnonymousCredentials(), client_options={"api_endpoint": emulator.url})
+                           credentials=emulator.credentials(), client_options={"api_endpoint": emulator.url})
 
 
 @pytest.fixture(scope="module")

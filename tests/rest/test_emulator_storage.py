@@ -26,6 +26,12 @@ def served_with_gcs(tmp_path_factory: pytest.TempPathFactory, fake_gcs_server: F
         yield server
 
 
+@pytest.fixture(autouse=True)
+def client_home(isolated_environment: Path, served_with_gcs: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test is the server's local client: it shares its AIPTRAIN_HOME, so it finds the token."""
+    monkeypatch.setenv("AIPTRAIN_HOME", str(served_with_gcs.home))
+
+
 def test_with_a_gcs_emulator_the_job_gets_its_gs_job_dir_unchanged_and_served_from_that_emulator(
     served_with_gcs: Emulator, fake_gcs_server: FakeGcsServer, trainer_sdist: Path
 ) -> None:

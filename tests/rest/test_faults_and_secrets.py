@@ -37,6 +37,12 @@ def flaky(tmp_path_factory: pytest.TempPathFactory, trainer_sdist: Path) -> Iter
         yield server
 
 
+@pytest.fixture(autouse=True)
+def client_home(isolated_environment: Path, flaky: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test is the server's local client: it shares its AIPTRAIN_HOME, so it finds the token."""
+    monkeypatch.setenv("AIPTRAIN_HOME", str(flaky.home))
+
+
 def job(job_id: str, *args: str) -> object:
     return parse_job({"jobId": job_id, "trainingInput": {
         "region": "us-central1", "runtimeVersion": "2.11", "packageUris": [PACKAGE],

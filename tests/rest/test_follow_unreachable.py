@@ -80,7 +80,9 @@ def test_without_timeout_an_endpoint_that_never_answers_fails_like_describe(comm
     assert followed.stderr.startswith("error: projects.jobs.get: cannot reach http://127.0.0.1:")
 
 
-def test_endpoint_lost_mid_follow_ends_at_the_timeout(tmp_path: Path, trainer_sdist: Path) -> None:
+def test_endpoint_lost_mid_follow_ends_at_the_timeout(tmp_path: Path, trainer_sdist: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIPTRAIN_HOME", str(tmp_path / "home"))  # the server's local client finds its token
     with running_emulator(tmp_path / "home") as server:
         server.stage(trainer_sdist, PACKAGE)
         backend = MlV1Backend(BackendSettings(project=PROJECT, api_endpoint=server.url))
@@ -107,8 +109,11 @@ def test_endpoint_lost_mid_follow_ends_at_the_timeout(tmp_path: Path, trainer_sd
     assert len(warnings) == 1 and warnings[0].endswith("; retrying")
 
 
-def test_endpoint_restarting_mid_follow_is_retried_without_timeout(tmp_path: Path, trainer_sdist: Path) -> None:
+def test_endpoint_restarting_mid_follow_is_retried_without_timeout(tmp_path: Path, trainer_sdist: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
+    # The server's local client: it finds the token, and the restarted server's new one.
+    monkeypatch.setenv("AIPTRAIN_HOME", str(home))
     with running_emulator(home) as server:
         server.stage(trainer_sdist, PACKAGE)
         port = server.url.rstrip("/").rsplit(":", 1)[1]

@@ -40,7 +40,7 @@ def test_an_emulator_on_loopback_is_reached_directly_whatever_the_proxy_variable
     emulator: Emulator, proxy: RecordingProxy
 ) -> None:
     listed = aiptrain("jobs", "list", "--backend", "mlv1", "--api-endpoint", emulator.url, "--project", PROJECT,
-                      "--format", "json", proxy=proxy, extra={})
+                      "--format", "json", proxy=proxy, extra={"AIPTRAIN_HOME": str(emulator.home)})
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.strip() == "[]"
     assert proxy.attempts == []

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from google.auth.credentials import AnonymousCredentials
 from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
@@ -192,6 +191,12 @@ def emulator(tmp_path_factory: pytest.TempPathFactory, trainer_sdist: Path) -> I
         yield server
 
 
+@pytest.fixture
+def client_home(isolated_environment: Path, emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test is the server's local client: it shares its AIPTRAIN_HOME, so it finds the token."""
+    monkeypatch.setenv("AIPTRAIN_HOME", str(emulator.home))
+
+
 def settings(emulator: Emulator) -> BackendSettings:
     return BackendSettings(project=PROJECT, region="us-central1", api_endpoint=emulator.url)
 
@@ -212,7 +217,7 @@ def check_grid_trials(job: Job, emulator: Emulator, job_id: str) -> None:
         assert record["tf_config"]["task"]["trial"] == trial_id
 
 
-def test_vertex_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator) -> None:
+def test_vertex_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator, client_home: None) -> None:
     backend = VertexBackend(settings(emulator))
     job = tuning_job("vertex_tuned", STAGED, GRID, job_dir="gs://hpt/out/vertex_tuned")
     created = backend.create_job(job)
@@ -240,7 +245,7 @@ def test_vertex_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator) -> 
     assert follow(later, "vertex_cancel").state == JobState.CANCELLED
 
 
-def test_mlv1_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator) -> None:
+def test_mlv1_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator, client_home: None) -> None:
     backend = MlV1Backend(settings(emulator))
     backend.create_job(tuning_job("mlv1_tuned", STAGED, GRID, job_dir="gs://hpt/out/mlv1_tuned"))
     check_grid_trials(follow(backend, "mlv1_tuned"), emulator, "mlv1_tuned")
@@ -251,7 +256,7 @@ def test_mlv1_backend_runs_tuning_jobs_on_the_emulator(emulator: Emulator) -> No
 
 def test_the_emulator_checks_tuning_jobs_like_vertex(emulator: Emulator) -> None:
     client = discovery.build("aiplatform", "v1", static_discovery=True, cache_discovery=False,
-                             credentials=AnonymousCredentials(), client_options={"api_endpoint": emulator.url})
+                             credentials=emulator.credentials(), client_options={"api_endpoint": emulator.url})
     jobs = client.projects().locations().hyperparameterTuningJobs()
     parent = f"projects/{PROJECT}/locations/us-central1"
     body = job_to_hyperparameter_tuning_job(tuning_job("plain_tuned", STAGED, GRID), load_catalog())

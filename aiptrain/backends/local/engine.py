@@ -23,6 +23,7 @@ from aiptrain.backends.local.layout import JobLayout
 from aiptrain.backends.local.reaper import reap_dead_jobs, reap_if_supervisor_died
 from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
 from aiptrain.backends.local.supervisor_start import start_supervisor, supervisor_environment
+from aiptrain.backends.local.uninterrupted import interrupts_deferred
 from aiptrain.errors import EtagMismatch, JobAlreadyFinished, UsageError
 from aiptrain.job.filters import parse_filter
 from aiptrain.job.logs import LogCursor, LogEntry
@@ -79,7 +80,8 @@ class LocalEngine:
         # The store sets the state, the times and its own etag.
         fresh = as_new_job(job)
         token = secrets.token_hex(12)
-        with launch_lock(self.home, token):  # a sweep leaves the job alone until its supervisor is known
+        # A sweep leaves the job alone until its supervisor is known; a Ctrl-C waits until it is.
+        with interrupts_deferred(), launch_lock(self.home, token):
             record = self.store.insert_job(project, fresh, token, vertex_job_id=vertex_job_id)
             self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
             self._start_or_fail(record)

@@ -13,12 +13,16 @@ scans the whole table, so 10,000 stored jobs cost the same as ten.
 
 from __future__ import annotations
 
+import atexit
 import base64
+import contextlib
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiptrain.backends.local.store_errors import store_failure
+from aiptrain.backends.local.store_integrity import UsersLock, check, needs_check, record_clean_close
 from aiptrain.errors import AlreadyExists, NotFound
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.state import TERMINAL_STATES, JobState
@@ -181,6 +186,41 @@ def _dump(job: Job) -> str:
     return json.dumps(job.to_api(), sort_keys=True)
 
 
+def _check_if_left_uncleanly(database: Path, users: UsersLock) -> None:
+    """quick_check when this is the store's only user and it was not left cleanly (store_integrity)."""
+    try:
+        if users.try_exclusive() and needs_check(database):
+            check(database)
+    finally:
+        users.share()
+
+
+def _close_at_exit(store: weakref.ref[JobStore]) -> None:
+    """A command that ends without closing its store still leaves it cleanly for the next one."""
+    alive = store()
+    if alive is not None:
+        alive.close()
+
+
+def _side_files(path: Path) -> tuple[Path, Path]:
+    return path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file 0600 before SQLite opens it: SQLite gives its -wal and -shm files
+    the database's mode, so no file of the store is ever readable by others, whatever the umask.
+
+    Only a file that does not exist yet is opened here: closing any descriptor of a file drops
+    every POSIX lock this process holds on it, SQLite's included (another JobStore of this process
+    may be using the store), so an existing store is never opened outside SQLite.
+    """
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(descriptor)
+
+
 class JobStore:
     """Typed access to jobs.db. Safe to share between threads (one connection per thread)."""
 
@@ -191,6 +231,10 @@ class JobStore:
         try:
             home.mkdir(parents=True, exist_ok=True)
             home.chmod(0o700)
+            _create_private(self.path)
+            self._users: UsersLock | None = UsersLock(self.path)
+            _check_if_left_uncleanly(self.path, self._users)
+            atexit.register(_close_at_exit, weakref.ref(self))
             conn = self.connection()
             # Readers never wait for a writer: a store already at this schema is opened without
             # taking the write lock, so a long transaction elsewhere does not block `jobs list`.
@@ -201,10 +245,16 @@ class JobStore:
                     tx.executescript_in_tx(_SCHEMA)
                     _add_missing_columns(tx)
                     tx.execute(f"PRAGMA user_version = {version}")
-            self.path.chmod(0o600)
+            for path in (self.path, *_side_files(self.path)):
+                # Stores made by older versions; a side file may vanish meanwhile (its last user closed).
+                with contextlib.suppress(FileNotFoundError):
+                    path.chmod(0o600)
         except (OSError, sqlite3.Error) as error:
             self.close()
             raise store_failure(error, self.path) from None
+        except BaseException:
+            self.close()
+            raise
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -239,6 +289,12 @@ class JobStore:
         if conn is not None:
             conn.close()
             self._local.conn = None
+        users = getattr(self, "_users", None)
+        if users is not None:
+            self._users = None
+            if users.try_exclusive():  # the last user: its close checkpointed the log
+                record_clean_close(self.path)
+            users.close()
 
     # -- jobs ---------------------------------------------------------------------------------
 

@@ -6,7 +6,10 @@ google-api-python-client (no discovery request), against a configurable endpoint
 
 Credentials:
 - `AIPTRAIN_API_TOKEN` set: that bearer token (for an emulator started with `--token`);
-- a loopback endpoint (127.0.0.0/8, localhost, [::1]): anonymous, no credentials are looked up;
+- a loopback endpoint (127.0.0.0/8, localhost, [::1]): the token of the `aiptrain local serve`
+  on that port, from its file under AIPTRAIN_HOME (`paths.serve_token_path`, re-read after a
+  401: see `local_token`), when there is one;
+  else anonymous (a server started with `--no-auth`); no Google credentials are looked up;
 - anything else: Application Default Credentials with the cloud-platform scope.
 
 Tokens never reach a log record or an error message: requests are logged at DEBUG with the
@@ -107,6 +110,9 @@ def _credentials_for(endpoint: str) -> tuple[Any, bool]:
 
         return Credentials(token=token), False  # type: ignore[no-untyped-call]
     if is_loopback(endpoint):
+        local = _local_serve_credentials(endpoint)
+        if local is not None:
+            return local, True  # a 401 re-reads the file: the server may have restarted
         from google.auth.credentials import AnonymousCredentials
 
         return AnonymousCredentials(), False  # type: ignore[no-untyped-call]
@@ -122,6 +128,21 @@ def _credentials_for(endpoint: str) -> tuple[Any, bool]:
             "to a service account key file",
         ) from None
     return credentials, True
+
+
+def _local_serve_credentials(endpoint: str) -> Any | None:
+    """The token `aiptrain local serve` wrote for the loopback port of `endpoint`, if any."""
+    from aiptrain.backends.rest.local_token import LocalServeToken, read_token
+    from aiptrain.paths import serve_token_path
+
+    parts = urlsplit(endpoint)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    path = serve_token_path(port)
+    token = read_token(path)
+    return LocalServeToken(path, token) if token else None
 
 
 def _logging_http(timeout: float, endpoint: str) -> Any:

@@ -15,6 +15,7 @@ The part of the API served is what those clients use: bucket get/list/insert; ob
 (metadata or media, with ranges), list (prefix, delimiter, pages), delete, patch, copy, rewrite,
 compose; uploads (media, multipart, resumable in chunks, with `ifGenerationMatch`). Answers and
 errors have the API's shapes; fields the local store cannot know (ACLs, owners) are left out.
+Only processes of the user running the endpoint are served (`peer`); any other user's get 403.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import os
 import secrets
+import socket
 import ssl
 import sys
 import threading
@@ -34,10 +37,13 @@ from typing import Any
 
 from aiptrain.replicas.gcs_endpoint.certificates import STORAGE_HOSTS
 from aiptrain.replicas.gcs_endpoint.objects import Buckets, ContentHashes, ObjectMeta, StorageError, with_hashes
+from aiptrain.replicas.gcs_endpoint.peer import peer_allowed
 
 _BLOCK = 1024 * 1024
 _MAX_PAGE = 1000
 _MAX_MULTIPART = 512 * 1024 * 1024
+_STRANGER = ("This storage endpoint serves only the processes of the job that runs it (the user that "
+             "started it); your process belongs to another user.")
 
 
 def _rfc3339(ns: int) -> str:
@@ -108,6 +114,7 @@ class StorageServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.buckets = buckets
         self.tls = tls
+        self.owner_uid = os.getuid()
         self.uploads: dict[str, _Upload] = {}
         self.uploads_lock = threading.Lock()
         # (bucket, name, generation, size) -> the object's metadata with its hashes
@@ -138,6 +145,28 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # replicas' storage traffic would drown the job log
+
+    # -- who may ask (see `peer`) --------------------------------------------------------------
+
+    def setup(self) -> None:
+        super().setup()
+        host, port = self.server.server_address[:2]
+        self.from_owner = peer_allowed(socket.AF_INET, self.client_address, (str(host), int(port)),
+                                       self.server.owner_uid)
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if self.from_owner:
+            return True
+        # Another user's process: refused before the request is looked at, its body dropped.
+        self.close_connection = True
+        length = self.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) <= _BLOCK:
+            self.rfile.read(int(length))
+        self._json(403, {"error": {"code": 403, "message": _STRANGER, "errors": [
+            {"domain": "global", "reason": "forbidden", "message": _STRANGER}]}})
+        return False
 
     # -- the proxy -------------------------------------------------------------------------
 
