@@ -18,6 +18,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -88,6 +89,9 @@ class ManagedProcess:
     start_ticks: int | None
     # A pidfd (Linux 5.3+), readable once the process exited; opened when someone waits on it.
     _exit_fd: int | None = field(default=None, repr=False)
+    # reap() runs from more than one thread (a Ray replica's output pump and its stop): the
+    # pidfd must be closed exactly once, or the second close fails (EBADF) and that thread dies.
+    _reap_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def pid(self) -> int:
@@ -128,18 +132,20 @@ class ManagedProcess:
     def exit_fd(self) -> int | None:
         """A descriptor that becomes readable when the process exits (None: already reaped, or no
         pidfd here); closed by `reap`."""
-        if self._exit_fd is None and self.popen.returncode is None and hasattr(os, "pidfd_open"):
-            with contextlib.suppress(OSError):
-                self._exit_fd = os.pidfd_open(self.pid)
-        return self._exit_fd
+        with self._reap_lock:
+            if self._exit_fd is None and self.popen.returncode is None and hasattr(os, "pidfd_open"):
+                with contextlib.suppress(OSError):
+                    self._exit_fd = os.pidfd_open(self.pid)
+            return self._exit_fd
 
     def reap(self) -> int:
         """Kill what is left of the group, then collect the leader's exit status."""
         self.signal_group(signal.SIGKILL)
         returncode = self.popen.wait()
-        if self._exit_fd is not None:
-            os.close(self._exit_fd)
-            self._exit_fd = None
+        with self._reap_lock:
+            descriptor, self._exit_fd = self._exit_fd, None
+        if descriptor is not None:
+            os.close(descriptor)
         return returncode
 
 
