@@ -26,6 +26,7 @@ from typing import Any
 
 from aiptrain.errors import UsageError
 from aiptrain.job.state import JobState
+from aiptrain.job.text_cursor import TextCursor
 
 OPERATORS = ("!=", "!~", "<=", ">=", ":", "=", "<", ">", "~")
 LIST_OPERATORS = (":", "=", "!=")
@@ -77,34 +78,14 @@ class JobFilter:
 # -- parsing ----------------------------------------------------------------------------------------
 
 
-class _Reader:
+class _Reader(TextCursor):
     def __init__(self, text: str, source: str) -> None:
-        self.text = text
-        self.source = source
-        self.position = 0
+        super().__init__(text, source, HINT)
         self.depth = 0
-
-    def fail(self, message: str) -> UsageError:
-        shown = f"{self.text[:self.position]} *HERE* {self.text[self.position:]}".strip()
-        return UsageError(f"{self.source}: {message} [{shown}]", hint=HINT)
-
-    def skip_space(self) -> None:
-        while self.position < len(self.text) and self.text[self.position].isspace():
-            self.position += 1
 
     def at_end(self) -> bool:
         self.skip_space()
         return self.position >= len(self.text)
-
-    def peek(self, length: int = 1) -> str:
-        self.skip_space()
-        return self.text[self.position:self.position + length]
-
-    def accept(self, literal: str) -> bool:
-        if self.peek(len(literal)) == literal:
-            self.position += len(literal)
-            return True
-        return False
 
     def keyword(self, word: str) -> bool:
         """`word` as a whole word (AND, OR, NOT are upper case only, as in gcloud)."""

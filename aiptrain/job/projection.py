@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiptrain.errors import UsageError
+from aiptrain.job.text_cursor import TextCursor
 from aiptrain.job.transforms import TRANSFORMS, apply_transform
 
 # gcloud's format names (`gcloud topic formats`); `text` and `default` are aliases it documents.
@@ -114,30 +115,11 @@ def _snake(names: list[str]) -> str:
 # -- parsing ----------------------------------------------------------------------------------------
 
 
-class _Reader:
-    """A cursor over the format text, with gcloud-like error messages (`... *HERE* ...`)."""
+class _Reader(TextCursor):
+    """A cursor over the format text."""
 
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.position = 0
-
-    def fail(self, message: str) -> UsageError:
-        shown = f"{self.text[:self.position]} *HERE* {self.text[self.position:]}".strip()
-        return UsageError(f"--format: {message} [{shown}]", hint=_HINT)
-
-    def skip_space(self) -> None:
-        while self.position < len(self.text) and self.text[self.position].isspace():
-            self.position += 1
-
-    def peek(self) -> str:
-        self.skip_space()
-        return self.text[self.position] if self.position < len(self.text) else ""
-
-    def accept(self, char: str) -> bool:
-        if self.peek() == char:
-            self.position += 1
-            return True
-        return False
+        super().__init__(text, "--format", _HINT)
 
     def expect(self, char: str) -> None:
         if not self.accept(char):
