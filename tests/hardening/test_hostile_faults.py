@@ -146,7 +146,7 @@ def store_locked_by_a_writer(tmp: Path) -> None:
     try:
         result = aiptrain(home, "jobs", "list")
         assert result.returncode == 0, result.stderr
-        assert "Listed 0 items." in result.stdout
+        assert "Listed 0 items." in result.stderr  # gcloud's informational line, on stderr
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()

@@ -62,7 +62,9 @@ def test_the_emulators_jobs_list_takes_the_same_filter_language(served: Emulator
     def listed(expression: str) -> tuple[int, dict[str, Any]]:
         query = urllib.parse.urlencode({"filter": expression})
         try:
-            with urllib.request.urlopen(f"{served.url}v1/projects/{PROJECT}/jobs?{query}", timeout=30) as answer:
+            asked = urllib.request.Request(f"{served.url}v1/projects/{PROJECT}/jobs?{query}",
+                                           headers=served.auth_headers())
+            with urllib.request.urlopen(asked, timeout=30) as answer:
                 return answer.status, json.loads(answer.read())
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read())
