@@ -13,7 +13,7 @@
   every backend, the emulator's `jobs.list`);
 - `listing`: `jobs list` filtering, ordering and limit applied on the client side;
 - `projection`: gcloud's `--format` expressions, parsed, and the values their keys select
-  (`transforms`: `date()`, `basename()` ...);
+  (`transforms`: `date()`, `basename()` ...); both parse with `text_cursor`;
 - `label_update`: `jobs update`'s label flags applied to a job's labels.
 
 May import: `aiptrain.errors` and this folder only. Pure: no files, no network, no processes.
