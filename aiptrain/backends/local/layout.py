@@ -33,3 +33,9 @@ class JobLayout:
     @property
     def supervisor_log(self) -> Path:
         return self.root / "supervisor.log"
+
+    @property
+    def space_reserve(self) -> Path:
+        """A file the supervisor holds while the job runs and deletes when the disk is full, so the
+        job's end can still be written."""
+        return self.root / "space-reserve"
