@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.layout import JobLayout, path_list_entry
 from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobRecord, JobStore
 from aiptrain.backends.local.store_errors import is_out_of_space, note
@@ -127,7 +127,7 @@ class JobContext:
     def replica_base_env(self) -> dict[str, str]:
         """The environment every replica starts from (TF_CONFIG and the rest come on top)."""
         base_env = replica_base_environment(os.environ, self.storage)
-        base_env["PYTHONPATH"] = str(self.layout.site_dir)
+        base_env["PYTHONPATH"] = str(path_list_entry(self.layout.site_dir))
         return base_env
 
     def output_location(self, uri: str) -> str:
