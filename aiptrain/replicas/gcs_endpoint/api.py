@@ -24,6 +24,7 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 import secrets
 import socket
 import ssl
@@ -42,10 +43,11 @@ from aiptrain.replicas.gcs_endpoint.peer import peer_allowed
 from aiptrain.replicas.gcs_endpoint.transfer import BLOCK, body_blocks, send_range
 
 _MAX_PAGE = 1000
-# User-Agents of clients that never read an upload's answer: TensorFlow's GCS filesystem (`TSL`
-# from 2.13 on, `TensorFlow` before) checks the status only. Its uploads skip the MD5 (a third of
-# the endpoint's work on an upload); anyone who later asks for that object's hashes gets them.
-_UNREAD_ANSWERS = frozenset({"TSL", "TensorFlow"})
+# The User-Agent of a client that never reads an upload's answer: TensorFlow's GCS filesystem
+# (`TSL` in recent releases, `TensorFlow/1.15.5` and the like before) checks the status only. Its
+# uploads skip the MD5 (a third of the endpoint's work on an upload); whoever later asks for that
+# object's hashes gets them.
+_UNREAD_ANSWERS = re.compile(r"TSL|TensorFlow(/[\w.-]+)?")
 _MAX_MULTIPART = 512 * 1024 * 1024
 _STRANGER = ("This storage endpoint serves only the processes of the job that runs it (the user that "
              "started it); your process belongs to another user.")
@@ -444,9 +446,14 @@ class _Handler(BaseHTTPRequestHandler):
                 if total.isdigit():
                     upload.total = int(total)
                 if span != "*":
-                    first = int(span.partition("-")[0])
-            skip = upload.received - first if first is not None and first < upload.received else 0
-            self._append_chunk(upload, skip)
+                    start = span.partition("-")[0]
+                    if not start.isdigit():
+                        raise StorageError(400, "invalid", f"Invalid Content-Range header: {content_range}")
+                    first = int(start)
+            if first is not None and first > upload.received:
+                self._drain()  # past what arrived: not written; the answer says where to resume
+            else:
+                self._append_chunk(upload, upload.received - first if first is not None else 0)
             if not content_range:
                 upload.total = upload.received  # one PUT with the whole object
             if upload.total is None or upload.received < upload.total:
@@ -479,7 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _new_hashes(self) -> ContentHashes:
         """The hashes to compute for this request's upload: all but the MD5 for a client that never
         reads the answer (`_UNREAD_ANSWERS`); that object's MD5 is computed if anyone asks."""
-        return ContentHashes(md5=self.headers.get("User-Agent", "") not in _UNREAD_ANSWERS)
+        return ContentHashes(md5=not _UNREAD_ANSWERS.fullmatch(self.headers.get("User-Agent", "")))
 
     def _remember_hashes(self, meta: ObjectMeta, hashes: ContentHashes) -> ObjectMeta:
         """A new object's metadata with the hashes of the body just received; kept for later reads

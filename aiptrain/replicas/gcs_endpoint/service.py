@@ -16,7 +16,9 @@ the process that runs the job) and tells what each replica's environment needs:
   storage` run by a trainer uses the endpoint too;
 - `CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE`: `gsutil` (the Cloud SDK's, which many trainers call for
   `gsutil cp`) goes through the proxy like TensorFlow and must trust the installation's CA;
-- `GCS_READ_CACHE_BLOCK_SIZE_MB`: the size of TensorFlow's reads (see `_READ_BLOCK_MB`).
+- `GCS_READ_CACHE_BLOCK_SIZE_MB`: the size of TensorFlow's reads (see `_READ_BLOCK_MB`);
+- `AIPTRAIN_SYSTEM_CA_BUNDLE`: the replica's launcher shows it the system's CA bundle with the
+  installation's CA added (`system_trust`), for TensorFlow releases that ignore `CURL_CA_BUNDLE`.
 
 Trainers then get their `gs://` arguments and `--job-dir` unchanged, as on the service.
 """
@@ -24,15 +26,20 @@ Trainers then get their `gs://` arguments and `--job-dir` unchanged, as on the s
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import ssl
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
+from aiptrain.replicas.gcs_endpoint import system_trust
 from aiptrain.replicas.gcs_endpoint.api import StorageServer
-from aiptrain.replicas.gcs_endpoint.certificates import storage_identity
+from aiptrain.replicas.gcs_endpoint.certificates import ServerIdentity, extended_system_bundle, storage_identity
 from aiptrain.replicas.gcs_endpoint.objects import Buckets, DirectoryBuckets
+from aiptrain.replicas.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
 from aiptrain.replicas.gcs_endpoint.upstream import EmulatorBuckets
 from aiptrain.replicas.private_env import without_secrets
 from aiptrain.replicas.processes import TOKEN_VARIABLE
@@ -68,6 +75,9 @@ class ReplicaStorage:
         context.num_tickets = 0
         self.ca_path = identity.ca_path
         self.upstream = upstream
+        # The system's CA bundle, extended with the installation's CA, for the replicas whose
+        # TensorFlow trusts only that file (`system_trust`); or why that cannot be done here.
+        self.system_bundle, self.system_trust_problem = _system_trust(identity)
         buckets: Buckets = (EmulatorBuckets(upstream, home / "tmp" / "storage-uploads") if upstream
                             else DirectoryBuckets(storage_root))
         self.server = StorageServer(buckets, context)
@@ -86,7 +96,8 @@ class ReplicaStorage:
             exempt += [host.strip() for host in inherited.get(variable, "").split(",") if host.strip()]
         no_proxy = ",".join(dict.fromkeys(exempt))
         tuning = {} if _READ_BLOCK_VARIABLE in inherited else {_READ_BLOCK_VARIABLE: _READ_BLOCK_MB}
-        return tuning | {
+        trust = {} if self.system_bundle is None else {TRUST_VARIABLE: str(self.system_bundle)}
+        return tuning | trust | {
             # google-cloud-storage and gcsfs talk to a GCS emulator directly; TensorFlow goes through us.
             "STORAGE_EMULATOR_HOST": self.upstream or self.endpoint,
             "HTTPS_PROXY": self.endpoint,
@@ -111,6 +122,30 @@ class ReplicaStorage:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def system_trust_problem(home: Path) -> str | None:
+    """Why the replicas cannot be shown the system's CA bundle with the installation's CA added
+    (what TensorFlow before 2.4 needs to reach the endpoint); None when they can."""
+    return _system_trust(storage_identity(home))[1]
+
+
+@functools.cache
+def _system_trust(identity: ServerIdentity) -> tuple[Path | None, str | None]:
+    """(the extended bundle, None) when a replica can be given it, else (None, why not). Tried
+    once per process, in a child that enters the namespaces as a replica's launcher would."""
+    bundles = system_bundles()
+    if not bundles:
+        return None, "this machine has no system CA bundle"
+    bundle = extended_system_bundle(identity, Path(bundles[0]))
+    try:
+        probe = subprocess.run([sys.executable, "-I", "-S", system_trust.__file__, "--probe", str(bundle)],
+                               capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, str(error)
+    if probe.returncode != 0:
+        return None, probe.stderr.strip() or f"the check exited with {probe.returncode}"
+    return bundle, None
 
 
 @contextlib.contextmanager
