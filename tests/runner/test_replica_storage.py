@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import ssl
+import subprocess
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from google.api_core import exceptions
 from google.cloud import storage  # type: ignore[import-untyped]  # as in aiptrain/storage/gcs.py
 
 from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
-from aiptrain.replicas.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
+from aiptrain.replicas.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles, trusting
 from aiptrain.replicas.processes import start_process
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 
@@ -384,6 +385,9 @@ def test_a_replica_trusts_the_proxy_through_the_systems_ca_bundle(endpoint: Repl
         return process.popen.returncode, out, err
 
     assert run(env) == (0, b"x,y\n1,2\n", b"")
+    # A program started with a replica's environment but not by the launcher (tuning's summary reader).
+    direct = subprocess.run(trusting(argv, env), env=env, capture_output=True, timeout=60, check=False)
+    assert (direct.returncode, direct.stdout) == (0, b"x,y\n1,2\n"), direct.stderr
     untrusting = {key: value for key, value in env.items() if key != TRUST_VARIABLE}
     code, _out, err = run(untrusting)
     assert code == 60 and b"certificate" in err  # the control: the system's own bundle does not know the CA

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from collections.abc import Mapping
 
 TRUST_VARIABLE = "AIPTRAIN_SYSTEM_CA_BUNDLE"
 # Where system libraries look for the CA bundle: Debian/Ubuntu/Alpine (and what TensorFlow's
@@ -74,10 +75,25 @@ def _error(what: str, number: int) -> OSError:
     return OSError(number, f"{what}: {os.strerror(number)}")
 
 
+def trusting(argv: list[str], env: Mapping[str, str]) -> list[str]:
+    """`argv` run through this module (`--exec`) when `env` asks for the extended bundle: for a
+    program started with a replica's environment but not by the replica launcher."""
+    if not env.get(TRUST_VARIABLE):
+        return argv
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), "--exec", *argv]
+
+
 def main(argv: list[str]) -> int:
-    """`--probe BUNDLE`: exit 0 if `enter` works here, else 1 with the reason on stderr."""
+    """`--probe BUNDLE`: exit 0 if `enter` works here, else 1 with the reason on stderr.
+    `--exec PROGRAM ARGS...`: run PROGRAM with the bundle of `TRUST_VARIABLE`."""
+    if len(argv) >= 2 and argv[0] == "--exec":
+        try:
+            enter(os.environ[TRUST_VARIABLE])
+        except (OSError, KeyError) as error:
+            sys.stderr.write(f"aiptrain: the system's CA bundle was left as it is: {error}\n")
+        os.execvp(argv[1], argv[1:])  # noqa: S606 - an argument list, never a shell string
     if len(argv) != 2 or argv[0] != "--probe":
-        sys.stderr.write("usage: system_trust.py --probe BUNDLE\n")
+        sys.stderr.write("usage: system_trust.py --probe BUNDLE | --exec PROGRAM [ARGS...]\n")
         return 2
     try:
         enter(argv[1])
