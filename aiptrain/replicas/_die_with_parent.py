@@ -25,7 +25,26 @@ def main() -> None:
     if os.getppid() != parent:
         # The parent died before prctl took effect: nobody would ever stop this replica.
         os._exit(1)
+    if os.environ.get("AIPTRAIN_SYSTEM_CA_BUNDLE"):
+        _extend_system_trust(os.environ["AIPTRAIN_SYSTEM_CA_BUNDLE"])
     os.execvp(argv[0], argv)  # noqa: S606 - an argument list, never a shell string
+
+
+def _extend_system_trust(bundle: str) -> None:
+    """The replica sees the system's CA bundle with the storage endpoint's CA added (see
+    gcs_endpoint/system_trust.py, loaded by path: nothing of aiptrain is imported here)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "system_trust", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gcs_endpoint", "system_trust.py"))
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        module.enter(bundle)
+    except OSError as error:  # the supervisor checked it works and said so in the job's log if not
+        sys.stderr.write(f"aiptrain: the system's CA bundle was left as it is: {error.strerror or error}\n")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiptrain.replicas.gcs_endpoint.system_trust import trusting
+
 METRIC_FILE_VARIABLE = "CLOUD_ML_HP_METRIC_FILE"
 _SUMMARY_SCRIPT = Path(__file__).with_name("summary_events.py")
 # Importing TensorFlow on a busy machine takes a while; reading the events themselves does not.
@@ -123,7 +125,7 @@ def read_summary_metric(
     """
     try:
         result = subprocess.run(
-            [python, str(_SUMMARY_SCRIPT), directory, tag],
+            trusting([python, str(_SUMMARY_SCRIPT), directory, tag], env),  # TensorFlow < 2.4 on gs:// needs it
             env=dict(env), capture_output=True, text=True, timeout=timeout, check=False,
             stdin=subprocess.DEVNULL,
         )

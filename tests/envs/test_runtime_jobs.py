@@ -38,6 +38,9 @@ def test_tf1_estimator_with_hparams_and_app_flags_runs_as_standard_1_on_runtime_
         assert f"Starting {task}: {built_environment.python} -m trainer.task" in logs
     assert "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.5 on Python 3.7 (" in logs
     assert "tf1 estimator master 0 finished on TensorFlow 1.15.5" in logs
+    # TensorFlow 1.15 trusts only the system's CA bundle; its replicas see it extended with the
+    # storage endpoint's CA, so its --job-dir stays gs:// and the checkpoints went through gs://.
+    assert "-m trainer.task --job-dir gs://envtests/tf1" in logs and "trusts only the system's" not in logs
     # setup.py's tensorflow==1.15.4 pin neither failed nor pulled a second TensorFlow.
     assert not list((home / "jobs").glob("*/tf1_estimator/site/tensorflow*"))
     checkpoint = _storage(home, "envtests", "tf1", "model", "checkpoint").read_text()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from aiptrain.replicas.gcs_endpoint import peer
 from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # readable by every user, unlike a virtualenv under /root
@@ -100,3 +102,20 @@ def test_the_jobs_own_user_is_served(endpoint: ReplicaStorage, tmp_path: Path) -
     assert answers["write"][0] == 200 and (tmp_path / "storage" / "bucket" / "planted.txt").read_bytes() == b"planted"
     assert answers["delete"][0] == 204 and not (tmp_path / "storage" / "bucket" / "data" / "other.csv").exists()
     assert answers["proxy"][0] == 200
+
+
+def test_the_owner_of_a_connection_is_asked_of_the_kernel_by_address() -> None:
+    """One netlink query per connection (not a read of the whole socket table), and the same answer
+    as the table; a connection that does not exist has no owner."""
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    accepted, address = server.accept()
+    try:
+        served = server.getsockname()
+        assert client.getsockname() == address
+        assert peer._owner_by_netlink(socket.AF_INET, address, served) == os.geteuid()
+        assert peer._owner_by_table(socket.AF_INET, address, served) == os.geteuid()
+        assert peer.socket_owner(socket.AF_INET, ("127.0.0.1", 1), served) is None
+    finally:
+        for each in (accepted, client, server):
+            each.close()

@@ -8,16 +8,23 @@ import hashlib
 import http.client
 import json
 import os
+import shutil
 import ssl
+import subprocess
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import google_crc32c
 import pytest
 from google.api_core import exceptions
 from google.cloud import storage  # type: ignore[import-untyped]  # as in aiptrain/storage/gcs.py
 
 from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
+from aiptrain.replicas.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles, trusting
+from aiptrain.replicas.processes import start_process
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 
 __all__ = ["fake_gcs_server"]
@@ -150,6 +157,9 @@ def test_the_replicas_environment_keeps_the_cluster_off_the_proxy(endpoint: Repl
         assert env[variable].split(",") == ["localhost", "127.0.0.1", "::1", "corp.example"]
     assert Path(env["CURL_CA_BUNDLE"]).read_text().startswith("-----BEGIN CERTIFICATE-----")
     assert env["GOOGLE_AUTH_TOKEN_FOR_TESTING"]
+    # TensorFlow's reads come in blocks of 16 MB, unless the replica inherits a size of its own.
+    assert env["GCS_READ_CACHE_BLOCK_SIZE_MB"] == "16"
+    assert "GCS_READ_CACHE_BLOCK_SIZE_MB" not in endpoint.environment({"GCS_READ_CACHE_BLOCK_SIZE_MB": "64"})
 
 
 def test_with_a_gcs_emulator_upstream_tensorflows_requests_reach_that_emulator(
@@ -220,3 +230,167 @@ def test_hashes_are_given_to_the_clients_that_ask_for_them(endpoint: ReplicaStor
     assert "md5Hash" not in plain["items"][0]  # type: ignore[index]
     _status, hashed = _request(endpoint, "GET", "/storage/v1/b/bucket/o?prefix=data/&fields=items/md5Hash,items/name")
     assert hashed["items"][0]["md5Hash"] == expected_md5  # type: ignore[index]
+
+
+# -- the data path: the same bytes whichever way they travel ------------------------------------
+
+# More than the endpoint's 1 MiB blocks and not a multiple of them: ranges cross block edges.
+BIG = 3 * 1024 * 1024 + 12345
+
+
+@pytest.fixture
+def big_object(endpoint: ReplicaStorage, tmp_path: Path) -> bytes:
+    data = os.urandom(BIG)
+    (tmp_path / "storage" / "bucket" / "data" / "big.bin").write_bytes(data)
+    return data
+
+
+def _get(connection: http.client.HTTPConnection, path: str, headers: dict[str, str]
+         ) -> tuple[int, bytes, dict[str, str]]:
+    connection.request("GET", path, headers=headers)
+    answer = connection.getresponse()
+    return answer.status, answer.read(), {key.lower(): value for key, value in answer.getheaders()}
+
+
+@pytest.mark.parametrize(("wanted", "first", "end"), [
+    ("bytes=0-", 0, BIG),
+    ("bytes=1048570-2097160", 1048570, 2097161),  # across two block edges
+    ("bytes=-5000", BIG - 5000, BIG),
+    ("bytes=3145720-99999999", 3145720, BIG),  # past the end: up to the end
+])
+def test_ranges_are_exact_over_plain_http_with_sendfile_and_through_the_tls_proxy(
+    endpoint: ReplicaStorage, big_object: bytes, wanted: str, first: int, end: int
+) -> None:
+    parts = urllib.parse.urlsplit(endpoint.endpoint)
+    plain = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    tls = _through_proxy(endpoint, "storage.googleapis.com")
+    for connection, path in ((plain, "/download/storage/v1/b/bucket/o/data%2Fbig.bin?alt=media"),
+                             (tls, "/bucket/data%2Fbig.bin")):
+        for _twice in range(2):  # the connection stays usable after a body
+            status, body, headers = _get(connection, path, {"Range": wanted})
+            assert body == big_object[first:end], (path, len(body))
+            assert headers["content-length"] == str(end - first)
+            if (first, end) == (0, BIG):
+                assert status == 200
+            else:
+                assert (status, headers["content-range"]) == (206, f"bytes {first}-{end - 1}/{BIG}")
+    whole = _get(tls, "/bucket/data%2Fbig.bin", {})
+    assert whole[0] == 200 and whole[1] == big_object
+
+
+def _start_session(api: http.client.HTTPSConnection, name: str, total: int) -> str:
+    api.request("POST", f"/upload/storage/v1/b/bucket/o?uploadType=resumable&name={urllib.parse.quote(name, safe='')}",
+                headers={"X-Upload-Content-Length": str(total)})
+    started = api.getresponse()
+    started.read()
+    session = urllib.parse.urlsplit(started.getheader("Location") or "")
+    return f"{session.path}?{session.query}"
+
+
+def _put(api: http.client.HTTPSConnection, session: str, body: bytes, content_range: str
+         ) -> tuple[int, str | None, dict[str, Any]]:
+    api.request("PUT", session, body=body, headers={"Content-Range": content_range})
+    answer = api.getresponse()
+    raw = answer.read()
+    return answer.status, answer.getheader("Range"), json.loads(raw) if answer.status == 200 else {}
+
+
+def _hashes(data: bytes) -> tuple[str, str]:
+    crc = google_crc32c.Checksum(data).digest()
+    return base64.b64encode(hashlib.md5(data).digest()).decode(), base64.b64encode(crc).decode()
+
+
+def test_a_resumable_upload_cut_off_midway_resumes_from_the_bytes_that_arrived(
+    endpoint: ReplicaStorage, tmp_path: Path
+) -> None:
+    data = os.urandom(2 * 1024 * 1024 + 999)
+    total, first_chunk, cut_at = len(data), 1024 * 1024, 1024 * 1024 + 300 * 1024
+    api = _through_proxy(endpoint, "www.googleapis.com")
+    session = _start_session(api, "up/resumed.bin", total)
+    assert _put(api, session, data[:first_chunk], f"bytes 0-{first_chunk - 1}/{total}")[:2] == (
+        308, f"bytes=0-{first_chunk - 1}")
+
+    # The second chunk announces the rest of the object, but its connection dies partway through.
+    cut = _through_proxy(endpoint, "www.googleapis.com")
+    cut.putrequest("PUT", session)
+    cut.putheader("Content-Range", f"bytes {first_chunk}-{total - 1}/{total}")
+    cut.putheader("Content-Length", str(total - first_chunk))
+    cut.endheaders()
+    cut.send(data[first_chunk:cut_at])
+    cut.close()
+
+    # The status query tells exactly what arrived (once the endpoint has read up to the cut).
+    deadline = time.monotonic() + 20
+    while (status := _put(api, session, b"", f"bytes */{total}"))[1] != f"bytes=0-{cut_at - 1}":
+        assert status[0] == 308 and time.monotonic() < deadline, status
+    # A chunk starting past what arrived is not written; the answer says where to resume.
+    assert _put(api, session, data[cut_at + 10:], f"bytes {cut_at + 10}-{total - 1}/{total}")[:2] == (
+        308, f"bytes=0-{cut_at - 1}")
+    # The client resends from a little earlier than needed: the overlap is not written twice.
+    resent_from = cut_at - 4096
+    done_status, _range, resource = _put(api, session, data[resent_from:], f"bytes {resent_from}-{total - 1}/{total}")
+    assert done_status == 200 and resource["size"] == str(total)
+    assert (tmp_path / "storage" / "bucket" / "up" / "resumed.bin").read_bytes() == data
+    assert (resource["md5Hash"], resource["crc32c"]) == _hashes(data)
+    assert not list((tmp_path / "storage").glob(".aiptrain-uploads/*")), "no upload left behind"
+
+
+def test_chunked_and_whole_uploads_keep_their_bytes_and_hashes(endpoint: ReplicaStorage, tmp_path: Path) -> None:
+    data = os.urandom(BIG)
+    parts = urllib.parse.urlsplit(endpoint.endpoint)
+    plain = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    pieces = (data[i:i + 700_001] for i in range(0, len(data), 700_001))
+    plain.request("POST", "/upload/storage/v1/b/bucket/o?uploadType=media&name=up%2Fchunked.bin", body=pieces,
+                  headers={"Content-Type": "application/octet-stream"}, encode_chunked=True)
+    answer = plain.getresponse()
+    resource = json.loads(answer.read())
+    assert answer.status == 200 and (resource["md5Hash"], resource["crc32c"]) == _hashes(data)
+    assert (tmp_path / "storage" / "bucket" / "up" / "chunked.bin").read_bytes() == data
+    # One PUT with the whole object through the proxy, as TensorFlow uploads, then read back whole.
+    api = _through_proxy(endpoint, "www.googleapis.com")
+    status, _range, whole = _put(api, _start_session(api, "up/whole.bin", len(data)), data,
+                                 f"bytes 0-{len(data) - 1}/{len(data)}")
+    assert status == 200 and whole["crc32c"] == _hashes(data)[1]
+    assert _get(_through_proxy(endpoint, "storage.googleapis.com"), "/bucket/up%2Fwhole.bin", {})[1] == data
+
+
+def test_tensorflows_uploads_leave_the_md5_to_whoever_asks_for_it(endpoint: ReplicaStorage) -> None:
+    data = os.urandom(300_000)
+    md5, crc32c = _hashes(data)
+    upload = "/upload/storage/v1/b/bucket/o?uploadType=media&name=tf%2Fout.bin"
+    for agent in ("TSL", "TensorFlow/1.15.5"):  # TensorFlow 2.x's and 1.15's libcurl
+        status, answer = _request(endpoint, "POST", upload, data, {"User-Agent": agent})
+        assert status == 200 and answer["crc32c"] == crc32c and "md5Hash" not in answer, answer
+        _status, meta = _request(endpoint, "GET", "/storage/v1/b/bucket/o/tf%2Fout.bin")
+        assert (meta["md5Hash"], meta["crc32c"]) == (md5, crc32c)  # computed from the file when asked
+    # Every other client gets both in the upload's answer (gcloud and gsutil compare the MD5).
+    _status, answer = _request(endpoint, "POST", upload, data, {"User-Agent": "gcloud-python/3.1 gsutil/5.30"})
+    assert (answer["md5Hash"], answer["crc32c"]) == (md5, crc32c)
+
+
+def test_a_replica_trusts_the_proxy_through_the_systems_ca_bundle(endpoint: ReplicaStorage) -> None:
+    """What TensorFlow 1.15 and 2.1 need: their libcurl checks the system's bundle, not CURL_CA_BUNDLE."""
+    if endpoint.system_trust_problem:
+        pytest.skip(f"this machine gives no process a view of its own: {endpoint.system_trust_problem}")
+    curl = shutil.which("curl")
+    assert curl, "curl (built against the system's CA bundle) is on every machine of this project"
+    env = endpoint.environment(os.environ) | {"PATH": os.environ.get("PATH", "")}
+    for variable in ("CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"):
+        env.pop(variable, None)
+    argv = [curl, "-sS", "--proxy", endpoint.endpoint, "https://storage.googleapis.com/bucket/data%2Fa.csv"]
+
+    def run(environment: dict[str, str]) -> tuple[int, bytes, bytes]:
+        process = start_process(argv, env=environment, cwd=Path.cwd())
+        out, err = process.popen.communicate(timeout=60)
+        return process.popen.returncode, out, err
+
+    assert run(env) == (0, b"x,y\n1,2\n", b"")
+    # A program started with a replica's environment but not by the launcher (tuning's summary reader).
+    direct = subprocess.run(trusting(argv, env), env=env, capture_output=True, timeout=60, check=False)
+    assert (direct.returncode, direct.stdout) == (0, b"x,y\n1,2\n"), direct.stderr
+    untrusting = {key: value for key, value in env.items() if key != TRUST_VARIABLE}
+    code, _out, err = run(untrusting)
+    assert code == 60 and b"certificate" in err  # the control: the system's own bundle does not know the CA
+    assert endpoint.system_bundle is not None
+    assert b"".join(Path(p).read_bytes() for p in system_bundles()).count(endpoint.ca_path.read_bytes()) == 0, \
+        "the machine's own bundle is untouched"

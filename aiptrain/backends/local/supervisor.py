@@ -49,7 +49,7 @@ from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.cluster_plan import plan_cluster
 from aiptrain.replicas.envs.for_job import JobEnvironmentFailed, environment_for_job, ran_in
 from aiptrain.replicas.envs.store import BuildCancelled
-from aiptrain.replicas.gcs_endpoint.service import replica_storage
+from aiptrain.replicas.gcs_endpoint.service import replica_storage, system_trust_problem
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.preparation import install_packages
 from aiptrain.replicas.processes import (
@@ -179,11 +179,13 @@ class Supervisor:
             self._finish(ReplicaSetOutcome(JobState.FAILED, failed.message))
             return
         self.store.set_runtime_environment(self.key, ran_in(resolution, environment, settings))
-        if environment is not None and settings.gcs == "endpoint" and not resolution.honours_ca_bundle:
-            self.say(f"TensorFlow {resolution.tensorflow}'s gs:// client trusts only the system's certificates, so "
-                     "it cannot reach the job's storage endpoint: gs:// in --job-dir and the trainer's arguments "
-                     "become local paths of the store (as with AIPTRAIN_LOCAL_GCS=rewrite); gs:// paths built "
-                     "in the trainer's code do not work on this runtime here.", "WARNING")
+        if (environment is not None and settings.gcs == "endpoint" and not resolution.honours_ca_bundle
+                and (why := system_trust_problem(self.home))):
+            self.say(f"TensorFlow {resolution.tensorflow}'s gs:// client trusts only the system's certificates, and "
+                     f"here they cannot be extended with the job's storage endpoint's ({why}): gs:// in --job-dir "
+                     "and the trainer's arguments become local paths of the store (as with "
+                     "AIPTRAIN_LOCAL_GCS=rewrite); gs:// paths built in the trainer's code do not work on this "
+                     "runtime here.", "WARNING")
             settings = dataclasses.replace(settings, gcs="rewrite")
         if environment is not None:
             settings = dataclasses.replace(settings, python=environment.python)

@@ -3,6 +3,11 @@
 - `objects.py`: the local store's tree as buckets and objects (plain files, atomic writes);
 - `api.py`: the Cloud Storage JSON API over it, which is also the replicas' HTTPS proxy for
   Google's storage hosts (what TensorFlow's GCS filesystem needs);
-- `certificates.py`: the installation's CA and the certificate for those hosts;
+- `transfer.py`: object bodies between the store's files and a connection (sendfile, one buffer);
+- `peer.py`: whose process is on the other end of a connection (only the endpoint's user is served);
+- `upstream.py`: the same operations on a GCS emulator, for jobs created through `local serve`;
+- `certificates.py`: the installation's CA, the certificate for those hosts, and the system's CA
+  bundle with the CA appended;
+- `system_trust.py`: a replica's view of the system's CA bundle, for TensorFlow before 2.4;
 - `service.py`: `ReplicaStorage`, one endpoint per job, and the replicas' environment.
 """

@@ -24,12 +24,14 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 import secrets
 import socket
 import ssl
 import sys
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,9 +40,14 @@ from typing import Any
 from aiptrain.replicas.gcs_endpoint.certificates import STORAGE_HOSTS
 from aiptrain.replicas.gcs_endpoint.objects import Buckets, ContentHashes, ObjectMeta, StorageError, with_hashes
 from aiptrain.replicas.gcs_endpoint.peer import peer_allowed
+from aiptrain.replicas.gcs_endpoint.transfer import BLOCK, body_blocks, send_range
 
-_BLOCK = 1024 * 1024
 _MAX_PAGE = 1000
+# The User-Agent of a client that never reads an upload's answer: TensorFlow's GCS filesystem
+# (`TSL` in recent releases, `TensorFlow/1.15.5` and the like before) checks the status only. Its
+# uploads skip the MD5 (a third of the endpoint's work on an upload); whoever later asks for that
+# object's hashes gets them.
+_UNREAD_ANSWERS = re.compile(r"TSL|TensorFlow(/[\w.-]+)?")
 _MAX_MULTIPART = 512 * 1024 * 1024
 _STRANGER = ("This storage endpoint serves only the processes of the job that runs it (the user that "
              "started it); your process belongs to another user.")
@@ -142,6 +149,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: StorageServer
     timeout = 300
+    # Headers and body go out in separate writes: with Nagle's algorithm the second waited for
+    # the client's delayed ACK, 40 ms on every answer.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # replicas' storage traffic would drown the job log
@@ -162,7 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
         # Another user's process: refused before the request is looked at, its body dropped.
         self.close_connection = True
         length = self.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) <= _BLOCK:
+        if length.isdigit() and int(length) <= BLOCK:
             self.rfile.read(int(length))
         self._json(403, {"error": {"code": 403, "message": _STRANGER, "errors": [
             {"domain": "global", "reason": "forbidden", "message": _STRANGER}]}})
@@ -178,15 +188,15 @@ class _Handler(BaseHTTPRequestHandler):
                         "NO_PROXY to reach it directly.")
             self.close_connection = True
             return
-        self.send_response(200, "Connection established")
-        self.end_headers()
+        # The bare status line: libcurl reads a proxy's answer a byte at a time.
+        self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         self.close_connection = True
         try:
             secure = self.server.tls.wrap_socket(self.connection, server_side=True)
         except (ssl.SSLError, OSError):
             return  # the client did not trust the certificate, or went away
         try:
-            _Handler(secure, self.client_address, self.server)
+            _TunnelledHandler(secure, self.client_address, self.server)
         finally:
             try:
                 secure.unwrap()
@@ -366,16 +376,9 @@ class _Handler(BaseHTTPRequestHandler):
             if status == 206:
                 self.send_header("Content-Range", f"bytes {start}-{end - 1}/{meta.size}")
             self.end_headers()
-            if method == "HEAD" or length == 0:
+            if method == "HEAD":
                 return
-            stream.seek(start)
-            remaining = length
-            while remaining > 0:
-                block = stream.read(min(_BLOCK, remaining))
-                if not block:
-                    raise ConnectionResetError("the object shrank while it was read")
-                self.wfile.write(block)
-                remaining -= len(block)
+            send_range(self.connection, stream, start, length)
 
     # -- uploads ---------------------------------------------------------------------------
 
@@ -394,7 +397,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.buckets.path(bucket, name)  # a bad name is refused now, not at the end
             total_text = self.headers.get("X-Upload-Content-Length")
             upload = _Upload(bucket, name, self.server.buckets.new_upload_file(),
-                             int(total_text) if total_text and total_text.isdigit() else None, condition)
+                             int(total_text) if total_text and total_text.isdigit() else None, condition,
+                             checksum=self._new_hashes())
             upload_id = secrets.token_urlsafe(18)
             with self.server.uploads_lock:
                 self.server.uploads[upload_id] = upload
@@ -410,16 +414,18 @@ class _Handler(BaseHTTPRequestHandler):
             name, data = self._multipart()
             name = query.get("name") or name
             temporary = self.server.buckets.new_upload_file()
-            checksum = ContentHashes()
+            checksum = self._new_hashes()
             checksum.update(data)
             temporary.write_bytes(data)
         else:  # media (and a missing uploadType, which the API treats the same)
             name = query.get("name", "")
             temporary = self.server.buckets.new_upload_file()
-            checksum = ContentHashes()
+            checksum = self._new_hashes()
             try:
                 with temporary.open("wb") as out:
-                    self._read_body(out, checksum)
+                    for block in self._body_blocks():
+                        checksum.update(block)
+                        out.write(block)
             except BaseException:
                 temporary.unlink(missing_ok=True)
                 raise
@@ -440,10 +446,14 @@ class _Handler(BaseHTTPRequestHandler):
                 if total.isdigit():
                     upload.total = int(total)
                 if span != "*":
-                    first = int(span.partition("-")[0])
-            with upload.path.open("ab") as out:
-                skip = upload.received - first if first is not None and first < upload.received else 0
-                upload.received += self._read_body(out, upload.checksum, skip=skip)
+                    start = span.partition("-")[0]
+                    if not start.isdigit():
+                        raise StorageError(400, "invalid", f"Invalid Content-Range header: {content_range}")
+                    first = int(start)
+            if first is not None and first > upload.received:
+                self._drain()  # past what arrived: not written; the answer says where to resume
+            else:
+                self._append_chunk(upload, upload.received - first if first is not None else 0)
             if not content_range:
                 upload.total = upload.received  # one PUT with the whole object
             if upload.total is None or upload.received < upload.total:
@@ -459,10 +469,31 @@ class _Handler(BaseHTTPRequestHandler):
                                               upload.if_generation_match)
         self._json(200, object_resource(self._remember_hashes(meta, upload.checksum), self.base))
 
+    def _append_chunk(self, upload: _Upload, skip: int) -> None:
+        """Add the request's body to the session, but its first `skip` bytes (a client resending
+        what already arrived). Every byte written is counted and hashed as it lands, so a chunk cut
+        off midway leaves the file, the count the client is told (`Range`) and the hashes agreeing,
+        and the client resumes from there."""
+        with upload.path.open("ab") as out:
+            for received in self._body_blocks():
+                block = received[min(skip, len(received)):]
+                skip -= len(received) - len(block)
+                if block:
+                    out.write(block)
+                    upload.checksum.update(block)
+                    upload.received += len(block)
+
+    def _new_hashes(self) -> ContentHashes:
+        """The hashes to compute for this request's upload: all but the MD5 for a client that never
+        reads the answer (`_UNREAD_ANSWERS`); that object's MD5 is computed if anyone asks."""
+        return ContentHashes(md5=not _UNREAD_ANSWERS.fullmatch(self.headers.get("User-Agent", "")))
+
     def _remember_hashes(self, meta: ObjectMeta, hashes: ContentHashes) -> ObjectMeta:
-        """A new object's metadata with the hashes of the body just received, kept for later reads."""
+        """A new object's metadata with the hashes of the body just received; kept for later reads
+        when both are known."""
         meta = dataclasses.replace(meta, md5=hashes.md5(), crc32c=meta.crc32c or hashes.value())
-        self.server.hashed[(meta.bucket, meta.name, meta.generation, meta.size)] = meta
+        if meta.md5 is not None:
+            self.server.hashed[(meta.bucket, meta.name, meta.generation, meta.size)] = meta
         return meta
 
     def _hashed(self, meta: ObjectMeta) -> ObjectMeta:
@@ -498,42 +529,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- bodies ----------------------------------------------------------------------------
 
-    def _read_body(self, out: Any, checksum: ContentHashes, skip: int = 0) -> int:
-        """Copy the request body to `out` (dropping its first `skip` bytes); the bytes kept."""
-        kept = 0
-        for received in self._body_blocks():
-            block = received[min(skip, len(received)):]
-            skip -= len(received) - len(block)
-            if block:
-                checksum.update(block)
-                out.write(block)
-                kept += len(block)
-        return kept
-
-    def _body_blocks(self) -> Any:
+    def _body_blocks(self) -> Iterator[bytes]:
         self.body_read = True
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return
-                remaining = size
-                while remaining:
-                    block = self.rfile.read(min(remaining, _BLOCK))
-                    if not block:
-                        raise ConnectionResetError("the request body ended early")
-                    remaining -= len(block)
-                    yield block
-                self.rfile.readline()
-        remaining = int(self.headers.get("Content-Length") or 0)
-        while remaining > 0:
-            block = self.rfile.read(min(remaining, _BLOCK))
-            if not block:
-                raise ConnectionResetError("the request body ended early")
-            remaining -= len(block)
-            yield block
+        chunked = self.headers.get("Transfer-Encoding", "").lower() == "chunked"
+        return body_blocks(self.rfile, self.headers.get("Content-Length"), chunked)
 
     def _body_bytes(self, limit: int) -> bytes:
         chunks, total = [], 0
@@ -588,6 +587,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # its body was not read: the next request would start inside it
         self._json(error.status, {"error": {"code": error.status, "message": error.message, "errors": [
             {"domain": "global", "reason": error.reason, "message": error.message}]}})
+
+
+class _TunnelledHandler(_Handler):
+    """The requests inside a CONNECT tunnel: its connection's owner was checked when it opened."""
+
+    def setup(self) -> None:
+        BaseHTTPRequestHandler.setup(self)
+        self.from_owner = True
 
 
 def _generation(query: dict[str, str]) -> int | None:

@@ -106,3 +106,17 @@ def _write_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def extended_system_bundle(identity: ServerIdentity, system_bundle: Path) -> Path:
+    """A copy of the system's CA bundle with the installation's CA appended (`system_trust`), under
+    `home/ca`, rewritten only when either changed."""
+    path = identity.ca_path.with_name("system-bundle.pem")
+    content = system_bundle.read_bytes().rstrip(b"\n") + b"\n" + identity.ca_path.read_bytes()
+    try:
+        if path.read_bytes() == content:
+            return path
+    except FileNotFoundError:
+        pass
+    _write_atomically(path, content)
+    return path

@@ -66,26 +66,31 @@ class _Checksum(Protocol):
 
 class ContentHashes:
     """GCS's checksums, computed while a body streams in: the CRC32C that google-cloud-storage
-    compares, and the MD5 that `gcloud storage cp` and gsutil compare."""
+    compares, and the MD5 that `gcloud storage cp` and gsutil compare.
 
-    def __init__(self) -> None:
+    Without `md5` only the CRC32C is computed (it costs a tenth of the MD5): for a client that never
+    reads the answer's hashes, the MD5 is left to whoever asks for it later (`with_hashes`).
+    """
+
+    def __init__(self, *, md5: bool = True) -> None:
         self._checksum: _Checksum | None = None
-        self._md5 = hashlib.md5(usedforsecurity=False)
+        self._md5 = hashlib.md5(usedforsecurity=False) if md5 else None
         try:  # google-crc32c comes with google-cloud-storage
             self._checksum = importlib.import_module("google_crc32c").Checksum()
         except ImportError:  # pragma: no cover
             pass
 
     def update(self, data: bytes) -> None:
-        self._md5.update(data)
+        if self._md5 is not None:
+            self._md5.update(data)
         if self._checksum is not None:
             self._checksum.update(data)
 
     def value(self) -> str | None:
         return None if self._checksum is None else base64.b64encode(self._checksum.digest()).decode()
 
-    def md5(self) -> str:
-        return base64.b64encode(self._md5.digest()).decode()
+    def md5(self) -> str | None:
+        return None if self._md5 is None else base64.b64encode(self._md5.digest()).decode()
 
 
 class Buckets(Protocol):

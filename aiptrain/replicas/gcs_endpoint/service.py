@@ -15,7 +15,10 @@ the process that runs the job) and tells what each replica's environment needs:
 - `CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE` and `CLOUDSDK_AUTH_DISABLE_CREDENTIALS`: `gcloud
   storage` run by a trainer uses the endpoint too;
 - `CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE`: `gsutil` (the Cloud SDK's, which many trainers call for
-  `gsutil cp`) goes through the proxy like TensorFlow and must trust the installation's CA.
+  `gsutil cp`) goes through the proxy like TensorFlow and must trust the installation's CA;
+- `GCS_READ_CACHE_BLOCK_SIZE_MB`: the size of TensorFlow's reads (see `_READ_BLOCK_MB`);
+- `AIPTRAIN_SYSTEM_CA_BUNDLE`: the replica's launcher shows it the system's CA bundle with the
+  installation's CA added (`system_trust`), for TensorFlow releases that ignore `CURL_CA_BUNDLE`.
 
 Trainers then get their `gs://` arguments and `--job-dir` unchanged, as on the service.
 """
@@ -23,15 +26,20 @@ Trainers then get their `gs://` arguments and `--job-dir` unchanged, as on the s
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import ssl
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
+from aiptrain.replicas.gcs_endpoint import system_trust
 from aiptrain.replicas.gcs_endpoint.api import StorageServer
-from aiptrain.replicas.gcs_endpoint.certificates import storage_identity
+from aiptrain.replicas.gcs_endpoint.certificates import ServerIdentity, extended_system_bundle, storage_identity
 from aiptrain.replicas.gcs_endpoint.objects import Buckets, DirectoryBuckets
+from aiptrain.replicas.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
 from aiptrain.replicas.gcs_endpoint.upstream import EmulatorBuckets
 from aiptrain.replicas.private_env import without_secrets
 from aiptrain.replicas.processes import TOKEN_VARIABLE
@@ -39,6 +47,11 @@ from aiptrain.replicas.processes import TOKEN_VARIABLE
 # What TensorFlow sends as its bearer token instead of looking for credentials.
 _TEST_TOKEN = "aiptrain-local-storage"  # noqa: S105 - not a secret: the endpoint checks no token
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
+# TensorFlow's GCS filesystem reads each open file through a buffer of this many MB, 64 unless
+# told: zeroed on every open (50 ms of a 1 kB file's read went there) and filled by one request.
+# 16 MB keeps requests few and the buffer in use; a value the replica inherits is kept.
+_READ_BLOCK_VARIABLE = "GCS_READ_CACHE_BLOCK_SIZE_MB"
+_READ_BLOCK_MB = "16"
 
 
 # Set by `aiptrain local serve` when its clients stage into a GCS emulator (its STORAGE_EMULATOR_HOST):
@@ -54,8 +67,17 @@ class ReplicaStorage:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(identity.certificate_path, identity.key_path)
         context.set_alpn_protocols(["http/1.1"])
+        # The client's cipher order, not ours: TensorFlow's BoringSSL puts AES-128-GCM first on
+        # CPUs with AES instructions, cheaper on both ends than the AES-256 this side prefers.
+        context.options &= ~ssl.OP_CIPHER_SERVER_PREFERENCE
+        # No session tickets: TensorFlow opens a new connection for every request and never
+        # resumes one, so each ticket would be encrypted, sent and read for nothing.
+        context.num_tickets = 0
         self.ca_path = identity.ca_path
         self.upstream = upstream
+        # The system's CA bundle, extended with the installation's CA, for the replicas whose
+        # TensorFlow trusts only that file (`system_trust`); or why that cannot be done here.
+        self.system_bundle, self.system_trust_problem = _system_trust(identity)
         buckets: Buckets = (EmulatorBuckets(upstream, home / "tmp" / "storage-uploads") if upstream
                             else DirectoryBuckets(storage_root))
         self.server = StorageServer(buckets, context)
@@ -73,7 +95,9 @@ class ReplicaStorage:
         for variable in ("NO_PROXY", "no_proxy"):
             exempt += [host.strip() for host in inherited.get(variable, "").split(",") if host.strip()]
         no_proxy = ",".join(dict.fromkeys(exempt))
-        return {
+        tuning = {} if _READ_BLOCK_VARIABLE in inherited else {_READ_BLOCK_VARIABLE: _READ_BLOCK_MB}
+        trust = {} if self.system_bundle is None else {TRUST_VARIABLE: str(self.system_bundle)}
+        return tuning | trust | {
             # google-cloud-storage and gcsfs talk to a GCS emulator directly; TensorFlow goes through us.
             "STORAGE_EMULATOR_HOST": self.upstream or self.endpoint,
             "HTTPS_PROXY": self.endpoint,
@@ -98,6 +122,30 @@ class ReplicaStorage:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def system_trust_problem(home: Path) -> str | None:
+    """Why the replicas cannot be shown the system's CA bundle with the installation's CA added
+    (what TensorFlow before 2.4 needs to reach the endpoint); None when they can."""
+    return _system_trust(storage_identity(home))[1]
+
+
+@functools.cache
+def _system_trust(identity: ServerIdentity) -> tuple[Path | None, str | None]:
+    """(the extended bundle, None) when a replica can be given it, else (None, why not). Tried
+    once per process, in a child that enters the namespaces as a replica's launcher would."""
+    bundles = system_bundles()
+    if not bundles:
+        return None, "this machine has no system CA bundle"
+    bundle = extended_system_bundle(identity, Path(bundles[0]))
+    try:
+        probe = subprocess.run([sys.executable, "-I", "-S", system_trust.__file__, "--probe", str(bundle)],
+                               capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, str(error)
+    if probe.returncode != 0:
+        return None, probe.stderr.strip() or f"the check exited with {probe.returncode}"
+    return bundle, None
 
 
 @contextlib.contextmanager
