@@ -100,6 +100,19 @@ def test_names_outside_the_store_and_clashes_are_refused(endpoint: ReplicaStorag
     assert (tmp_path / "storage" / "bucket" / "data" / "a.csv").read_text() == "x,y\n1,2\n"
 
 
+def test_names_too_long_for_cloud_storage_or_a_file_are_a_400(endpoint: ReplicaStorage) -> None:
+    bucket = _client().bucket("bucket")
+    with pytest.raises(exceptions.BadRequest, match="maximum object length is 1024 bytes"):
+        bucket.blob("d/" * 520).upload_from_string(b"no")
+    with pytest.raises(exceptions.BadRequest, match="a file name has at most 255 bytes"):
+        bucket.blob("x/" + "a" * 300 + "/f").upload_from_string(b"no")
+    with pytest.raises(exceptions.BadRequest, match="a file name has at most 255 bytes"):
+        bucket.blob("x/" + "a" * 300).download_as_bytes()
+    # The endpoint is still serving.
+    bucket.blob("short/ok.txt").upload_from_string(b"ok")
+    assert bucket.blob("short/ok.txt").download_as_bytes() == b"ok"
+
+
 def _through_proxy(endpoint: ReplicaStorage, host: str) -> http.client.HTTPSConnection:
     proxy = urllib.parse.urlsplit(endpoint.endpoint)
     context = ssl.create_default_context(cafile=str(endpoint.ca_path))

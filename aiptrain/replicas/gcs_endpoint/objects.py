@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from aiptrain.errors import UsageError
+from aiptrain.job.limits import MAX_OBJECT_NAME_BYTES
 from aiptrain.storage.local import local_path_for
 
 _UPLOADS = ".aiptrain-uploads"
@@ -125,6 +126,10 @@ class DirectoryBuckets:
     # -- names -------------------------------------------------------------------------------
 
     def path(self, bucket: str, name: str = "") -> Path:
+        size = len(name.encode("utf-8", errors="surrogatepass"))
+        if size > MAX_OBJECT_NAME_BYTES:  # as Cloud Storage refuses it
+            raise StorageError(400, "invalid", f"The maximum object length is {MAX_OBJECT_NAME_BYTES} bytes, "
+                               f"but got a name with {size} bytes")
         try:
             path = local_path_for(f"gs://{bucket}/{name}", self.root)
         except UsageError as error:
