@@ -381,8 +381,17 @@ def test_tensorflows_uploads_leave_the_md5_to_whoever_asks_for_it(endpoint: Repl
     assert (answer["md5Hash"], answer["crc32c"]) == (md5, crc32c)
 
 
-def test_a_replica_trusts_the_proxy_through_the_systems_ca_bundle(endpoint: ReplicaStorage) -> None:
+@pytest.fixture
+def trusted_endpoint(endpoint: ReplicaStorage, tmp_path: Path) -> Iterator[ReplicaStorage]:
+    """An endpoint for a runtime whose TensorFlow ignores CURL_CA_BUNDLE (the others never get the view)."""
+    assert TRUST_VARIABLE not in endpoint.environment(os.environ)
+    with ReplicaStorage(tmp_path, tmp_path / "storage", extend_system_trust=True) as served:
+        yield served
+
+
+def test_a_replica_trusts_the_proxy_through_the_systems_ca_bundle(trusted_endpoint: ReplicaStorage) -> None:
     """What TensorFlow 1.15 and 2.1 need: their libcurl checks the system's bundle, not CURL_CA_BUNDLE."""
+    endpoint = trusted_endpoint
     if endpoint.system_trust_problem:
         pytest.skip(f"this machine gives no process a view of its own: {endpoint.system_trust_problem}")
     curl = shutil.which("curl")

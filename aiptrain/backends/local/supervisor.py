@@ -179,8 +179,8 @@ class Supervisor:
             self._finish(ReplicaSetOutcome(JobState.FAILED, failed.message))
             return
         self.store.set_runtime_environment(self.key, ran_in(resolution, environment, settings))
-        if (environment is not None and settings.gcs == "endpoint" and not resolution.honours_ca_bundle
-                and (why := system_trust_problem(self.home))):
+        needs_system_trust = environment is not None and not resolution.honours_ca_bundle
+        if needs_system_trust and settings.gcs == "endpoint" and (why := system_trust_problem(self.home)):
             self.say(f"TensorFlow {resolution.tensorflow}'s gs:// client trusts only the system's certificates, and "
                      f"here they cannot be extended with the job's storage endpoint's ({why}): gs:// in --job-dir "
                      "and the trainer's arguments become local paths of the store (as with "
@@ -214,7 +214,8 @@ class Supervisor:
         if not self.move(JobState.RUNNING, "Job RUNNING.", allowed_from=frozenset({JobState.PREPARING})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
-        with replica_storage(self.home, self.home / "storage", settings.gcs, self.say) as storage:
+        with replica_storage(self.home, self.home / "storage", settings.gcs, self.say,
+                             extend_system_trust=needs_system_trust) as storage:
             context = JobContext(
                 store=self.store,
                 record=self.store.get_by_key(self.key),

@@ -62,7 +62,8 @@ UPSTREAM_VARIABLE = "AIPTRAIN_LOCAL_STORAGE_EMULATOR"
 class ReplicaStorage:
     """A running storage endpoint over `storage_root` (or the GCS emulator `upstream`); `close()` stops it."""
 
-    def __init__(self, home: Path, storage_root: Path, upstream: str | None = None) -> None:
+    def __init__(self, home: Path, storage_root: Path, upstream: str | None = None, *,
+                 extend_system_trust: bool = False) -> None:
         identity = storage_identity(home)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(identity.certificate_path, identity.key_path)
@@ -76,8 +77,10 @@ class ReplicaStorage:
         self.ca_path = identity.ca_path
         self.upstream = upstream
         # The system's CA bundle, extended with the installation's CA, for the replicas whose
-        # TensorFlow trusts only that file (`system_trust`); or why that cannot be done here.
-        self.system_bundle, self.system_trust_problem = _system_trust(identity)
+        # TensorFlow trusts only that file (`system_trust`); or why that cannot be done here. Only
+        # jobs whose runtime needs it pay for the namespaces (and lose setuid inside them).
+        self.system_bundle, self.system_trust_problem = (
+            _system_trust(identity) if extend_system_trust else (None, None))
         buckets: Buckets = (EmulatorBuckets(upstream, home / "tmp" / "storage-uploads") if upstream
                             else DirectoryBuckets(storage_root))
         self.server = StorageServer(buckets, context)
@@ -150,14 +153,15 @@ def _system_trust(identity: ServerIdentity) -> tuple[Path | None, str | None]:
 
 @contextlib.contextmanager
 def replica_storage(
-    home: Path, storage_root: Path, mode: str, say: Callable[[str], None]
+    home: Path, storage_root: Path, mode: str, say: Callable[[str], None], *, extend_system_trust: bool = False
 ) -> Iterator[ReplicaStorage | None]:
-    """The job's endpoint while the block runs (None when `mode`, AIPTRAIN_LOCAL_GCS, is `rewrite`)."""
+    """The job's endpoint while the block runs (None when `mode`, AIPTRAIN_LOCAL_GCS, is `rewrite`);
+    `extend_system_trust` for a runtime whose TensorFlow ignores CURL_CA_BUNDLE (`system_trust`)."""
     if mode != "endpoint":
         yield None
         return
     upstream = os.environ.get(UPSTREAM_VARIABLE) or None
-    with ReplicaStorage(home, storage_root, upstream) as storage:
+    with ReplicaStorage(home, storage_root, upstream, extend_system_trust=extend_system_trust) as storage:
         where = f"the storage emulator {upstream}" if upstream else f"the local store {storage_root}"
         say(f"gs:// is served to the replicas from {where} (storage endpoint {storage.endpoint}).")
         yield storage
