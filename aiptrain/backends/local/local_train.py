@@ -14,7 +14,10 @@ Same flags and semantics (no packaging; replicas run from the package's parent d
 - `gs://` in `--job-dir` and in the arguments reaches the local store through the storage endpoint,
   as on the local backend (`AIPTRAIN_LOCAL_GCS=rewrite`: rewritten to local paths instead);
 - when the primary ends, the other replicas are stopped (SIGTERM, then SIGKILL), and Ctrl-C
-  stops them all before KeyboardInterrupt reaches the caller.
+  stops them all before KeyboardInterrupt reaches the caller;
+- the cores are split equally among the replicas (thread pools sized to a part, each pinned to
+  its own cores where they fit), as submitted jobs share them by machine type, unless
+  AIPTRAIN_LOCAL_CPU_SHARE says otherwise; GPUs are left as they are.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The detached process that runs one job: `python -m aiptrain.backends.local.supervisor --home H --job-key K`.
 
 It outlives the command that submitted the job. Its life: wait QUEUED for a run slot (at most
-AIPTRAIN_LOCAL_MAX_RUNNING jobs hold one), PREPARING (the runtime's environment, built once, and
+AIPTRAIN_LOCAL_MAX_RUNNING jobs hold one) and the job's share of the machine (`machine_claim`:
+its GPUs may be held by other jobs), PREPARING (the runtime's environment, built once, and
 the packages installed on top), RUNNING (the job body runs one replica set, or a tuning engine
 runs several), then record the final state.
 It writes the terminal state before it exits, which is how `reaper` tells a crash from an end.
@@ -213,7 +214,7 @@ class Supervisor:
     ) -> MachineClaim | None:
         """Wait QUEUED for a run slot and the job's share of the machine; None when the job ended
         instead (cancelled while waiting, or asking for more GPUs than the machine has)."""
-        groups = plan_cluster(training_input, catalog, settings, gpus=tuple).groups  # no GPU lines yet
+        groups = plan_cluster(training_input, catalog, settings, gpus=tuple).groups  # its warnings are said later
         claim = MachineClaim.for_job(training_input, groups, catalog, settings)
         refusal = claim.refusal()
         if refusal is not None:  # the machine lost GPUs since the job was submitted
