@@ -193,23 +193,13 @@ def core_ranges(cores: Iterable[int]) -> str:
     return ",".join(parts)
 
 
-def machine_vcpus(machine_type: str | None, catalog: Catalog) -> int:
-    """A machine type's vCPUs (a legacy type's through its Compute Engine equivalent); 0 unknown."""
-    machine = catalog.machine_types.get(machine_type or "")
-    if machine is None:
-        return 0
-    if not machine.vcpus and machine.compute_engine:
-        return machine_vcpus(machine.compute_engine, catalog)
-    return machine.vcpus
-
-
 def replica_asks(groups: Sequence[ReplicaGroup], catalog: Catalog) -> list[ReplicaAsk]:
     """What each replica asks for, in the order of `groups` (the primary first)."""
     asks: list[ReplicaAsk] = []
     for group in groups:
         kind = catalog.accelerators.get(group.accelerator_type or "", {}).get("kind")
         gpus = group.accelerator_count if kind == "gpu" else 0
-        vcpus = machine_vcpus(group.machine_type, catalog)
+        vcpus = catalog.vcpus(group.machine_type)
         asks += [ReplicaAsk(name, vcpus, gpus) for name in group.task_names()]
     return asks
 

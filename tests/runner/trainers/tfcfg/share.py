@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from tfcfg._common import flag, is_primary, job_dir, task_name, wait_for, write_json
+from tfcfg._common import job_dir, primary_waits_for_reports, task_name, write_json
 
 VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
              "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TF_FORCE_GPU_ALLOW_GROWTH")
@@ -20,10 +20,7 @@ def main() -> None:
     cores = sorted(os.sched_getaffinity(0))
     write_json(out / f"{task_name()}.json", {"env": got, "cores": cores})
     print(f"{task_name()} got cores {cores} " + " ".join(f"{name}={value}" for name, value in got.items()))
-    if is_primary():
-        expected = int(flag("expect", "1") or "1")
-        if not wait_for(lambda: len(list(out.glob("*.json"))) >= expected):
-            raise SystemExit(f"only {len(list(out.glob('*.json')))} of {expected} replicas reported")
+    primary_waits_for_reports(out)
 
 
 if __name__ == "__main__":
