@@ -11,8 +11,8 @@ of a job share one machine, so each gets the part its machine type asks for:
   `TF_NUM_INTEROP_THREADS`, read by TensorFlow 1.15 and 2.x alike: a pool grows and shrinks with
   them in a real process) and OpenMP/MKL (`OMP_NUM_THREADS`, which OpenBLAS, numpy's BLAS,
   honours too; `MKL_NUM_THREADS`). When the parts fit into cores no other running job is pinned
-  to, each replica is also pinned to its own cores (`cores`), which TensorFlow's defaults follow
-  as well. A variable the user set in the environment is kept as set.
+  to, and each has at least two, each replica is also pinned to its own cores (`cores`), which
+  TensorFlow's defaults follow as well. A variable the user set in the environment is kept as set.
 - **GPU.** A replica whose `acceleratorConfig` asks for N GPUs gets N devices no other replica
   holds (`CUDA_VISIBLE_DEVICES`, in `nvidia-smi`'s PCI bus order); a replica that asks for none
   sees none. Memory growth is on (`TF_FORCE_GPU_ALLOW_GROWTH`), so co-located processes do not
@@ -44,6 +44,13 @@ ALLOW_GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
 # A blocking op (a TF1 queue's dequeue) holds an inter-op thread until another op runs: with a
 # single inter-op thread that other op never would, so the inter-op pool has at least two.
 _MIN_INTER_OP = 2
+# Replicas are pinned only when each gets at least this many cores. Besides its thread pools a
+# TensorFlow replica keeps several threads busy in turn (gRPC pollers, the input pipeline, the
+# collective executor); pinned to one core each hand-off waits for that core, and anything else
+# on it stalls the replica and, in synchronous training, the whole cluster. Measured on 2 cores
+# (BENCHMARKS.md row 9): chief + worker pinned to a core each made 0.6x the steps/s of the same
+# replicas unpinned with the same thread counts.
+_MIN_PINNED_CORES = 2
 
 
 @dataclass(frozen=True)
@@ -229,9 +236,10 @@ def cpu_counts(vcpus: Sequence[int], cores: int) -> list[int]:
     return counts
 
 
-def _pinned(counts: Sequence[int], free: Sequence[int]) -> list[tuple[int, ...]]:
-    """Disjoint runs of the free cores, one per count; [] when they do not all fit."""
-    if sum(counts) > len(free):
+def pinned_cores(counts: Sequence[int], free: Sequence[int]) -> list[tuple[int, ...]]:
+    """Disjoint runs of the free cores, one per count; [] when they do not all fit, or when a
+    replica would get fewer than two cores (it runs unpinned, its threads still sized)."""
+    if not counts or sum(counts) > len(free) or min(counts) < _MIN_PINNED_CORES:
         return []
     runs: list[tuple[int, ...]] = []
     start = 0
@@ -255,14 +263,14 @@ def share_job(
 
     The thread counts are parts of the whole machine (what the job's machine types ask for); the
     cores they are pinned to are taken from the cores nobody else holds, only when every part fits
-    there (`pin=False`: never pinned). GPUs go to the replicas that ask for them, lowest free
+    there and has at least two cores (`pin=False`: never pinned). GPUs go to the replicas that ask for them, lowest free
     index first; GpuWait when too few are free. On a machine without GPUs nobody gets any.
     """
     all_asks = [ask for _ in range(lanes) for ask in asks]
     counts = cpu_counts([ask.vcpus for ask in all_asks], len(machine.cores)) if cpu else [0] * len(all_asks)
     busy = set(held_cores)
     free_cores = [core for core in machine.cores if core not in busy]
-    runs = _pinned(counts, free_cores) if cpu and pin else []
+    runs = pinned_cores(counts, free_cores) if cpu and pin else []
     taken = set(held_gpus)
     free_gpus = [gpu.index for gpu in machine.gpus if gpu.index not in taken]
     needed = sum(ask.gpus for ask in all_asks) if machine.gpus else 0

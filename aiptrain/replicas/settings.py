@@ -86,8 +86,9 @@ class ReplicaSettings:
     # `rewrite` (gs:// in --job-dir and arguments becomes a local path, nothing is served).
     gcs: str = "endpoint"
     # AIPTRAIN_LOCAL_CPU_SHARE: `on` (each replica's thread pools sized to its machine type's share
-    # of the cores, and pinned to its own cores where they fit), `threads` (sized, not pinned) or
-    # `off` (every replica sizes its pools for the whole machine). GPUs are handed out either way.
+    # of the cores, and pinned to its own cores where they fit, two or more each), `threads`
+    # (sized, not pinned) or `off` (every replica sizes its pools for the whole machine). GPUs are
+    # handed out either way.
     cpu_share: str = "on"
 
     @property

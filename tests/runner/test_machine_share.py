@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ from click.testing import CliRunner
 from aiptrain.backends.local.backend import LocalBackend
 from aiptrain.cli.main import root
 from aiptrain.job.spec import JobState
-from aiptrain.replicas.machine_share import cpu_counts
+from aiptrain.replicas.machine_share import cpu_counts, pinned_cores
+from aiptrain.replicas.replica_set import LocalLauncher
 from aiptrain.replicas.this_machine import usable_cores
 
 from .conftest import (
@@ -76,7 +78,7 @@ def test_replicas_get_disjoint_gpus_and_threads_sized_to_their_share(
     assert gpus["ps-replica-0"] == ""
     cores = usable_cores()
     threads = cpu_counts([4, 4, 4], len(cores))  # three n1-standard-4 replicas on this machine
-    pinned = sum(threads) <= len(cores)
+    pinned = bool(pinned_cores(threads, cores))
     for name, report in got.items():
         env = report["env"]
         assert env["TF_FORCE_GPU_ALLOW_GROWTH"] == "true" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
@@ -145,9 +147,9 @@ def test_the_cpu_share_setting(
             assert env["TF_NUM_INTRAOP_THREADS"] is None and env["OMP_NUM_THREADS"] is None, name
         else:
             assert env["TF_NUM_INTRAOP_THREADS"] == str(threads[0]), name
-        pinned = setting == "on" and sum(threads) <= len(cores)
+        pinned = setting == "on" and bool(pinned_cores(threads, cores))
         assert len(report["cores"]) == (threads[0] if pinned else len(cores)), name
-    if setting == "on" and sum(threads) <= len(cores):
+    if setting == "on" and pinned_cores(threads, cores):
         assert not set(got["master-replica-0"]["cores"]) & set(got["worker-replica-0"]["cores"])
     expected = f"all {len(cores)} cores (CPU share off)" if setting == "off" else f"{threads[0]} of {len(cores)} cores"
     assert f"Share of this machine: master-replica-0: {expected}" in " ".join(_service_lines(backend, job_id))
@@ -166,3 +168,20 @@ def test_more_gpus_than_the_machine_has_is_refused_at_submit(home: Path, two_gpu
     storage = home / "storage"
     assert not storage.exists() or not any(path.is_file() for path in storage.rglob("*"))
     assert not (home / "jobs.db").exists()
+
+
+def test_a_replica_starts_pinned_to_its_cores(tmp_path: Path) -> None:
+    """The launcher pins the replica before its first thread starts: every thread it makes inherits that."""
+    last = usable_cores()[-1]
+    launcher = LocalLauncher({"master-replica-0": (last,)})
+    probe = ("import json, os, threading; seen = []\n"
+             "thread = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))\n"
+             "thread.start(); thread.join(); print(json.dumps([sorted(os.sched_getaffinity(0)), seen[0]]))")
+    pinned = launcher.start("master-replica-0", [sys.executable, "-c", probe], dict(os.environ), tmp_path)
+    free = launcher.start("worker-replica-0", [sys.executable, "-c", probe], dict(os.environ), tmp_path)
+    try:
+        assert json.loads(pinned.stdout.read()) == [[last], [last]]
+        assert json.loads(free.stdout.read()) == [list(usable_cores()), list(usable_cores())]
+    finally:
+        for process in (pinned, free):
+            process.reap()

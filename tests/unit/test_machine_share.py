@@ -63,10 +63,12 @@ def _t4s(count: int) -> tuple[Gpu, ...]:
     ("asks", "machine", "held_cores", "pin", "expected"),
     [
         # (threads, cores) per replica
-        (_asks((4, 0), (4, 0)), Machine((0, 1)), set(), True, [(1, (0,)), (1, (1,))]),
+        (_asks((4, 0), (4, 0)), Machine((0, 1, 2, 3)), set(), True, [(2, (0, 1)), (2, (2, 3))]),
         (_asks((4, 0), (4, 0)), Machine((0, 1, 2, 3)), {0, 1}, True, [(2, ()), (2, ())]),  # others hold half
-        (_asks((2, 0), (1, 0)), Machine((0, 1, 2, 3)), {0}, True, [(2, (1, 2)), (1, (3,))]),  # around a hold
-        (_asks((4, 0), (4, 0)), Machine((0, 1)), set(), False, [(1, ()), (1, ())]),
+        (_asks((2, 0), (2, 0)), Machine((0, 1, 2, 3, 4)), {0}, True, [(2, (1, 2)), (2, (3, 4))]),  # around a hold
+        (_asks((4, 0), (4, 0)), Machine((0, 1, 2, 3)), set(), False, [(2, ()), (2, ())]),
+        (_asks((4, 0), (4, 0)), Machine((0, 1)), set(), True, [(1, ()), (1, ())]),  # one core each: unpinned
+        (_asks((4, 0), (1, 0)), Machine((0, 1, 2, 3, 4)), set(), True, [(4, ()), (1, ())]),  # one gets a core
         (_asks((4, 0), (4, 0), (4, 0)), Machine((0, 1)), set(), True, [(1, ())] * 3),  # cannot be disjoint
         (_asks((4, 0)), Machine((4, 5, 6, 7, 8, 9)), set(), True, [(4, (4, 5, 6, 7))]),  # a taskset's cores
     ],
@@ -80,7 +82,7 @@ def test_threads_and_pinned_cores(asks: list[ReplicaAsk], machine: Machine, held
 
 
 def test_cpu_share_off_sizes_nothing() -> None:
-    share = share_job(_asks((4, 0), (4, 0)), Machine((0, 1)), cpu=False)
+    share = share_job(_asks((4, 0), (4, 0)), Machine((0, 1, 2, 3)), cpu=False)
     assert isinstance(share, JobShare)
     assert [(r.threads, r.cores) for r in share.lanes[0]] == [(None, ()), (None, ())]
     assert share.lanes[0][0].environment({})[0] == {"TF_FORCE_GPU_ALLOW_GROWTH": "true",
