@@ -325,10 +325,11 @@ def describe(app: AppContext, job: str, summarize: bool, flatten: tuple[str, ...
 @click.option("--sort-by", help="Comma-separated fields; prefix ~ for descending (e.g. ~createTime).")
 @click.option("--page-size", type=click.IntRange(1, 1000), default=100, show_default=True,
               help="Jobs fetched per request.")
+@click.option("--uri", is_flag=True, help="Print each job's ml v1 resource URI instead of the jobs.")
 @FLATTEN
 @common_options
 def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_by: str | None,
-              page_size: int, flatten: tuple[str, ...]) -> int:
+              page_size: int, uri: bool, flatten: tuple[str, ...]) -> int:
     """List jobs, newest first."""
     from aiptrain.cli.output import emit
     from aiptrain.job.filters import parse_filter
@@ -347,10 +348,20 @@ def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_
         found = select_jobs(app.backend().list_jobs(page_size=page_size, filter=filter_expr),
                             filter_expr=job_filter, limit=limit, sort_by=sort_by)
         data = [job.to_api() for job in found]
+    if uri:
+        for record in data:
+            click.echo(job_uri(app, str(record.get("jobId", ""))))
+        return 0
     emit(data, app.output_format, many=True, default=LIST_FORMAT)
     if not data and _is_table(app.output_format, LIST_FORMAT):
         app.progress("Listed 0 items.")  # on stderr, so `$(aiptrain jobs list ...)` captures only jobs
     return 0
+
+
+def job_uri(app: AppContext, job_id: str) -> str:
+    """The job's ml v1 resource URI as gcloud's `--uri` printed it, whichever backend ran the job:
+    scripts take the project and job ID from its path."""
+    return f"https://ml.googleapis.com/v1/projects/{app.project_id()}/jobs/{job_id}"
 
 
 def _is_table(output_format: str | None, default: str) -> bool:

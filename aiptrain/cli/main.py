@@ -26,7 +26,8 @@ EPILOG = """\b
 Exit codes: 0 success; 1 operational error (network, permission, backend);
 2 usage or validation error (nothing was uploaded or created); 3 internal error;
 with --stream-logs / wait: 10 job FAILED, 11 CANCELLED, 12 still running at --timeout;
-130 interrupted, 143 terminated by SIGTERM (the job keeps running).
+130 interrupted, 143 terminated by SIGTERM (the job keeps running);
+141 the reader of the output went away (`| head`).
 """
 
 
@@ -45,6 +46,7 @@ def report_error(error: AiptrainError) -> None:
 
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
 class Terminated(BaseException):
@@ -77,6 +79,11 @@ class AiptrainGroup(click.Group):
             ctx.exit(EXIT_TERMINATED)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`aiptrain jobs list | head -1`): end quietly, as `cat` does under
+            # SIGPIPE, and keep Python's exit-time flush of stdout from failing again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(EXIT_BROKEN_PIPE)
         except Exception as error:
             if os.environ.get("AIPTRAIN_DEBUG"):
                 raise

@@ -1,7 +1,8 @@
 """Checks that turn jobs which could only fail later into refusals at submit time.
 
 - A `gs://` object name must be a plain path: `gs://bkt/../etc` or `gs://bkt/a//b` name nothing
-  that Cloud Storage or the local store would map back to the same place.
+  that Cloud Storage or the local store would map back to the same place; and at most 1,024 bytes,
+  Cloud Storage's limit.
 - A local `--packages` file must be an archive pip can install (a tarball, a wheel or a zip).
 - Trainer arguments must fit an exec() call: Linux refuses any single argument of 128 KiB or
   more (MAX_ARG_STRLEN) and any argument holding a NUL byte, and the service capped the whole
@@ -17,6 +18,8 @@ from pathlib import Path
 
 from aiptrain.errors import Problem
 
+# Cloud Storage's longest object name, in bytes of UTF-8.
+MAX_OBJECT_NAME_BYTES = 1024
 MAX_ARG_BYTES = 128 * 1024 - 1
 MAX_ARGS_TOTAL_BYTES = 512 * 1024
 
@@ -31,6 +34,9 @@ def object_name_problem(uri: str) -> str | None:
         return "the object name must be a plain path (no '.', '..' or empty segments)"
     if "\r" in name or "\n" in name:
         return "object names cannot contain carriage returns or line feeds"
+    size = len(name.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_OBJECT_NAME_BYTES:
+        return f"the object name has {size} bytes; Cloud Storage allows at most {MAX_OBJECT_NAME_BYTES}"
     return None
 
 

@@ -14,8 +14,12 @@ job with a given package pays for the install.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -161,6 +165,10 @@ def install_packages(
     return None
 
 
+# Characters a requirement parser reads as syntax even in a file's path (see `_readable_as_a_file`).
+_REQUIREMENT_SYNTAX = frozenset(";#")
+
+
 def _install_into_cache(
     package: Path,
     key: str,
@@ -180,37 +188,73 @@ def _install_into_cache(
     except OSError as error:
         return f"Cannot write the install cache {cache}: {error}"
     try:
-        site = install_cache.staging_site(staging)
-        if environment is not None:
-            outcome = _install_with_dependencies(
-                package, environment, site, staging, env=env, sink=sink, stop=stop, kill_grace=kill_grace
-            )
-            if not isinstance(outcome, bool):
-                return outcome
-            description = {"package": package.name, "environment": environment.key}
-        else:
-            problem = interpreter_problem(python)
-            if problem:
-                return problem
-            argv = [
-                python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
-                "--no-input", "--quiet", "--target", str(site), str(package),
-            ]
-            result = run_logged_command(argv, env=env, cwd=staging, sink=sink, stop=stop, kill_grace=kill_grace)
-            if result.returncode is None:
-                return None
-            if result.returncode != 0:
-                message = f"Installing the package(s) with pip failed: pip {describe_returncode(result.returncode)}."
-                if result.tail:
-                    message += " Its last error lines:\n" + "\n".join(result.tail)
-                return message
-            description = {"package": package.name, "python": install_cache.interpreter_identity(python)}
-        try:
-            return install_cache.publish(staging, cache, key, description)
-        except OSError as error:
-            return f"Cannot write the install cache {cache}: {error}"
+        with _readable_as_a_file(package) as readable:
+            return _install_staged(readable, key, cache, staging, python=python, env=env, sink=sink, stop=stop,
+                                   kill_grace=kill_grace, environment=environment)
     finally:
         install_cache.discard(staging)  # gone already when it was published
+
+
+@contextlib.contextmanager
+def _readable_as_a_file(package: Path) -> Iterator[Path]:
+    """`package` at a path that pip and uv take for a file. Both parse a requirement, so a `;` starts
+    an environment marker and a `#` a comment even inside a path ($AIPTRAIN_HOME may hold either):
+    such a package is linked (or copied) into a temporary directory for the install."""
+    if not set(str(package)) & _REQUIREMENT_SYNTAX:
+        yield package
+        return
+    with tempfile.TemporaryDirectory(prefix="aiptrain-package-") as scratch:
+        plain = Path(scratch) / package.name
+        try:
+            os.link(package, plain)
+        except OSError:
+            shutil.copyfile(package, plain)
+        yield plain
+
+
+def _install_staged(
+    package: Path,
+    key: str,
+    cache: Path,
+    staging: Path,
+    *,
+    python: str,
+    env: dict[str, str],
+    sink: LogSink,
+    stop: threading.Event,
+    kill_grace: float,
+    environment: Environment | None,
+) -> install_cache.CachedInstall | str | None:
+    """`_install_into_cache` once its staging directory exists (discarded by the caller)."""
+    site = install_cache.staging_site(staging)
+    if environment is not None:
+        outcome = _install_with_dependencies(
+            package, environment, site, staging, env=env, sink=sink, stop=stop, kill_grace=kill_grace
+        )
+        if not isinstance(outcome, bool):
+            return outcome
+        description = {"package": package.name, "environment": environment.key}
+    else:
+        problem = interpreter_problem(python)
+        if problem:
+            return problem
+        argv = [
+            python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
+            "--no-input", "--quiet", "--target", str(site), str(package),
+        ]
+        result = run_logged_command(argv, env=env, cwd=staging, sink=sink, stop=stop, kill_grace=kill_grace)
+        if result.returncode is None:
+            return None
+        if result.returncode != 0:
+            message = f"Installing the package(s) with pip failed: pip {describe_returncode(result.returncode)}."
+            if result.tail:
+                message += " Its last error lines:\n" + "\n".join(result.tail)
+            return message
+        description = {"package": package.name, "python": install_cache.interpreter_identity(python)}
+    try:
+        return install_cache.publish(staging, cache, key, description)
+    except OSError as error:
+        return f"Cannot write the install cache {cache}: {error}"
 
 
 def _install_with_dependencies(

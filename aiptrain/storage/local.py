@@ -46,12 +46,17 @@ def default_storage_root() -> Path:
     return aiptrain_home() / "storage"
 
 
+# The longest file name Linux file systems take (NAME_MAX); a longer segment cannot be a file here.
+MAX_SEGMENT_BYTES = 255
+
+
 def local_path_for(uri: str, storage_root: Path) -> Path:
     """Map `gs://BUCKET/PATH` to `storage_root/BUCKET/PATH`, refusing anything that could escape.
 
     Pure: touches no file. A trailing slash (`gs://b/job/`) maps to the directory itself.
     Raises UsageError for names that are not plain relative paths: `..` or `.` segments,
-    empty segments (`a//b`), a leading slash, NUL bytes, or a bucket name GCS would refuse.
+    empty segments (`a//b`), a leading slash, NUL bytes, a segment longer than a file name can
+    be, or a bucket name GCS would refuse.
     """
     bucket, name = split_gs_uri(uri)
     _check_bucket_name(bucket, uri)
@@ -64,6 +69,13 @@ def local_path_for(uri: str, storage_root: Path) -> Path:
                 f"{uri!r} cannot be mapped to local storage: the object name must be a plain "
                 "relative path (no '.', '..', empty or absolute segments)",
                 hint="write it as gs://BUCKET/dir/file",
+            )
+        size = len(segment.encode("utf-8", errors="surrogatepass"))
+        if size > MAX_SEGMENT_BYTES:
+            raise UsageError(
+                f"{uri!r} cannot be mapped to local storage: it keeps each object as a file, and a file "
+                f"name has at most {MAX_SEGMENT_BYTES} bytes (a segment of this name has {size})",
+                hint="shorten that part of the path, or split it with '/'",
             )
     return storage_root.joinpath(bucket, *segments)
 

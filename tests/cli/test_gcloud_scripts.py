@@ -198,3 +198,26 @@ def test_stream_logs_refuses_what_cannot_stream(home: Path) -> None:
         refused = aiptrain(home, "jobs", "logs", "census_b", *flags)
         assert (refused.returncode, refused.stdout) == (2, ""), flags
         assert wanted in refused.stderr
+
+
+def test_list_uri_prints_each_jobs_resource_uri(home: Path) -> None:
+    result = aiptrain(home, "jobs", "list", "--uri", "--filter", "labels.team=census")
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout.splitlines() == [
+        f"https://ml.googleapis.com/v1/projects/local-project/jobs/{job_id}" for job_id in ("census_b", "census_a")]
+
+
+@pytest.mark.parametrize("argv", [["jobs", "list", "--format", "value(jobId)"],
+                                  ["jobs", "stream-logs", "census_a", "--format", "json"]])
+def test_a_reader_that_went_away_ends_the_command_quietly(home: Path, argv: list[str]) -> None:
+    # `aiptrain ... | head -1` once head has gone: the pipe has no reader left, so the first write
+    # fails. aiptrain ends as a command killed by SIGPIPE does (141), without a traceback.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "AIPTRAIN_HOME": str(home), "AIPTRAIN_DEBUG": ""}
+    try:
+        result = subprocess.run([sys.executable, "-m", "aiptrain", *argv], stdout=write_end,
+                                stderr=subprocess.PIPE, text=True, timeout=120, env=env)
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (141, "")

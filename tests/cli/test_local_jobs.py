@@ -198,3 +198,16 @@ def test_describe_of_a_missing_job_exits_1(trainer: Path) -> None:
     result = run(["jobs", "describe", "no_such_job"])
     assert result.returncode == 1
     assert "no_such_job" in result.stderr
+
+
+def test_a_home_whose_path_holds_list_and_requirement_syntax_runs_jobs(
+        trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `:` separates PYTHONPATH entries, `;` starts a pip/uv environment marker, `#` a comment: all
+    # three are legitimate in a directory name.
+    home = tmp_path / "my:aiptrain;home#1"
+    monkeypatch.setenv("AIPTRAIN_HOME", str(home))
+    result = run(submit_args("odd_home", trainer, "--stream-logs"))
+    assert result.returncode == 0, result.stderr
+    assert "hello from odd_home" in result.stderr
+    assert yaml.safe_load(result.stdout)["state"] == "SUCCEEDED"
+    assert (home / "jobs" / "local-project" / "odd_home" / "site" / "trainer" / "task.py").is_file()

@@ -173,7 +173,7 @@ def _share_notes(recorded: dict[str, Any] | None) -> list[str]:
 
 
 def _arg_problems(job: Job) -> list[Problem]:
-    """Trainer arguments the engine could not rewrite to local paths when the job starts.
+    """Trainer arguments (and a --job-dir) the engine could not map to local paths when the job starts.
 
     Without this the job is created and then fails inside its supervisor; refused here it exits
     2 naming the argument, before anything is built or uploaded.
@@ -181,8 +181,12 @@ def _arg_problems(job: Job) -> list[Problem]:
     from aiptrain.replicas.gs_paths import unmappable_args
 
     args = job.training_input.args if job.training_input is not None else None
-    return [Problem(f"trainingInput.args[{index}]", error.message, error.hint)
-            for index, error in unmappable_args(args)]
+    job_dir = job.training_input.job_dir if job.training_input is not None else None
+    refused = [Problem(f"trainingInput.args[{index}]", error.message, error.hint)
+               for index, error in unmappable_args(args)]
+    refused += [Problem("trainingInput.jobDir", error.message, error.hint)
+                for _, error in unmappable_args([job_dir] if job_dir else [])]
+    return refused
 
 
 def _runtime_lines(job: Job) -> tuple[list[str], list[str]]:

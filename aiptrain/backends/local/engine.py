@@ -22,9 +22,10 @@ from aiptrain.backends.local.launch import launch_lock, recover_unlaunched
 from aiptrain.backends.local.layout import JobLayout
 from aiptrain.backends.local.reaper import reap_dead_jobs, reap_if_supervisor_died
 from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
+from aiptrain.backends.local.store_errors import is_out_of_space
 from aiptrain.backends.local.supervisor_start import start_supervisor, supervisor_environment
 from aiptrain.backends.local.uninterrupted import interrupts_deferred
-from aiptrain.errors import EtagMismatch, JobAlreadyFinished, UsageError
+from aiptrain.errors import EtagMismatch, JobAlreadyFinished, OperationalError, UsageError
 from aiptrain.job.filters import parse_filter
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job, JobState, as_new_job
@@ -179,13 +180,27 @@ class LocalEngine:
             raise JobAlreadyFinished(
                 f"job {job_id!r} already ended ({record.state.value}); it cannot be cancelled",
             )
-        record = self.store.request_cancel(record.key)
-        self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
+        try:
+            record = self.store.request_cancel(record.key)
+            self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
+        except Exception as error:
+            if not is_out_of_space(error):
+                raise
+            # A full disk must not keep a job running: its supervisor stops it on SIGTERM alone.
+            self._signal_supervisor(record)
+            raise OperationalError(
+                f"no space left on {self.home} to record the cancel of job {job_id!r}; its supervisor was told "
+                "to stop it", hint="free some space there so that the job's end can be recorded, then "
+                f"`aiptrain jobs describe {job_id}`") from error
+        self._signal_supervisor(record)
+        return self.get(project, job_id)
+
+    @staticmethod
+    def _signal_supervisor(record: JobRecord) -> None:
         pid = record.supervisor_pid
         if pid is not None and is_running(pid, record.supervisor_start_ticks):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
-        return self.get(project, job_id)
 
     # -- update -------------------------------------------------------------------------------
 

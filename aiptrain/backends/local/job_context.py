@@ -8,18 +8,20 @@ The context is the local engine's `tuning_job.TuningHost`: the rest of its metho
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.layout import JobLayout, path_list_entry
 from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobRecord, JobStore
+from aiptrain.backends.local.store_errors import is_out_of_space, note
 from aiptrain.job.spec import Job, TrainingInput
 from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
 from aiptrain.replicas.gcs_endpoint.service import replica_base_environment
@@ -52,12 +54,26 @@ class _StoreObserver:
         self._trial_id = trial_id
 
     def started(self, task_name: str, process: ManagedProcess, restarts: int) -> None:
-        self._store.replica_started(
-            self._key, self._trial_id, task_name, process.pid, process.pgid, process.start_ticks, restarts
-        )
+        with _unless_out_of_space():
+            self._store.replica_started(
+                self._key, self._trial_id, task_name, process.pid, process.pgid, process.start_ticks, restarts
+            )
 
     def exited(self, task_name: str, returncode: int) -> None:
-        self._store.replica_exited(self._key, self._trial_id, task_name, returncode)
+        with _unless_out_of_space():
+            self._store.replica_exited(self._key, self._trial_id, task_name, returncode)
+
+
+@contextlib.contextmanager
+def _unless_out_of_space() -> Iterator[None]:
+    """A replica's record is bookkeeping: on a full disk it is skipped, and the job carries on to the
+    end the log writer or the user gives it, instead of dying in the middle of stopping its replicas."""
+    try:
+        yield
+    except Exception as error:
+        if not is_out_of_space(error):
+            raise
+        note(f"a replica's start or exit could not be recorded: {error}")
 
 
 @dataclass
@@ -125,7 +141,7 @@ class JobContext:
     def replica_base_env(self) -> dict[str, str]:
         """The environment every replica starts from (TF_CONFIG and the rest come on top)."""
         base_env = replica_base_environment(os.environ, self.storage)
-        base_env["PYTHONPATH"] = str(self.layout.site_dir)
+        base_env["PYTHONPATH"] = str(path_list_entry(self.layout.site_dir))
         return base_env
 
     def output_location(self, uri: str) -> str:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from aiptrain.errors import OperationalError
 
 _SAFE_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
@@ -33,3 +39,33 @@ class JobLayout:
     @property
     def supervisor_log(self) -> Path:
         return self.root / "supervisor.log"
+
+    @property
+    def space_reserve(self) -> Path:
+        """A file the supervisor holds while the job runs and deletes when the disk is full, so the
+        job's end can still be written."""
+        return self.root / "space-reserve"
+
+
+def path_list_entry(directory: Path) -> Path:
+    """`directory` as one entry of a PATH-style list such as PYTHONPATH.
+
+    A `:` is legitimate in $AIPTRAIN_HOME but is the list's separator, and no list can escape it:
+    such a directory is given as a symlink to it, named after it, in a directory of this user's
+    under the system's temporary directory.
+    """
+    if os.pathsep not in str(directory):
+        return directory
+    aliases = Path(tempfile.gettempdir()) / f"aiptrain-{os.getuid()}-paths"
+    aliases.mkdir(mode=0o700, exist_ok=True)
+    info = aliases.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OperationalError(f"{aliases} is not a private directory of this user",
+                               hint=f"remove it, or use an AIPTRAIN_HOME without {os.pathsep!r}")
+    alias = aliases / hashlib.sha256(str(directory).encode()).hexdigest()[:32]
+    if not (alias.is_symlink() and os.readlink(alias) == str(directory)):
+        made = alias.with_name(f"{alias.name}.{os.getpid()}")
+        made.unlink(missing_ok=True)
+        made.symlink_to(directory)
+        os.replace(made, alias)
+    return alias

@@ -6,20 +6,24 @@ where those entries meet SQLite, so the shared replica core never loads the stor
 
 from __future__ import annotations
 
+import collections
 import queue
 import sqlite3
-import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 
 from aiptrain.backends.local.store import JobStore, PendingLine
+from aiptrain.backends.local.store_errors import is_out_of_space, note
 from aiptrain.replicas.clock import utc_now
 
 # A state change waits at most this long for earlier lines to be stored.
 _FLUSH_TIMEOUT_SECONDS = 60.0
 # Lines read from replicas but not yet stored, per job, before reading pauses (back-pressure).
 MAX_PENDING_LINES = 10_000
+# Lines that could not be stored, kept in memory for the failed job's errorMessage.
+UNSTORED_TAIL_LINES = 10
 
 
 class StoreLogWriter:
@@ -28,12 +32,20 @@ class StoreLogWriter:
     Lines reach the store within about `flush_interval` seconds of being read, in small
     transactions instead of one per line, which keeps many chatty replicas cheap. At most
     MAX_PENDING_LINES wait in memory; beyond that `emit` blocks until the writer catches up.
+
+    When the disk is full the writer stops storing and never blocks again: `failure` says why,
+    `unstored` keeps the last lines it could not store, and `on_failure` is told once, so the
+    supervisor can stop the job instead of leaving its replicas waiting on a full pipe.
     """
 
-    def __init__(self, store: JobStore, job_key: int, *, flush_interval: float = 0.05) -> None:
+    def __init__(self, store: JobStore, job_key: int, *, flush_interval: float = 0.05,
+                 on_failure: Callable[[str], None] | None = None) -> None:
         self._store = store
         self._job_key = job_key
         self._flush_interval = flush_interval
+        self._on_failure = on_failure
+        self.failure: str | None = None
+        self.unstored: collections.deque[str] = collections.deque(maxlen=UNSTORED_TAIL_LINES)
         # None stops the writer; an Event is a flush request, set once everything before it is stored.
         # Bounded: when the store falls behind, emit() blocks, the pipe fills and the replica waits
         # on its own write; memory stays flat and no line is dropped.
@@ -95,15 +107,32 @@ class StoreLogWriter:
     def _store_batch(self, batch: list[PendingLine]) -> None:
         if not batch:
             return
+        if self.failure is not None:
+            self._keep_unstored(batch)
+            return
         for attempt in range(20):
             try:
                 self._store.append_logs(self._job_key, batch)
                 return
-            except sqlite3.OperationalError:
+            except Exception as error:
+                if is_out_of_space(error):
+                    self._fail(f"no space left on {self._store.home}: the job's log lines cannot be stored ({error})",
+                               batch)
+                    return
+                if not isinstance(error, sqlite3.OperationalError):
+                    # Losing a batch is bad; a dead writer that hangs the job's end is worse.
+                    note(f"log writer: {len(batch)} line(s) lost: {error!r}")
+                    return
                 # Busy beyond the store's own timeout: keep the lines and try again shortly.
                 time.sleep(0.1 * (attempt + 1))
-            except Exception as error:
-                # Losing a batch is bad; a dead writer that hangs the job's end is worse.
-                print(f"log writer: {len(batch)} line(s) lost: {error!r}", file=sys.stderr, flush=True)
-                return
-        print(f"log writer: {len(batch)} line(s) lost: the store stayed busy", file=sys.stderr, flush=True)
+        note(f"log writer: {len(batch)} line(s) lost: the store stayed busy")
+
+    def _fail(self, reason: str, batch: list[PendingLine]) -> None:
+        self.failure = reason
+        self._keep_unstored(batch)
+        note(f"log writer: {reason}")
+        if self._on_failure is not None:
+            self._on_failure(reason)
+
+    def _keep_unstored(self, batch: list[PendingLine]) -> None:
+        self.unstored.extend(f"{line.task_name}: {line.message}" for line in batch[-UNSTORED_TAIL_LINES:])

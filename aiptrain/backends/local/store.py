@@ -283,10 +283,14 @@ class JobStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield _Tx(conn)
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # A COMMIT that failed (a full disk) leaves the transaction open: the connection must not
+            # carry it, and its write lock, into the next one.
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         return self.connection().execute(sql, params).fetchall()

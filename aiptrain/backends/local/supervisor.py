@@ -9,6 +9,12 @@ It writes the terminal state before it exits, which is how `reaper` tells a cras
 
 Cancellation arrives as SIGTERM and as a flag in the store (whichever is seen first).
 
+A full disk fails the job instead of wedging it: when the log writer can no longer store lines
+(or preparing the job meets ENOSPC) the job is stopped as a cancel would stop it and ends FAILED,
+"no space left on ...", with the last lines that could not be stored. The supervisor holds a
+small file (`space-reserve`) from its start and deletes it when the final state meets a full disk,
+so that the job's end can be written; failing that, the write is retried for a while.
+
 `job_body_for` picks the function that runs the job given a `JobContext`: one replica set, or
 the tuning study of `tuning_job` for a job with `hyperparameters`, which calls
 `JobContext.run_replica_set(extra_args=..., extra_env=..., trial_id=..., job_dir=..., stop=...)`
@@ -18,6 +24,7 @@ once per trial, from several threads.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import random
@@ -35,6 +42,7 @@ from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.machine_claim import MachineClaim, recorded_share, share_lines
 from aiptrain.backends.local.reaper import reap_dead_jobs
 from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine
+from aiptrain.backends.local.store_errors import is_out_of_space, note
 from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
 from aiptrain.errors import AiptrainError
 from aiptrain.job.catalog import Catalog, load_catalog
@@ -57,6 +65,10 @@ from aiptrain.replicas.settings import ReplicaSettings
 _SLOT_POLL_SECONDS = 0.25
 _REAP_EVERY_SECONDS = 2.0
 _CANCEL_POLL_SECONDS = 0.25
+# How long the final state keeps being retried on a full disk (the reaper speaks after that).
+_FINAL_STATE_RETRY_SECONDS = 120.0
+# Room for the final state's transaction in the write-ahead log, held while the job runs.
+_SPACE_RESERVE_BYTES = 256 * 1024
 
 
 def job_body_for(record: JobRecord) -> JobBody:
@@ -77,7 +89,9 @@ class Supervisor:
         self.key = key
         self.layout = JobLayout.of(home, self.record.project, self.record.job_id, key)
         self.stop = threading.Event()
-        self.sink = StoreLogWriter(self.store, key)
+        self.cancelled = False  # asked to stop by `jobs cancel` (not by a full disk)
+        # A full disk stops the job (as a cancel would); `_finish` then says why it failed.
+        self.sink = StoreLogWriter(self.store, key, on_failure=lambda _reason: self.stop.set())
 
     def say(self, message: str, severity: str = "INFO") -> None:
         self.sink.emit(SERVICE_TASK, severity, message)
@@ -100,8 +114,9 @@ class Supervisor:
         return changed is not None
 
     def run(self) -> int:
-        signal.signal(signal.SIGTERM, lambda _signum, _frame: self.stop.set())
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: self._cancel())
         become_subreaper()  # a trainer's setsid-ed, token-less child still ends up below us
+        self._reserve_space()
         self.store.set_supervisor(self.key, os.getpid(), process_start_ticks(os.getpid()))
         watcher = threading.Thread(target=self._watch_for_cancel, name="cancel-watcher", daemon=True)
         watcher.start()
@@ -110,7 +125,11 @@ class Supervisor:
             return 0
         except Exception as error:
             detail = "".join(traceback.format_exception(error))
-            print(detail, file=sys.stderr, flush=True)
+            note(detail)
+            if is_out_of_space(error):  # the job's own store writes met the full disk
+                self._finish(ReplicaSetOutcome(JobState.CANCELLED) if self.cancelled
+                             else ReplicaSetOutcome(JobState.FAILED, f"no space left on {self.home}: {error}"))
+                return 1
             for line in detail.rstrip().splitlines():
                 self.say(line, "ERROR")
             self._finish(ReplicaSetOutcome(
@@ -121,14 +140,19 @@ class Supervisor:
         finally:
             self.sink.close()
             kill_tokened_processes(self.record.run_token)
+            self._release_space()
+
+    def _cancel(self) -> None:
+        self.cancelled = True
+        self.stop.set()
 
     def _watch_for_cancel(self) -> None:
         while not self.stop.wait(_CANCEL_POLL_SECONDS):
             try:
                 if self.store.cancel_requested(self.key):
-                    self.stop.set()
+                    self._cancel()
             except Exception as error:
-                print(f"cancel watcher: {error!r}", file=sys.stderr, flush=True)
+                note(f"cancel watcher: {error!r}")
 
     def _lifecycle(self) -> None:
         try:
@@ -265,6 +289,44 @@ class Supervisor:
         mine = self.record.run_token
         kill_descendants(spare=lambda pid: (run_token_of(pid) or mine).split("/")[0] != mine)
         kill_tokened_processes(self.record.run_token)
+        outcome = self._with_storage_failure(outcome)
+        deadline = time.monotonic() + _FINAL_STATE_RETRY_SECONDS
+        while True:
+            try:
+                self._record_end(outcome)
+                return
+            except Exception as error:
+                if not is_out_of_space(error) or time.monotonic() > deadline:
+                    raise
+                if not self._release_space():
+                    note(f"the final state {outcome.state.value} cannot be stored yet: {error}")
+                    time.sleep(1.0)
+
+    def _reserve_space(self) -> None:
+        with contextlib.suppress(OSError):  # best effort: without it, the end is retried instead
+            self.layout.root.mkdir(parents=True, exist_ok=True)
+            with open(self.layout.space_reserve, "wb") as reserve:
+                os.posix_fallocate(reserve.fileno(), 0, _SPACE_RESERVE_BYTES)
+
+    def _release_space(self) -> bool:
+        """Delete the reserve; True if there was one to free."""
+        try:
+            self.layout.space_reserve.unlink()
+        except OSError:
+            return False
+        return True
+
+    def _with_storage_failure(self, outcome: ReplicaSetOutcome) -> ReplicaSetOutcome:
+        """A job stopped because its logs could not be stored has FAILED, whatever its replicas did."""
+        failure = self.sink.failure
+        if failure is None or (self.cancelled and outcome.state == JobState.CANCELLED):
+            return outcome
+        if outcome.failed_task is not None:  # a replica had failed of its own: its message says more
+            return ReplicaSetOutcome(JobState.FAILED, f"{failure}. {outcome.error_message}")
+        tail = "\n".join(self.sink.unstored)
+        return ReplicaSetOutcome(JobState.FAILED, f"{failure}; the job was stopped. Its last lines:\n{tail}")
+
+    def _record_end(self, outcome: ReplicaSetOutcome) -> None:
         state = outcome.state
         done = False
         if state == JobState.SUCCEEDED:
