@@ -171,7 +171,7 @@ class Supervisor:
         record = self.store.get_by_key(self.key)
         try:
             environment, resolution = environment_for_job(
-                training_input, load_catalog(), home=self.home, settings=settings, say=self.say,
+                training_input, catalog, home=self.home, settings=settings, say=self.say,
                 stop=self.stop, run_token=record.run_token,
             )
         except BuildCancelled:
