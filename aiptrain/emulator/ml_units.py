@@ -15,24 +15,15 @@ from aiptrain.job.cluster import resolve_cluster
 from aiptrain.job.spec import Job, ScaleTier, TrainingInput
 
 
-def _vcpus(machine_type: str | None, catalog: Catalog) -> int:
-    machine = catalog.machine_types.get(machine_type or "")
-    if machine is None:
-        return 0
-    if not machine.vcpus and machine.compute_engine:
-        return _vcpus(machine.compute_engine, catalog)
-    return machine.vcpus
-
-
 def ml_units_per_hour(training_input: TrainingInput, catalog: Catalog) -> float:
     basic = catalog.tiers[ScaleTier.BASIC.value]
     tier = catalog.tiers.get((training_input.scale_tier or ScaleTier.BASIC).value)
     if tier is not None and tier.ml_units_per_hour is not None:
         return tier.ml_units_per_hour
-    basic_vcpus = _vcpus(basic.roles["master"].type, catalog) or 1
+    basic_vcpus = catalog.vcpus(basic.roles["master"].type) or 1
     rate = 0.0
     for group in resolve_cluster(training_input, catalog):
-        share = (_vcpus(group.machine_type, catalog) or basic_vcpus) / basic_vcpus
+        share = (catalog.vcpus(group.machine_type) or basic_vcpus) / basic_vcpus
         rate += group.count * share * (basic.ml_units_per_hour or 0.0)
     return rate
 

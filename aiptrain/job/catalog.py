@@ -124,6 +124,15 @@ class Catalog:
         None for a version the catalog does not know (validation reports those)."""
         return self.runtimes.get(version or self.default_runtime_version)
 
+    def vcpus(self, machine_type: str | None) -> int:
+        """A machine type's vCPUs (a legacy type's through its Compute Engine equivalent); 0 when unknown."""
+        machine = self.machine_types.get(machine_type or "")
+        if machine is None:
+            return 0
+        if not machine.vcpus and machine.compute_engine:
+            return self.vcpus(machine.compute_engine)
+        return machine.vcpus
+
     def vertex_accelerator(self, name: str) -> str | None:
         value = self.accelerators.get(name, {}).get("vertex")
         return str(value) if value else None

@@ -1,21 +1,25 @@
 """What of a job this machine can run, and the cluster it actually starts.
 
-`local_problems` is what the local backend refuses before anything is built or uploaded;
-`plan_cluster` is the replica groups the supervisor starts, after the optional replica cap, with
-the WARNING lines that tell the user what differs from the service; `trials_at_once` is how many
-tuning trials (each a whole cluster) run side by side.
+`local_problems` is what the local backend refuses before anything is built or uploaded (this
+machine's GPUs are asked for only when the job wants some); `plan_cluster` is the replica groups
+the supervisor starts, after the optional replica cap, with the WARNING lines that tell the user
+what differs from the service; `trials_at_once` is how many tuning trials (each a whole cluster)
+run side by side.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
-from aiptrain.job.spec import ROLES, Job, ScaleTier, TrainingInput
+from aiptrain.job.spec import ROLE, ROLES, Job, ScaleTier, TrainingInput
+from aiptrain.replicas.machine_share import Gpu, gpu_refusal, gpus_per_run, replica_asks
 from aiptrain.replicas.settings import DEFAULT_MAX_REPLICAS, ReplicaSettings
+from aiptrain.replicas.this_machine import find_gpus
 
 _ROLE_LABELS = {"master": "master", "worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
 
@@ -42,8 +46,11 @@ def describe_groups(groups: list[ReplicaGroup]) -> str:
     return ", ".join(f"{_ROLE_LABELS[group.role]} {group.count}" for group in groups)
 
 
-def local_problems(job: Job, catalog: Catalog, settings: ReplicaSettings) -> list[Problem]:
-    """Everything about `job` the local backend cannot do; [] if it can run it."""
+def local_problems(
+    job: Job, catalog: Catalog, settings: ReplicaSettings, gpus: Callable[[], Sequence[Gpu]] = find_gpus,
+) -> list[Problem]:
+    """Everything about `job` the local backend cannot do; [] if it can run it. `gpus` lists
+    this machine's GPUs (called only for a job that asks for some)."""
     training_input = job.training_input or TrainingInput()
     problems: list[Problem] = []
     for role in ROLES:
@@ -91,7 +98,39 @@ def local_problems(job: Job, catalog: Catalog, settings: ReplicaSettings) -> lis
             "set AIPTRAIN_LOCAL_REPLICA_CAP=N to shrink the cluster to N replicas "
             "(at least 1 master, then workers and parameter servers), or use a smaller tier",
         ))
-    return problems
+    if settings.replica_cap is not None:
+        groups = shrink_to_cap(groups, settings.replica_cap)
+    problem = gpu_problem(training_input, groups, catalog, gpus)
+    return problems + ([problem] if problem is not None else [])
+
+
+def gpu_problem(
+    training_input: TrainingInput, groups: list[ReplicaGroup], catalog: Catalog, gpus: Callable[[], Sequence[Gpu]],
+) -> Problem | None:
+    """A job whose replicas ask for more GPUs than this machine has could never start here (a
+    machine without GPUs runs GPU requests on its CPU instead)."""
+    asks = replica_asks(groups, catalog)
+    if not gpus_per_run(asks):
+        return None
+    found = tuple(gpus())
+    refusal = gpu_refusal(asks, found)
+    if refusal is None:
+        return None
+    asking = next(group for group in groups if gpus_per_run(replica_asks([group], catalog)))
+    role = ROLE[asking.role]
+    config = role.config(training_input)
+    if (training_input.scale_tier or ScaleTier.BASIC) != ScaleTier.CUSTOM:
+        field = "trainingInput.scaleTier"
+    elif config is not None and config.accelerator_config is not None:
+        field = f"trainingInput.{role.config_field}.acceleratorConfig.count"
+    else:
+        field = f"trainingInput.{role.type_field}"
+    return Problem(
+        field,
+        f"{refusal} (`nvidia-smi -L`), so the job could never start on the local backend",
+        f"ask for at most {len(found)} GPUs in all (fewer per replica, or fewer replicas with GPUs), "
+        "or use --backend vertex",
+    )
 
 
 def shrink_to_cap(groups: list[ReplicaGroup], cap: int) -> list[ReplicaGroup]:
@@ -124,8 +163,13 @@ def shrink_to_cap(groups: list[ReplicaGroup], cap: int) -> list[ReplicaGroup]:
     return shrunk
 
 
-def plan_cluster(training_input: TrainingInput, catalog: Catalog, settings: ReplicaSettings) -> LocalPlan:
-    """The replica groups to start here and the WARNING lines explaining local differences."""
+def plan_cluster(
+    training_input: TrainingInput, catalog: Catalog, settings: ReplicaSettings,
+    gpus: Callable[[], Sequence[Gpu]] = find_gpus,
+) -> LocalPlan:
+    """The replica groups to start here and the WARNING lines explaining local differences
+    (`gpus`, asked only when the job wants some: this machine's; without any, GPU requests run
+    on the CPU)."""
     groups = resolve_cluster(training_input, catalog)
     warnings: list[str] = []
     if settings.replica_cap is not None and total_replicas(groups) > settings.replica_cap:
@@ -136,25 +180,35 @@ def plan_cluster(training_input: TrainingInput, catalog: Catalog, settings: Repl
             f"{total_replicas(shrunk)} ({describe_groups(shrunk)})."
         )
         groups = shrunk
-    gpu_groups = [group for group in groups if group.accelerator_type and group.accelerator_count]
-    for group in gpu_groups:
+    gpu_groups = [group for group in groups if gpus_per_run(replica_asks([group], catalog))]
+    for group in gpu_groups if gpu_groups and not gpus() else []:
         warnings.append(
             f"The {_ROLE_LABELS[group.role]} replicas asked for {group.accelerator_count} x "
-            f"{group.accelerator_type}; on the local backend they run on this machine's CPU (or "
-            "whatever devices TensorFlow finds here)."
+            f"{group.accelerator_type}; this machine has no GPU (`nvidia-smi -L` lists none), so they "
+            "run on its CPU."
         )
     return LocalPlan(groups, warnings)
 
 
-def trials_at_once(max_parallel_trials: int, groups: list[ReplicaGroup]) -> tuple[int, str | None]:
+def trials_at_once(
+    max_parallel_trials: int, groups: list[ReplicaGroup], gpus_per_trial: int = 0, machine_gpus: int = 0,
+) -> tuple[int, str | None]:
     """How many tuning trials run at once here, and a WARNING line if fewer than asked.
 
     Each trial is a whole cluster; trials side by side may hold at most DEFAULT_MAX_REPLICAS
-    processes together (the same bound as one job's cluster), so maxParallelTrials is lowered
-    when its clusters would exceed it. Every trial still runs, only fewer at a time.
+    processes together (the same bound as one job's cluster), and, on a machine with GPUs, at
+    most its GPUs, so maxParallelTrials is lowered when its clusters would exceed either. Every
+    trial still runs, only fewer at a time.
     """
     per_trial = max(1, total_replicas(groups))
     fitting = max(1, DEFAULT_MAX_REPLICAS // per_trial)
+    if gpus_per_trial and machine_gpus:
+        by_gpus = max(1, machine_gpus // gpus_per_trial)
+        if max_parallel_trials > by_gpus and by_gpus < fitting:
+            return by_gpus, (
+                f"maxParallelTrials is {max_parallel_trials}, but each trial's replicas take {gpus_per_trial} of "
+                f"this machine's {machine_gpus} GPUs; running {by_gpus} trial(s) at a time."
+            )
     if max_parallel_trials <= fitting:
         return max_parallel_trials, None
     return fitting, (
@@ -162,3 +216,14 @@ def trials_at_once(max_parallel_trials: int, groups: list[ReplicaGroup]) -> tupl
         f"replica(s) each exceed the {DEFAULT_MAX_REPLICAS} processes this machine runs for one job; "
         f"running {fitting} trial(s) at a time."
     )
+
+
+def trial_lanes(training_input: TrainingInput, groups: list[ReplicaGroup], catalog: Catalog, machine_gpus: int) -> int:
+    """How many clusters of the job run at once: 1, or a tuning job's trials at a time (no more
+    than it has trials), each with its own share of the machine."""
+    tuning = training_input.hyperparameters
+    if tuning is None:
+        return 1
+    parallel, _ = trials_at_once(tuning.max_parallel_trials or 1, groups,
+                                 gpus_per_run(replica_asks(groups, catalog)), machine_gpus)
+    return max(1, min(parallel, tuning.max_trials or 1))

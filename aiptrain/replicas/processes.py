@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -164,14 +164,17 @@ def wait_for_any_exit(processes: Iterable[ManagedProcess], timeout: float) -> bo
 
 
 def start_process(
-    argv: list[str], *, env: dict[str, str], cwd: Path, die_with_parent: bool = True
+    argv: list[str], *, env: dict[str, str], cwd: Path, die_with_parent: bool = True,
+    cores: Collection[int] = (),
 ) -> ManagedProcess:
     """Start `argv` in a new session with stdout/stderr piped, stdin closed.
 
     With `die_with_parent`, the kernel kills it when the calling *thread* ends, so call this
-    from a thread that outlives the process (the replica-set loop does).
+    from a thread that outlives the process (the replica-set loop does). `cores`, if any, are the
+    CPUs it is pinned to (only with `die_with_parent`, whose launcher pins it before it starts).
     """
-    prefix = [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid())] if die_with_parent else []
+    pinned = ",".join(str(core) for core in sorted(cores)) or "-"
+    prefix = [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid()), pinned] if die_with_parent else []
     popen = subprocess.Popen(
         prefix + argv,
         env=env,

@@ -43,7 +43,7 @@ from __future__ import annotations
 import shlex
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
@@ -58,6 +58,7 @@ from aiptrain.job.tf_config import (
     tf_configs_for,
 )
 from aiptrain.replicas.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
+from aiptrain.replicas.machine_share import ReplicaShare
 from aiptrain.replicas.ports import free_addresses
 from aiptrain.replicas.processes import (
     TOKEN_VARIABLE,
@@ -131,11 +132,15 @@ class ReplicaLauncher(Protocol):
 
 
 class LocalLauncher:
-    """Replicas as process groups of this machine, tied to the calling thread."""
+    """Replicas as process groups of this machine, tied to the calling thread; each pinned to
+    its cores in `cores` (task name -> CPU ids), if any."""
+
+    def __init__(self, cores: Mapping[str, tuple[int, ...]] | None = None) -> None:
+        self.cores = dict(cores or {})
 
     def start(self, task_name: str, argv: list[str], env: dict[str, str], cwd: Path) -> ReplicaProcess:
         cwd.mkdir(parents=True, exist_ok=True)
-        return start_process(argv, env=env, cwd=cwd)
+        return start_process(argv, env=env, cwd=cwd, cores=self.cores.get(task_name, ()))
 
     def stop(self, processes: list[ReplicaProcess], grace: float) -> None:
         stop_processes([p for p in processes if isinstance(p, ManagedProcess)], grace)
@@ -172,6 +177,11 @@ class ReplicaSetSpec:
     # Python package its output directory only through AIP_MODEL_DIR, AIP_CHECKPOINT_DIR and
     # AIP_TENSORBOARD_LOG_DIR, while ml v1 appended `--job-dir` to the trainer's arguments.
     vertex_job_id: str | None = None
+    # Each replica's share of this machine (task name -> share: its threads, cores, GPUs); None
+    # leaves the replicas the whole machine (the Ray backend, whose nodes schedule their own).
+    shares: Mapping[str, ReplicaShare] | None = None
+    # False: the shares set no GPU variables (`local train`, whose replicas ask for no GPUs).
+    share_gpus: bool = True
 
     def command(self) -> list[str]:
         argv = [self.python, "-m", self.module, *self.args]
@@ -282,7 +292,8 @@ class _ReplicaSetRun:
         # The last secondary failure (task name, monotonic time), for telling casualties apart.
         self.last_peer_failure: tuple[str, float] | None = None
         self.cluster_restarts = 0
-        self.launcher: ReplicaLauncher = spec.launcher or LocalLauncher()
+        self.launcher: ReplicaLauncher = spec.launcher or LocalLauncher(
+            {name: share.cores for name, share in (spec.shares or {}).items()})
         # True from the end of a stop_all until the next start: a second stop_all has nothing to do.
         self.stopped = False
 
@@ -300,6 +311,9 @@ class _ReplicaSetRun:
             env = dict(spec.base_env)
             env.update(environments[task.task_name])
             env.update(spec.extra_env)
+            share = (spec.shares or {}).get(task.task_name)
+            if share is not None:
+                env.update(share.environment(spec.base_env, gpus=spec.share_gpus)[0])
             # One token per replica, under the set's: its strays can be swept when it exits.
             env[TOKEN_VARIABLE] = f"{spec.run_token}/{task.task_name}"
             cwd = spec.shared_cwd or spec.work_dir / task.task_name

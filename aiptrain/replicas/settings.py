@@ -85,6 +85,19 @@ class ReplicaSettings:
     # AIPTRAIN_LOCAL_GCS: `endpoint` (replicas reach gs:// through the job's storage endpoint) or
     # `rewrite` (gs:// in --job-dir and arguments becomes a local path, nothing is served).
     gcs: str = "endpoint"
+    # AIPTRAIN_LOCAL_CPU_SHARE: `on` (each replica's thread pools sized to its machine type's share
+    # of the cores, and pinned to its own cores where they fit, two or more each), `threads`
+    # (sized, not pinned) or `off` (every replica sizes its pools for the whole machine). GPUs are
+    # handed out either way.
+    cpu_share: str = "on"
+
+    @property
+    def sizes_threads(self) -> bool:
+        return self.cpu_share != "off"
+
+    @property
+    def pins_cores(self) -> bool:
+        return self.cpu_share == "on"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ReplicaSettings:
@@ -100,4 +113,5 @@ class ReplicaSettings:
             python=source.get("AIPTRAIN_LOCAL_PYTHON", "").strip() or sys.executable,
             python_override=bool(source.get("AIPTRAIN_LOCAL_PYTHON", "").strip()),
             gcs=_choice_setting(source, "AIPTRAIN_LOCAL_GCS", ("endpoint", "rewrite")),
+            cpu_share=_choice_setting(source, "AIPTRAIN_LOCAL_CPU_SHARE", ("on", "threads", "off")),
         )

@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from aiptrain.backends import get_backend
+from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.local.backend import LocalBackend
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.job.spec import Job, JobState
 from aiptrain.packaging import build_package
@@ -31,6 +34,15 @@ PROJECT = "test-project"
 def trainer_sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     built = build_package(TRAINERS / "tfcfg", cache_dir=tmp_path_factory.mktemp("sdist-cache"))
     return built.path
+
+
+@pytest.fixture
+def backend(home: Path) -> Any:
+    """The local backend of this test's home; whatever its jobs started is killed afterwards."""
+    backend = get_backend("local", BackendSettings(project=PROJECT, home=home))
+    assert isinstance(backend, LocalBackend)
+    yield backend
+    kill_everything(backend.engine)
 
 
 @pytest.fixture

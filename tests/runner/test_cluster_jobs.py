@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends import get_backend
-from aiptrain.backends.base import BackendSettings
 from aiptrain.backends.local.backend import LocalBackend
 from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import resolve_cluster
@@ -17,15 +15,7 @@ from aiptrain.job.spec import Job, JobState, TrainingInput
 from aiptrain.replicas.cluster_plan import plan_cluster, shrink_to_cap, total_replicas
 from aiptrain.replicas.settings import ReplicaSettings
 
-from .conftest import PROJECT, kill_everything, local_dir, make_job, training_input, wait_for_end
-
-
-@pytest.fixture
-def backend(home: Path) -> Any:
-    backend = get_backend("local", BackendSettings(project=PROJECT, home=home))
-    assert isinstance(backend, LocalBackend)
-    yield backend
-    kill_everything(backend.engine)
+from .conftest import local_dir, make_job, training_input, wait_for_end
 
 
 def _reports(home: Path, job_dir: str) -> dict[str, dict[str, Any]]:
@@ -195,7 +185,7 @@ def test_replica_cap_shrinks_big_tiers_and_says_so() -> None:
     unchanged = plan_cluster(premium, catalog, ReplicaSettings(max_running=1, replica_cap=100))
     assert total_replicas(unchanged.groups) == 31 and unchanged.warnings == []
     gpu = plan_cluster(TrainingInput.model_validate({"scaleTier": "BASIC_GPU"}), catalog,
-                       ReplicaSettings(max_running=1))
+                       ReplicaSettings(max_running=1), gpus=tuple)  # a machine without GPUs
     assert len(gpu.warnings) == 1 and "NVIDIA_TESLA_K80" in gpu.warnings[0]
 
 

@@ -3,9 +3,11 @@
 What it refuses up front (`unsupported`): custom containers and container commands (there is no
 container runtime here), Cloud TPUs, a job without a Python module, clusters larger than the
 local limit unless AIPTRAIN_LOCAL_REPLICA_CAP asks to shrink them, and trainer arguments with a
-gs:// location that cannot map into the local store (`gs://b/../x`). Hyperparameter tuning jobs run
-their trials here too (`aiptrain.tuning.job`). GPU requests run on the CPU, with a WARNING line
-in the job's log.
+gs:// location that cannot map into the local store (`gs://b/../x`), and more GPUs than this
+machine has (when it has any). Hyperparameter tuning jobs run their trials here too
+(`aiptrain.tuning.job`). Replicas get disjoint GPUs by their acceleratorConfig
+(`replicas.machine_share`); on a machine without GPUs, GPU requests run on the CPU, with a
+WARNING line in the job's log.
 """
 
 from __future__ import annotations
@@ -106,11 +108,8 @@ class LocalBackend:
     def describe_notes(self, job: Job) -> list[str]:
         """What the job ran in, as recorded when it was prepared; before that, what it will run in."""
         with self._store_errors():
-            recorded = self.engine.store.get(self.project, job.job_id or "").runtime_environment
-        if recorded is not None:
-            return ["", "Ran in:", *(f"  {line}" for line in recorded.get("notes", []))]
-        notes, warnings = _runtime_lines(job)
-        return ["", *notes, *(f"warning: {warning}" for warning in warnings)] if notes else []
+            record = self.engine.store.get(self.project, job.job_id or "")
+        return _runtime_notes(job, record.runtime_environment) + _share_notes(record.machine_share)
 
     def wait_for_job(self, job_id: str, *, timeout: float | None) -> WaitResult:
         """The state read from the job store, without loading the job model."""
@@ -155,6 +154,22 @@ class LocalBackend:
     ) -> list[LogEntry]:
         with self._store_errors():
             return self.engine.logs(self.project, job_id, after=after, task_name=task_name, limit=limit)
+
+
+def _runtime_notes(job: Job, recorded: dict[str, Any] | None) -> list[str]:
+    if recorded is not None:
+        return ["", "Ran in:", *(f"  {line}" for line in recorded.get("notes", []))]
+    notes, warnings = _runtime_lines(job)
+    return ["", *notes, *(f"warning: {warning}" for warning in warnings)] if notes else []
+
+
+def _share_notes(recorded: dict[str, Any] | None) -> list[str]:
+    """Each replica's part of the machine (cores, GPUs), once the job was given one."""
+    from aiptrain.replicas.machine_share import JobShare
+
+    if not recorded:
+        return []
+    return ["", "Share of this machine:", *(f"  {line}" for line in JobShare.from_json(recorded).lines())]
 
 
 def _arg_problems(job: Job) -> list[Problem]:

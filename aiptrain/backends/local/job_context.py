@@ -9,7 +9,9 @@ The context is the local engine's `tuning_job.TuningHost`: the rest of its metho
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
 from aiptrain.replicas.gcs_endpoint.service import replica_base_environment
 from aiptrain.replicas.gs_paths import local_location, localize
 from aiptrain.replicas.log_capture import SERVICE_TASK
+from aiptrain.replicas.machine_share import JobShare
 from aiptrain.replicas.processes import ManagedProcess
 from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.replicas.settings import ReplicaSettings
@@ -87,6 +90,14 @@ class JobContext:
     stop: threading.Event
     # The replicas' gs:// endpoint; None when gs:// is rewritten to local paths (AIPTRAIN_LOCAL_GCS=rewrite).
     storage: ReplicaStorage | None = None
+    # The job's part of the machine: one set of replica shares per cluster running at once (a
+    # tuning job's trials take a free set each); None runs replicas on the whole machine.
+    share: JobShare | None = None
+
+    def __post_init__(self) -> None:
+        self._free_lanes: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for lane in range(len(self.share.lanes) if self.share is not None else 0):
+            self._free_lanes.put(lane)
 
     @property
     def storage_root(self) -> Path:
@@ -108,7 +119,10 @@ class JobContext:
         return self.record.job_id
 
     def trials_at_once(self, max_parallel_trials: int) -> tuple[int, str | None]:
-        return trials_at_once(max_parallel_trials, self.plan.groups)
+        if self.share is None:
+            return trials_at_once(max_parallel_trials, self.plan.groups)
+        per_trial = sum(len(share.gpus) for share in self.share.lanes[0])
+        return trials_at_once(max_parallel_trials, self.plan.groups, per_trial, self.share.machine_gpus)
 
     def metric_path(self, trial_id: str) -> Path:
         return self.layout.work_dir / trial_id / "hypertune.metrics"
@@ -182,7 +196,14 @@ class JobContext:
             evaluator_grace=self.settings.evaluator_grace,
         )
         observer = _StoreObserver(self.store, self.record.key, trial_id)
-        return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
+        if self.share is None:
+            return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
+        lane = self._free_lanes.get()  # never waits: a study runs no more trials at once than there are lanes
+        try:
+            spec = dataclasses.replace(spec, shares={share.task_name: share for share in self.share.lanes[lane]})
+            return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
+        finally:
+            self._free_lanes.put(lane)
 
 
 JobBody = Callable[[JobContext], ReplicaSetOutcome]

@@ -14,7 +14,10 @@ Same flags and semantics (no packaging; replicas run from the package's parent d
 - `gs://` in `--job-dir` and in the arguments reaches the local store through the storage endpoint,
   as on the local backend (`AIPTRAIN_LOCAL_GCS=rewrite`: rewritten to local paths instead);
 - when the primary ends, the other replicas are stopped (SIGTERM, then SIGKILL), and Ctrl-C
-  stops them all before KeyboardInterrupt reaches the caller.
+  stops them all before KeyboardInterrupt reaches the caller;
+- the cores are split equally among the replicas (thread pools sized to a part, each pinned to
+  its own cores where they fit), as submitted jobs share them by machine type, unless
+  AIPTRAIN_LOCAL_CPU_SHARE says otherwise; GPUs are left as they are.
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from aiptrain.paths import aiptrain_home
 from aiptrain.replicas.gcs_endpoint.service import replica_base_environment, replica_storage
 from aiptrain.replicas.gs_paths import GS_PREFIX, localize
 from aiptrain.replicas.log_capture import SERVICE_TASK, CallbackSink
+from aiptrain.replicas.machine_share import JobShare, ReplicaAsk, ReplicaShare, share_job
 from aiptrain.replicas.ports import consecutive_addresses
 from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.replicas.settings import ReplicaSettings
+from aiptrain.replicas.this_machine import this_machine
 from aiptrain.storage.local import default_storage_root
 
 PRIMARY = "chief"
@@ -152,9 +157,10 @@ def run_local_training(
                 Path(local_dir).mkdir(parents=True, exist_ok=True)
         base_env = replica_base_environment(os.environ, storage)
         groups = local_train_groups(distributed, worker_count, parameter_server_count, evaluator_count)
+        shares = _cpu_shares(groups, settings, note)
         outcome = _run_cluster(module_name, args, local_dir, groups, base_env, sink, settings=settings,
                                distributed=distributed, interpreter=interpreter, start_port=start_port,
-                               package_root=package_root)
+                               package_root=package_root, shares=shares)
     if outcome.primary_returncode is None:
         if outcome.state == JobState.SUCCEEDED:
             return 0
@@ -163,10 +169,26 @@ def run_local_training(
     return 128 - code if code < 0 else code
 
 
+def _cpu_shares(
+    groups: list[ReplicaGroup], settings: ReplicaSettings, note: Callable[[str], None],
+) -> dict[str, ReplicaShare] | None:
+    """Equal parts of this machine's cores (the replicas name no machine type); GPUs are left as
+    they are, since `local train` has no accelerators to ask for. None with the CPU share off."""
+    if not settings.sizes_threads:
+        return None
+    machine = this_machine(gpus=False)
+    asks = [ReplicaAsk(name, 0) for group in groups for name in group.task_names()]
+    share = share_job(asks, machine, pin=settings.pins_cores)
+    assert isinstance(share, JobShare)  # nobody asks for a GPU: nothing to wait for
+    for line in share.lines():
+        note(f"Share of this machine: {line}")
+    return {replica.task_name: replica for replica in share.lanes[0]}
+
+
 def _run_cluster(
     module_name: str, args: list[str], local_dir: str | None, groups: list[ReplicaGroup], base_env: dict[str, str],
     sink: CallbackSink, *, settings: ReplicaSettings, distributed: bool, interpreter: str, start_port: int | None,
-    package_root: Path,
+    package_root: Path, shares: dict[str, ReplicaShare] | None,
 ) -> ReplicaSetOutcome:
     """The foreground replica set, with gcloud's local TF_CONFIG."""
     trainer_args = [*args, "--job-dir", local_dir] if local_dir else args
@@ -189,6 +211,8 @@ def _run_cluster(
             addresses=consecutive_addresses(groups, start_port) if start_port is not None else None,
             cluster_environment=environment,
             shared_cwd=package_root,
+            shares=shares,
+            share_gpus=False,
         )
         policy = ReplicaPolicy(
             max_restarts=0,

@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     created_epoch REAL NOT NULL,
     vertex_job_id TEXT,
     runtime_environment TEXT,
+    machine_share TEXT,
     UNIQUE (project, job_id)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs (project, key);
@@ -126,6 +127,8 @@ class JobRecord:
     vertex_job_id: str | None = None
     # What the job ran in, recorded when it was prepared (`set_runtime_environment`), else None.
     runtime_environment: dict[str, Any] | None = None
+    # Its part of the machine (cores, GPUs), claimed with its run slot (`try_acquire_slot`), else None.
+    machine_share: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,10 @@ class PendingLine:
     task_name: str
     message: str
     trial_id: str | None = None
+
+
+# (the machine shares of the jobs holding a slot) -> this job's, or None when it must wait.
+SlotClaim = Callable[[list[dict[str, Any]]], "dict[str, Any] | None"]
 
 
 def insert_id_for(seq: int) -> str:
@@ -478,14 +485,19 @@ class JobStore:
 
     # -- slots --------------------------------------------------------------------------------
 
-    def try_acquire_slot(self, key: int, limit: int) -> bool:
+    def try_acquire_slot(self, key: int, limit: int, claim: SlotClaim | None = None) -> bool:
         """Claim a run slot if fewer than `limit` jobs hold one and this job is next in line.
 
         First come, first served: a job takes a slot only if every waiting job created before it
         could take one too. Count and claim share one IMMEDIATE transaction, so two supervisors
         can never both take the last slot.
+
+        `claim`, if given, is asked inside that transaction for the job's part of the machine,
+        given the parts the jobs holding a slot hold (their `machine_share`); it returns the part
+        to record with the slot, or None when what the job needs is held by others (it waits, and
+        so do the jobs behind it). The slot and the devices are taken and freed together.
         """
-        if not self._slot_looks_free(key, limit):
+        if not self._slot_looks_free(key, limit, claim):
             return False  # a read is enough to say no; only a likely yes takes the write lock
         with self._write() as tx:
             row = tx.execute("SELECT state, holds_slot FROM jobs WHERE key = ?", (key,)).fetchone()
@@ -493,23 +505,28 @@ class JobStore:
                 return False
             if row["holds_slot"]:
                 return True
-            running = tx.execute("SELECT COUNT(*) FROM jobs WHERE holds_slot = 1").fetchone()[0]
-            ahead = tx.execute(
-                "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND key < ?",
-                (JobState.QUEUED.value, key),
-            ).fetchone()[0]
-            if running + ahead >= limit:
+            if not self._slot_free_in(tx.execute, key, limit):
+                return False
+            share = claim(_held_shares(tx.execute)) if claim is not None else None
+            if claim is not None and share is None:
                 return False
             resource = tx.execute("SELECT resource FROM jobs WHERE key = ?", (key,)).fetchone()[0]
             job = _job(resource)
             job.job_position = 0
-            tx.execute("UPDATE jobs SET holds_slot = 1, resource = ? WHERE key = ?", (_dump(job), key))
+            tx.execute("UPDATE jobs SET holds_slot = 1, resource = ?, machine_share = ? WHERE key = ?",
+                       (_dump(job), json.dumps(share) if share is not None else None, key))
         return True
 
-    def _slot_looks_free(self, key: int, limit: int) -> bool:
-        conn = self.connection()
-        running = conn.execute("SELECT COUNT(*) FROM jobs WHERE holds_slot = 1").fetchone()[0]
-        ahead = conn.execute(
+    def _slot_looks_free(self, key: int, limit: int, claim: SlotClaim | None) -> bool:
+        execute = self.connection().execute
+        if not self._slot_free_in(execute, key, limit):
+            return False
+        return claim is None or claim(_held_shares(execute)) is not None
+
+    @staticmethod
+    def _slot_free_in(execute: Callable[..., Any], key: int, limit: int) -> bool:
+        running = execute("SELECT COUNT(*) FROM jobs WHERE holds_slot = 1").fetchone()[0]
+        ahead = execute(
             "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND key < ?",
             (JobState.QUEUED.value, key),
         ).fetchone()[0]
@@ -608,6 +625,11 @@ class JobStore:
         ]
 
 
+def _held_shares(execute: Callable[..., Any]) -> list[dict[str, Any]]:
+    rows = execute("SELECT machine_share FROM jobs WHERE holds_slot = 1 AND machine_share IS NOT NULL").fetchall()
+    return [json.loads(row[0]) for row in rows]
+
+
 class _Tx:
     """The cursor-like handle a write transaction hands out."""
 
@@ -688,7 +710,8 @@ def _transition_in_tx(
 
 # Columns added after the first release of the schema: (table, column, definition). A store made
 # before one of them gets it on its next open (CREATE TABLE IF NOT EXISTS leaves its table as is).
-_ADDED_COLUMNS = (("jobs", "vertex_job_id", "TEXT"), ("jobs", "runtime_environment", "TEXT"))
+_ADDED_COLUMNS = (("jobs", "vertex_job_id", "TEXT"), ("jobs", "runtime_environment", "TEXT"),
+                  ("jobs", "machine_share", "TEXT"))
 
 
 def _add_missing_columns(tx: _Tx) -> None:
@@ -721,4 +744,5 @@ def _record(row: sqlite3.Row) -> JobRecord:
         created_epoch=row["created_epoch"],
         vertex_job_id=row["vertex_job_id"],
         runtime_environment=json.loads(row["runtime_environment"]) if row["runtime_environment"] else None,
+        machine_share=json.loads(row["machine_share"]) if row["machine_share"] else None,
     )

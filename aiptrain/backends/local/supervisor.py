@@ -1,7 +1,8 @@
 """The detached process that runs one job: `python -m aiptrain.backends.local.supervisor --home H --job-key K`.
 
 It outlives the command that submitted the job. Its life: wait QUEUED for a run slot (at most
-AIPTRAIN_LOCAL_MAX_RUNNING jobs hold one), PREPARING (the runtime's environment, built once, and
+AIPTRAIN_LOCAL_MAX_RUNNING jobs hold one) and the job's share of the machine (`machine_claim`:
+its GPUs may be held by other jobs), PREPARING (the runtime's environment, built once, and
 the packages installed on top), RUNNING (the job body runs one replica set, or a tuning engine
 runs several), then record the final state.
 It writes the terminal state before it exits, which is how `reaper` tells a crash from an end.
@@ -38,12 +39,13 @@ from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.backends.local.job_context import JobBody, JobContext, run_single_training
 from aiptrain.backends.local.layout import JobLayout
 from aiptrain.backends.local.log_writer import StoreLogWriter
+from aiptrain.backends.local.machine_claim import MachineClaim, recorded_share, share_lines
 from aiptrain.backends.local.reaper import reap_dead_jobs
 from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine
 from aiptrain.backends.local.store_errors import is_out_of_space, note
 from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
 from aiptrain.errors import AiptrainError
-from aiptrain.job.catalog import load_catalog
+from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.spec import JobState, TrainingInput
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.cluster_plan import plan_cluster
@@ -158,17 +160,18 @@ class Supervisor:
         except AiptrainError as error:
             self._finish(ReplicaSetOutcome(JobState.FAILED, f"{error.message} ({error.hint})"))
             return
-        if not self._wait_for_slot(settings):
-            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+        catalog = load_catalog()
+        training_input = self.record.job.training_input or TrainingInput()
+        claim = self._take_slot(settings, catalog, training_input)
+        if claim is None:
             return
         if not self.move(JobState.PREPARING, "Job PREPARING.", allowed_from=frozenset({JobState.QUEUED})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
         record = self.store.get_by_key(self.key)
-        training_input = record.job.training_input or TrainingInput()
         try:
             environment, resolution = environment_for_job(
-                training_input, load_catalog(), home=self.home, settings=settings, say=self.say,
+                training_input, catalog, home=self.home, settings=settings, say=self.say,
                 stop=self.stop, run_token=record.run_token,
             )
         except BuildCancelled:
@@ -208,9 +211,12 @@ class Supervisor:
             self.say(problem, "ERROR")
             self._finish(ReplicaSetOutcome(JobState.FAILED, problem))
             return
-        plan = plan_cluster(training_input, load_catalog(), settings)
+        plan = plan_cluster(training_input, catalog, settings, lambda: claim.machine.gpus)
         for warning in plan.warnings:
             self.say(warning, "WARNING")
+        share = recorded_share(self.store.get_by_key(self.key).machine_share)
+        for line in share_lines(share, os.environ):
+            self.say(line)
         if not self.move(JobState.RUNNING, "Job RUNNING.", allowed_from=frozenset({JobState.PREPARING})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
@@ -226,18 +232,42 @@ class Supervisor:
                 sink=self.sink,
                 stop=self.stop,
                 storage=storage,
+                share=share,
             )
             self._finish(job_body_for(context.record)(context))
 
-    def _wait_for_slot(self, settings: ReplicaSettings) -> bool:
-        """True once this job holds a run slot; False if it was cancelled while waiting."""
-        announced = False
+    def _take_slot(
+        self, settings: ReplicaSettings, catalog: Catalog, training_input: TrainingInput,
+    ) -> MachineClaim | None:
+        """Wait QUEUED for a run slot and the job's share of the machine; None when the job ended
+        instead (cancelled while waiting, or asking for more GPUs than the machine has)."""
+        groups = plan_cluster(training_input, catalog, settings, gpus=tuple).groups  # its warnings are said later
+        claim = MachineClaim.for_job(training_input, groups, catalog, settings)
+        refusal = claim.refusal()
+        if refusal is not None:  # the machine lost GPUs since the job was submitted
+            message = f"{refusal}: the job can never start here (ask for fewer GPUs, or use --backend vertex)."
+            self.say(message, "ERROR")
+            self._finish(ReplicaSetOutcome(JobState.FAILED, message))
+            return None
+        if not self._wait_for_slot(settings, claim):
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return None
+        return claim
+
+    def _wait_for_slot(self, settings: ReplicaSettings, claim: MachineClaim) -> bool:
+        """True once this job holds a run slot and its share of the machine; False if it was
+        cancelled while waiting."""
+        announced = gpus_announced = False
         last_reap = 0.0
         sweeper: LocalEngine | None = None
         while not self.stop.is_set():
-            if self.store.try_acquire_slot(self.key, settings.max_running):
+            claim.forget_wait()
+            if self.store.try_acquire_slot(self.key, settings.max_running, claim):
                 return True
-            if not announced:
+            if claim.waiting is not None and not gpus_announced:
+                self.say(claim.waiting_line())
+                gpus_announced = True
+            elif claim.waiting is None and not announced:
                 self.say(
                     f"Waiting for a free slot: at most {settings.max_running} job(s) run at once "
                     "on this machine (AIPTRAIN_LOCAL_MAX_RUNNING)."

@@ -71,3 +71,13 @@ def wait_for(condition: Any, timeout: float = 120.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def primary_waits_for_reports(directory: Path) -> None:
+    """The primary waits until `--expect N` replicas wrote their report into `directory`, so none
+    is stopped before it did."""
+    if not is_primary():
+        return
+    expected = int(flag("expect", "1") or "1")
+    if not wait_for(lambda: len(list(directory.glob("*.json"))) >= expected):
+        raise SystemExit(f"only {len(list(directory.glob('*.json')))} of {expected} replicas reported")

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from tfcfg._common import flag, is_primary, job_dir, task_name, wait_for, write_json
+from tfcfg._common import job_dir, primary_waits_for_reports, task_name, write_json
 
 VARIABLES = ("CLOUD_ML_JOB_ID", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR",
              "PYTHONPATH", "PYTHONUNBUFFERED", "CLOUD_ML_TRIAL_ID")
@@ -27,10 +27,7 @@ def main() -> None:
     }
     write_json(out / f"{task_name()}.json", record)
     print(f"wrote {task_name()}")
-    if is_primary():
-        expected = int(flag("expect", "1") or "1")
-        if not wait_for(lambda: len(list(out.glob("*.json"))) >= expected):
-            raise SystemExit(f"only {len(list(out.glob('*.json')))} of {expected} replicas reported")
+    primary_waits_for_reports(out)
 
 
 if __name__ == "__main__":
