@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.backends.ray import joblog
+from aiptrain.backends.ray.node_preparation import READY
 from aiptrain.backends.ray.plan import PACKAGE_STORE_DIR, PAYLOAD_FILE
 from aiptrain.backends.ray.preparation_log import PreparationLog
 from aiptrain.job.catalog import load_catalog
@@ -308,6 +309,11 @@ class NodesPreparation:
         now = time.monotonic()
         for kind, severity, message in events:
             self.say(self.log.event(task, kind, severity, message, now))
+            if kind == READY and task in self.first:
+                # The node's environment is there: its other replicas find it now, while this one
+                # installs the trainer package.
+                node_id = self.nodes[task][0]
+                self.begin([other for other in self.later if self.nodes[other][0] == node_id])
         if outcome is None:
             self.polls[task] = self.run_set.actors[task].poll_prepare.remote(READ_PREPARATION_SECONDS)
             return None
@@ -317,9 +323,6 @@ class NodesPreparation:
         if outcome["error"] is not None:
             return ReplicaSetOutcome(JobState.FAILED, self.log.failure(task, outcome["error"]), failed_task=task)
         self.log.finished(task)
-        if task in self.first:  # the node's environment is there: its other replicas now find it
-            node_id = self.nodes[task][0]
-            self.begin([other for other in self.later if self.nodes[other][0] == node_id])
         return None
 
     def cancel(self) -> None:
