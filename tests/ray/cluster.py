@@ -6,8 +6,8 @@ Nodes get logical CPUs and memory (`--num-cpus`, `--memory`) so that machine-typ
 on a 2-core machine, and a resource naming the node (`node_head`, `node_second`).
 
 The nodes run a small virtualenv of their own that adds this venv's site-packages (`_node_python`):
-the same packages, but when Ray builds a pip runtime environment on a node whose Python is a
-virtualenv it copies that virtualenv first, and this one is a few kilobytes, not gigabytes.
+the same packages (Ray, uv, TensorFlow for AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster) at the cost of a
+few kilobytes.
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ class RayCluster:
     gcs_address: str
     temp_dir: Path
     nodes: list[subprocess.Popen[bytes]]
+    # Each node's AIPTRAIN_RAY_CACHE_DIR (head, second): its runtime environments, as on two machines.
+    cache_dirs: tuple[Path, Path] = (Path(), Path())
 
     def crash_node(self, index: int) -> None:
         """SIGKILL every process of a node at once (its process group), as when its machine dies."""
@@ -142,11 +144,12 @@ def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: fl
     """Head + second node; returns once both are up. The caller must call `stop()`.
 
     The second node starts as soon as the head's GCS answers, while the head's dashboard is still
-    starting. Each node has its own temp dir, as on separate machines (runtime environments are
-    built per node, in it)."""
+    starting. Each node has its own temp dir and its own cache of runtime environments
+    (AIPTRAIN_RAY_CACHE_DIR), as on separate machines."""
     temp_dir.mkdir(parents=True, exist_ok=True)
     python = _node_python(temp_dir)
-    env = node_environment(python.parent)
+    cache_dirs = (temp_dir / "cache-head", temp_dir / "cache-second")
+    env = {**node_environment(python.parent), "AIPTRAIN_RAY_CACHE_DIR": str(cache_dirs[0])}
     ray = [str(python), "-c", "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
     gcs_port, dashboard_port, client_port, worker_slot = _free_ports(4)
     common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", str(cpus_per_node), "--num-gpus", "0",
@@ -160,14 +163,15 @@ def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: fl
          "--resources", '{"node_head": 1}', *common, *_node_ports(worker_slot)],
         env=env, stdout=head_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )
-    cluster = RayCluster(f"http://127.0.0.1:{dashboard_port}", f"127.0.0.1:{gcs_port}", temp_dir, [head])
+    cluster = RayCluster(f"http://127.0.0.1:{dashboard_port}", f"127.0.0.1:{gcs_port}", temp_dir, [head], cache_dirs)
     try:
         _wait_for(lambda: _port_open(gcs_port), "the head's GCS did not answer", head, head_log)
         second_log = temp_dir / "second.log"
         second = subprocess.Popen(
             [*ray, "start", "--address", cluster.gcs_address, "--resources", '{"node_second": 1}',
              "--temp-dir", str(temp_dir / "ray2"), *common, *_node_ports(worker_slot + 1)],
-            env=env, stdout=second_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+            env={**env, "AIPTRAIN_RAY_CACHE_DIR": str(cache_dirs[1])}, stdout=second_log.open("wb"),
+            stderr=subprocess.STDOUT, start_new_session=True,
         )
         cluster.nodes.append(second)
         def both_up() -> bool:

@@ -57,9 +57,10 @@ def lifecycle_args(job_id: str, *, workers: int = 1) -> list[str]:
 
 def test_mirrored_and_parameter_server_jobs_train_across_both_nodes_while_a_job_too_big_waits_queued(
         on_cluster, digits_dir):
-    # A job asking for more than the cluster has waits beside them without holding anything back.
+    # A job asking for more than the cluster has (3 replicas of 4 CPUs, each fitting a 4-CPU node,
+    # on 2 nodes) waits beside them without holding anything back.
     too_big = "ray_too_big"
-    submitted = aiptrain(*submit_args(too_big, digits_dir, workers=0, master="n1-highcpu-96", scale=None))
+    submitted = aiptrain(*submit_args(too_big, digits_dir, workers=2, scale=None))
     assert submitted.returncode == 0, submitted.stderr
     # The two template jobs run side by side (6 bundles of 1 CPU on the 2 x 4 CPUs): each follows its own logs.
     ps_job = subprocess.Popen(
@@ -75,7 +76,7 @@ def test_mirrored_and_parameter_server_jobs_train_across_both_nodes_while_a_job_
 
     wait_until(lambda: "Waiting for the cluster:" in log_text(on_cluster, too_big), "the waiting message", 120)
     logs = log_text(on_cluster, too_big)
-    assert "master-replica-0 96 CPU" in logs and "The job stays QUEUED" in logs
+    assert "3 replica(s) need master-replica-0 4 CPU, 13.97 GiB" in logs and "The job stays QUEUED" in logs
     assert backend(on_cluster).get_job(too_big).state == "QUEUED"
     assert aiptrain("jobs", "cancel", too_big, "--backend", "ray").returncode == 0
     assert aiptrain("jobs", "wait", too_big, "--backend", "ray", "--timeout", "120").returncode == 11
@@ -152,6 +153,21 @@ def test_a_killed_worker_is_restarted_and_cancel_stops_every_replica_on_every_no
     wait_until(lambda: tokened_processes(token) == [], "every replica process to be gone", timeout=60)
     again = aiptrain("jobs", "cancel", job_id, "--backend", "ray")
     assert again.returncode == 1 and "already ended (CANCELLED)" in again.stderr
+
+
+def test_a_replica_larger_than_every_node_is_refused_at_submit_and_nothing_reaches_the_cluster(on_cluster,
+                                                                                                digits_dir):
+    from ray.util.state import list_placement_groups
+
+    job_id = "ray_never_fits"
+    result = aiptrain(*submit_args(job_id, digits_dir, workers=0, master="n1-highcpu-96", scale=None))
+    assert result.returncode == 2, result.stderr
+    assert "the replica master-replica-0: 96 CPU, 80.47 GiB (n1-highcpu-96) is larger than any node" in result.stderr
+    assert ": 4 CPU, 14.9 GiB" in result.stderr  # the nodes, with their sizes
+    assert "hint: pass --ray-resource-scale 0.04" in result.stderr
+    assert job_id not in {job.submission_id for job in backend(on_cluster).client.list_jobs()}
+    assert not [group for group in list_placement_groups(address=on_cluster.address, detail=True)
+                if job_id in (group.name or "")]
 
 
 def test_an_address_where_no_ray_cluster_answers_exits_2_with_a_hint(digits_dir, tmp_path):

@@ -11,8 +11,17 @@ import pytest
 from click.testing import CliRunner
 
 from aiptrain.backends.ray import joblog
-from aiptrain.backends.ray.plan import bundles_for, ray_problems, replica_runtime_envs
-from aiptrain.backends.ray.settings import jobs_api_address, resource_scale
+from aiptrain.backends.ray.node_fit import NodeSize, fit_refusal
+from aiptrain.backends.ray.node_preparation import BUILD, INSTALL, NOTE, PHASE, READY
+from aiptrain.backends.ray.plan import bundles_for, ray_problems, replica_environments
+from aiptrain.backends.ray.preparation_log import PreparationLog
+from aiptrain.backends.ray.settings import (
+    jobs_api_address,
+    node_cache_dir,
+    resource_scale,
+    runtime_packages_mode,
+    runtime_packages_note,
+)
 from aiptrain.cli.main import root
 from aiptrain.errors import UsageError
 from aiptrain.job.catalog import load_catalog
@@ -84,17 +93,94 @@ def test_bundles_follow_the_machine_type_catalog_and_the_scale():
     assert quarter[1].resources() == {"CPU": 2.0, "memory": 7.5e9, "GPU": 2.0}  # GPUs are never scaled
 
 
-def test_replicas_get_the_runtime_catalog_packages_with_the_gpu_build_where_they_have_gpus():
+def test_replicas_run_the_runtime_s_own_environment_with_the_gpu_build_where_they_have_gpus():
     catalog = load_catalog()
     training_input = training_input_of(scaleTier="CUSTOM", masterType="n1-standard-4", workerType="n1-standard-8",
                                        workerCount="1", runtimeVersion="2.11",
                                        workerConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "1"}})
     bundles = bundles_for(resolve_cluster(training_input, catalog), catalog)
-    envs = replica_runtime_envs(training_input, bundles, catalog, "uv")
-    master, worker = envs["master-replica-0"]["uv"]["packages"], envs["worker-replica-0"]["uv"]["packages"]
-    assert "tensorflow-cpu==2.15.1" in master and "pandas==2.1.4" in master
-    assert "tensorflow[and-cuda]==2.15.1" in worker and "tensorflow-cpu==2.15.1" not in worker
-    assert replica_runtime_envs(training_input, bundles, catalog, "cluster") == {}
+    envs = replica_environments(training_input, bundles, catalog, "build")
+    master, worker = envs["master-replica-0"], envs["worker-replica-0"]
+    # Runtime 2.11's own TensorFlow on its own Python (3.7), not the cluster's.
+    assert (master["environment"], master["tensorflow"], master["python"]) == ("runtime-2.11", "2.11.0", "3.7")
+    assert "tensorflow-cpu==2.11.0" in master["packages"] and "pandas==1.3.5" in master["packages"]
+    assert "tensorflow==2.11.0" in worker["packages"] and "tensorflow-cpu==2.11.0" not in worker["packages"]
+    assert "AIPTRAIN_RAY_CACHE_DIR" in master["builtOn"]
+    cluster = replica_environments(training_input, bundles, catalog, "cluster")
+    assert set(cluster) == {"master-replica-0", "worker-replica-0"}
+    assert all("AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster" in env["python"] for env in cluster.values())
+
+
+def test_pip_and_uv_are_read_as_the_node_builder_with_a_note_and_other_modes_are_refused():
+    assert runtime_packages_mode({}) == "build" and runtime_packages_note({}) is None
+    for retired in ("pip", "uv"):
+        env = {"AIPTRAIN_RAY_RUNTIME_PACKAGES": retired}
+        assert runtime_packages_mode(env) == "build"
+        note = runtime_packages_note(env)
+        assert note is not None and f"Ray's {retired} runtime_env plugin" in note
+    assert runtime_packages_mode({"AIPTRAIN_RAY_RUNTIME_PACKAGES": "cluster"}) == "cluster"
+    with pytest.raises(UsageError, match="'conda' is not one of build, cluster"):
+        runtime_packages_mode({"AIPTRAIN_RAY_RUNTIME_PACKAGES": "conda"})
+
+
+def test_a_node_keeps_its_environments_in_its_cache_directory(tmp_path):
+    assert node_cache_dir({"AIPTRAIN_RAY_CACHE_DIR": str(tmp_path)}) == tmp_path
+    assert node_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "aiptrain" / "ray"
+
+
+NODES = [NodeSize("10.0.0.3 (a1b2c3d4)", 4, 16e9, 0), NodeSize("10.0.0.4 (e5f6a7b8)", 8, 30e9, 0)]
+
+
+def test_a_replica_larger_than_every_node_is_refused_with_the_numbers_and_a_scale_that_fits():
+    catalog = load_catalog()
+    groups = resolve_cluster(training_input_of(scaleTier="CUSTOM", masterType="n1-highcpu-96",
+                                               workerType="n1-standard-4", workerCount="2"), catalog)
+    refusal = fit_refusal(bundles_for(groups, catalog), NODES, 1.0)
+    assert refusal is not None and refusal.exit_code == 2
+    assert "master-replica-0: 96 CPU, 80.47 GiB" in refusal.message and "(n1-highcpu-96)" in refusal.message
+    assert "10.0.0.4 (e5f6a7b8): 8 CPU, 27.9 GiB; 10.0.0.3 (a1b2c3d4): 4 CPU, 14.9 GiB" in refusal.message
+    assert refusal.hint is not None and "--ray-resource-scale 0.08" in refusal.hint
+    # At the scale suggested every replica fits a node; a job that fits the nodes is never refused.
+    assert fit_refusal(bundles_for(groups, catalog, 0.08), NODES, 0.08) is None
+    assert fit_refusal(bundles_for(groups, catalog, 0.09), NODES, 0.09) is not None
+    assert fit_refusal(bundles_for(groups, catalog), [], 1.0) is None  # no nodes listed: nothing to say
+    gpu = resolve_cluster(training_input_of(scaleTier="CUSTOM", masterType="n1-standard-4",
+                                            masterConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4",
+                                                                                "count": "1"}}), catalog)
+    no_gpu = fit_refusal(bundles_for(gpu, catalog), NODES, 1.0)
+    assert no_gpu is not None and no_gpu.hint is not None and "no node has that many GPUs" in no_gpu.hint
+
+
+def test_preparing_says_which_node_builds_and_how_many_replicas_wait():
+    log = PreparationLog("1.15", {"master-replica-0": "A", "worker-replica-0": "B", "worker-replica-1": "A",
+                                  "ps-replica-0": "B"})
+    summary = "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.5 on Python 3.7 (/usr/bin/python3.7, PATH)."
+    assert log.event("master-replica-0", NOTE, "INFO", summary, 0) == [("INFO", f"On node A: {summary}")]
+    assert log.event("worker-replica-0", NOTE, "INFO", summary, 0) == []  # the same on node B: said once
+    assert log.event("master-replica-0", PHASE, "", "building", 1) == [
+        ("INFO", "Building runtime 1.15 on node A (4 of 4 replicas waiting).")]
+    assert log.event("master-replica-0", BUILD, "INFO", "Resolved 50 packages in 3.37s", 2) == [
+        ("INFO", "node A: Resolved 50 packages in 3.37s")]
+    waiting = log.event("worker-replica-0", PHASE, "", "waiting", 2)
+    assert waiting[0][1].startswith("Waiting on node B: runtime 1.15's environment is being built there by another")
+    assert log.event("worker-replica-0", BUILD, "INFO", "Waiting for another job ...", 2) == []  # not its build
+    assert log.heartbeat(20) == []
+    assert log.heartbeat(40) == [("INFO", "Still building runtime 1.15 on node A (39 s; 4 of 4 replicas waiting).")]
+    runs = '{"environment": "runtime-1.15", "tensorflow": "1.15.5", "python": "3.7", "root": "/c/envs/k"}'
+    assert log.event("master-replica-0", READY, "", runs, 41) == [
+        ("INFO", "Runtime 1.15 is ready on node A (built in 40 s): TensorFlow 1.15.5 on Python 3.7 (/c/envs/k).")]
+    log.finished("master-replica-0")
+    assert log.event("worker-replica-1", READY, "", runs, 42) == []  # node A's second replica found it
+    assert log.event("worker-replica-1", INSTALL, "INFO", "Installing package(s): gs://b/t.tar.gz", 42) == [
+        ("INFO", "worker-replica-1: Installing package(s): gs://b/t.tar.gz")]
+    assert log.failure("worker-replica-1", "no such package") == "worker-replica-1: no such package"
+    assert log.failure("ps-replica-0", "uv failed") == "On node B (ps-replica-0): uv failed"
+    assert log.mismatch() is None
+    fallback = '{"environment": "tf2.15-keras2", "tensorflow": "2.15.1", "python": "3.11", "root": "/c/envs/f"}'
+    log.event("worker-replica-0", READY, "", fallback, 50)
+    mismatch = log.mismatch()
+    assert mismatch is not None and "node A: runtime-1.15 (TensorFlow 1.15.5 on Python 3.7)" in mismatch
+    assert "node B: tf2.15-keras2 (TensorFlow 2.15.1 on Python 3.11)" in mismatch
 
 
 def test_what_ray_cannot_run_is_refused_naming_the_field():
@@ -181,8 +267,11 @@ def test_dry_run_prints_the_ray_job_without_a_cluster(monkeypatch):
     assert request["entrypoint"] == "python -m aiptrain.backends.ray.driver"
     assert request["runtimeEnv"]["py_modules"][0].endswith("aiptrain")
     assert request["metadata"]["aiptrain.project"] == "local-project"
-    assert "tensorflow-cpu==2.15.1" in request["replicaRuntimeEnvs"]["worker-replica-0"]["pip"]["packages"]
-    assert "installed for each replica through a Ray runtime environment (pip)" in request["runtimeNotes"][1]
+    # No --runtime-version: the service's default, 1.0, on its own TensorFlow.
+    assert request["replicaEnvironments"]["worker-replica-0"]["packages"][0] == "tensorflow==1.0.1"
+    assert "built with uv on the replica's node" in request["runtimeNotes"][0]
+    # `ray job stop` waits for the driver to stop the replicas and the builds (kill grace + 15 s).
+    assert request["runtimeEnv"]["env_vars"]["RAY_JOB_STOP_WAIT_TIME_S"] == "20"
     assert json.loads(request["metadata"]["aiptrain.job"])["trainingInput"]["packageUris"][0].startswith("gs://bkt/")
     assert "trials" not in request
     assert request["placementGroup"] == {"strategy": "SPREAD", "bundles": [
@@ -221,3 +310,40 @@ def test_without_ray_installed_the_backend_names_the_extra():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "pip install -e '.[ray]'" in result.stderr
+
+
+def test_dry_run_renders_the_plan_where_ray_cannot_be_imported():
+    # sys.modules["ray"] = None makes `import ray` fail, as on a machine without Ray; no address either.
+    probe = ("import sys; sys.modules['ray'] = None; from aiptrain.cli.main import root; "
+             "root.main(args=sys.argv[1:], prog_name='aiptrain')")
+    result = subprocess.run([sys.executable, "-c", probe, *SUBMIT, "--runtime-version", "1.15", "--python-version",
+                             "3.7", "--dry-run", "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    request = document["request"]
+    assert [b["taskName"] for b in request["placementGroup"]["bundles"]] == ["master-replica-0", "worker-replica-0"]
+    environments = request["replicaEnvironments"]
+    assert {task: (e["tensorflow"], e["python"]) for task, e in environments.items()} == {
+        "master-replica-0": ("1.15.5", "3.7"), "worker-replica-0": ("1.15.5", "3.7")}
+    tf_configs = document["tfConfig"]
+    assert tf_configs["worker-replica-0"]["task"] == {"type": "worker", "index": 0}
+    assert "master" in tf_configs["worker-replica-0"]["cluster"]
+
+
+def test_dry_run_says_how_each_way_to_the_runtime_packages_runs(monkeypatch):
+    monkeypatch.setenv("AIPTRAIN_RAY_RUNTIME_PACKAGES", "cluster")
+    result = CliRunner().invoke(root, [*SUBMIT, "--dry-run", "--format", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    request = json.loads(result.stdout)["request"]
+    assert all("the node's own" in env["python"] for env in request["replicaEnvironments"].values())
+    assert any("AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster" in line for line in request["runtimeNotes"])
+    # The retired pip (Ray's runtime_env plugin) is read as the node builder, and the job's log says so.
+    monkeypatch.setenv("AIPTRAIN_RAY_RUNTIME_PACKAGES", "pip")
+    result = CliRunner().invoke(root, [*SUBMIT, "--dry-run", "--format", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["request"]["replicaEnvironments"]["master-replica-0"]["environment"] == "runtime-1.0"
+    assert any("AIPTRAIN_RAY_RUNTIME_PACKAGES=pip is read as `build`" in line for line in document["warnings"])
+    monkeypatch.setenv("AIPTRAIN_RAY_RUNTIME_PACKAGES", "conda")
+    refused = CliRunner().invoke(root, [*SUBMIT, "--dry-run"], catch_exceptions=False)
+    assert refused.exit_code == 2 and "AIPTRAIN_RAY_RUNTIME_PACKAGES" in refused.stderr

@@ -55,7 +55,7 @@ class RayBackend(RemoteBackendDefaults):
     poll_seconds: ClassVar[tuple[float, float]] = (0.25, 2.0)
 
     def __init__(self, settings: BackendSettings) -> None:
-        require_ray()
+        # Ray is needed once the cluster is: a dry run renders the plan without it.
         self.settings = settings
         self.project = settings.project
         self._ray: RaySettings | None = None
@@ -73,6 +73,7 @@ class RayBackend(RemoteBackendDefaults):
     @property
     def client(self) -> Any:
         if self._client is None:
+            require_ray()  # first: without Ray, the address does not matter yet
             self._client = connect(self.ray_settings.address)
         return self._client
 
@@ -86,7 +87,9 @@ class RayBackend(RemoteBackendDefaults):
         """What Ray cannot run, plus a malformed address or scale (checked without a connection,
         so a dry run needs no cluster; an unreachable one is found when the job is created)."""
         from aiptrain.backends.ray.settings import (
+            FIT_CHECK_VARIABLE,
             PACKAGES_VARIABLE,
+            fit_check,
             jobs_api_address,
             resource_scale,
             runtime_packages_mode,
@@ -97,7 +100,7 @@ class RayBackend(RemoteBackendDefaults):
         problems = plan.ray_problems(job, load_catalog())
         checks: list[tuple[str, Callable[[], object]]] = [
             ("--ray-resource-scale", lambda: resource_scale(self.settings.ray_resource_scale)),
-            (PACKAGES_VARIABLE, runtime_packages_mode)]
+            (PACKAGES_VARIABLE, runtime_packages_mode), (FIT_CHECK_VARIABLE, fit_check)]
         if self.settings.ray_address:
             checks.append(("--ray-address", lambda: jobs_api_address(self.settings.ray_address)))
         for flag, check in checks:
@@ -111,13 +114,22 @@ class RayBackend(RemoteBackendDefaults):
         from aiptrain.backends.ray.settings import runtime_packages_mode
         from aiptrain.job.catalog import load_catalog
         from aiptrain.job.cluster import resolve_cluster
+        from aiptrain.replicas.settings import ReplicaSettings
 
         catalog = load_catalog()
         assert job.training_input is not None
         groups = resolve_cluster(job.training_input, catalog)
         return plan.ray_job_document(job, self.project, groups, catalog, scale=scale, working_dir=working_dir,
                                      aiptrain_dir=str(Path(aiptrain.__file__).parent),
-                                     packages_mode=runtime_packages_mode())
+                                     packages_mode=runtime_packages_mode(),
+                                     kill_grace=ReplicaSettings.from_env().kill_grace)
+
+    @staticmethod
+    def _notes(job: Job, scale: float) -> list[str]:
+        from aiptrain.backends.ray.settings import runtime_packages_note
+
+        note = runtime_packages_note()
+        return plan.notes(job.training_input or TrainingInput(), scale) + ([note] if note else [])
 
     def request_body(self, job: Job) -> dict[str, Any]:
         """The Ray job as it will be submitted (dry-run needs no cluster, so no address check)."""
@@ -125,11 +137,12 @@ class RayBackend(RemoteBackendDefaults):
 
         scale = resource_scale(self.settings.ray_resource_scale)
         document = self._document(job, WORKING_DIR_PLACEHOLDER, scale)
-        document["notes"] = plan.notes(job.training_input or TrainingInput(), scale)
+        document["notes"] = self._notes(job, scale)
         return document
 
     def dry_run_view(self, job: Job, request_body: dict[str, Any]) -> DryRunView:
-        # What the Ray job's log will say first (bundles scaled down, the region unused).
+        # What the Ray job's log will say first (bundles scaled down, the region unused); how the
+        # runtime is honoured on the nodes is the request's `runtimeNotes`.
         return DryRunView(warnings=list(request_body.get("notes", [])))
 
     def create_job(self, job: Job) -> Job:
@@ -144,18 +157,32 @@ class RayBackend(RemoteBackendDefaults):
         assert job.training_input is not None
         catalog = load_catalog()
         groups = resolve_cluster(job.training_input, catalog)
+        self._check_fit(plan.bundles_for(groups, catalog, scale), scale)
         with tempfile.TemporaryDirectory(prefix="aiptrain-ray-") as working_dir:
             self._stage_packages(job, Path(working_dir))
             storage_root = os.environ.get("AIPTRAIN_RAY_STORAGE_ROOT") or str(self._storage_root())
             payload = plan.driver_payload(job, self.project, groups, catalog, scale=scale,
                                           storage_root=storage_root, policy=ReplicaSettings.from_env(),
                                           packages_mode=runtime_packages_mode())
+            payload["notes"] = self._notes(job, scale)
             payload["previousJobs"] = self._previous_jobs(job)
             (Path(working_dir) / plan.PAYLOAD_FILE).write_text(json.dumps(payload, indent=1), encoding="utf-8")
             document = self._document(job, working_dir, scale)
             call(job_id, client.submit_job, entrypoint=document["entrypoint"], submission_id=job_id,
                  runtime_env=document["runtimeEnv"], metadata=document["metadata"])
         return self.get_job(job_id)
+
+    def _check_fit(self, bundles: list[plan.Bundle], scale: float) -> None:
+        """UsageError (exit 2, nothing submitted) when a replica is larger than every node."""
+        from aiptrain.backends.ray.client import cluster_nodes
+        from aiptrain.backends.ray.node_fit import fit_refusal
+        from aiptrain.backends.ray.settings import fit_check
+
+        if not fit_check():
+            return
+        refusal = fit_refusal(bundles, cluster_nodes(self.ray_settings.address), scale)
+        if refusal is not None:
+            raise refusal
 
     def _previous_jobs(self, job: Job) -> dict[str, Any]:
         """The job resumePreviousJobId names, as describe shows it, for the driver's study."""

@@ -42,6 +42,26 @@ def connect(address: str) -> Any:
         raise UsageError(f"cannot reach the Ray Jobs API at {address}: {first}", hint=ADDRESS_HINT) from None
 
 
+def cluster_nodes(address: str) -> list[Any]:
+    """The cluster's live nodes with what each has in all (`node_fit.NodeSize`), from the state
+    API of the same dashboard; [] when it does not answer (the fit is then not checked)."""
+    from ray.util.state import list_nodes
+
+    from aiptrain.backends.ray.node_fit import NodeSize
+
+    try:
+        nodes = list_nodes(address=address, filters=[("state", "=", "ALIVE")], detail=True, limit=10000,
+                           raise_on_missing_output=False)
+    except Exception:  # an older or locked-down dashboard: submit as before, the job waits QUEUED
+        return []
+    sizes = []
+    for node in nodes:
+        total = node.resources_total or {}
+        sizes.append(NodeSize(label=f"{node.node_ip} ({str(node.node_id)[:8]})", cpus=float(total.get("CPU", 0)),
+                              memory_bytes=float(total.get("memory", 0)), gpus=float(total.get("GPU", 0))))
+    return sizes
+
+
 def translate(error: Exception, job_id: str) -> OperationalError:
     """A Jobs API failure as the aiptrain error it means."""
     text = str(error)

@@ -5,8 +5,9 @@ packages) and prints the job's log on stdout in `joblog`'s line format. Its life
 
 1. QUEUED: reserve one placement-group bundle per replica (SPREAD across nodes); while the
    cluster has no room, say what is missing and keep waiting (an autoscaler may add nodes);
-2. PREPARING: start one `ReplicaHost` actor on each bundle; each installs the packages on its
-   node and probes a free port there; the real node addresses make TF_CONFIG;
+2. PREPARING: start one `ReplicaHost` actor on each bundle; each finds or builds the runtime's
+   environment on its node (one build per node) and installs the packages there, then probes a
+   free port; the real node addresses make TF_CONFIG;
 3. RUNNING: `run_replica_set` of the local engine, with replicas on the actors: the same
    TF_CONFIG contract, log prefixes and restart rules as on the local backend;
 4. the end: `Job completed successfully.` (exit 0), `Job failed: MESSAGE` (exit 1) or
@@ -30,12 +31,15 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from aiptrain.backends.ray import joblog
+from aiptrain.backends.ray.node_preparation import READY
 from aiptrain.backends.ray.plan import PACKAGE_STORE_DIR, PAYLOAD_FILE
+from aiptrain.backends.ray.preparation_log import PreparationLog
 from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import resolve_cluster
 from aiptrain.job.spec import Job, JobState, TrainingInput
@@ -46,6 +50,8 @@ from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, Repl
 
 # Seconds the placement group may take before the job says it is waiting for room.
 _ROOM_NOTICE_SECONDS = 3.0
+# How long one read of a replica's preparation waits for news.
+READ_PREPARATION_SECONDS = 1.0
 
 
 def actor_name(job_id: str, task_name: str, trial_id: str | None = None) -> str:
@@ -146,50 +152,33 @@ class RaySetRun:
         return False
 
     def start_hosts(self, ray: Any) -> ReplicaSetOutcome | None:
-        """One actor per bundle; each installs the packages on its node. The failure, if any."""
+        """One actor per bundle, each prepared on its node (`prepare`). The failure, if any."""
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         from aiptrain.backends.ray.replica_host import ReplicaHost
 
         host_class = ray.remote(ReplicaHost)
-        runtime_envs = self.driver.payload.get("replicaRuntimeEnvs") or {}
         for index, bundle in enumerate(self.driver.payload["bundles"]):
             res = bundle["resources"]
             task_name = bundle["taskName"]
             strategy = PlacementGroupSchedulingStrategy(self.placement_group, placement_group_bundle_index=index)
-            options: dict[str, Any] = {
-                "num_cpus": res["CPU"], "num_gpus": res.get("GPU", 0), "memory": res["memory"],
-                "max_concurrency": 8, "scheduling_strategy": strategy,
-                "name": actor_name(self.driver.job_id, task_name, self.trial_id),
-            }
-            if runtime_envs.get(task_name):
-                options["runtime_env"] = runtime_envs[task_name]
-            self.actors[task_name] = host_class.options(**options).remote(
-                self.driver.job_id, task_name, self.trial_id)
-        packages = list(self.driver.training_input.package_uris or [])
-        # Relative: each actor finds the packages in its own node's copy of the working directory.
-        prepared = {name: actor.prepare.remote(packages, PACKAGE_STORE_DIR, f"{self.run_token}/install",
-                                               self.driver.policy.kill_grace)
-                    for name, actor in self.actors.items()}
+            self.actors[task_name] = host_class.options(
+                num_cpus=res["CPU"], num_gpus=res.get("GPU", 0), memory=res["memory"], max_concurrency=8,
+                scheduling_strategy=strategy, name=actor_name(self.driver.job_id, task_name, self.trial_id),
+            ).remote(self.driver.job_id, task_name, self.trial_id)
         places = {name: actor.where.remote() for name, actor in self.actors.items()}
-        for name, ref in prepared.items():
+        nodes: dict[str, tuple[str, str]] = {}  # task -> (node id, label)
+        for name, ref in places.items():
             try:
-                error, lines = ray.get(ref)
-                where = ray.get(places[name])
-            except ray.exceptions.RuntimeEnvSetupError as failed:
-                message = (f"The runtime packages of the replica {name} could not be installed on its node: "
-                           f"{_first_line(failed)}")
-                return ReplicaSetOutcome(JobState.FAILED, message, failed_task=name)
+                where = ray.get(ref)
             except ray.exceptions.RayError as crash:
-                message = f"The replica {name} could not be placed on the cluster: {crash}"
-                return ReplicaSetOutcome(JobState.FAILED, message, failed_task=name)
-            self.say(f"{name} runs on node {where['ip']} ({where['hostname']}, node id {where['nodeId'][:12]}"
-                     f"{', Python ' + where['python'] if where.get('python') else ''}).")
-            for severity, message in lines:
-                self.say(f"{name}: {message}", severity)
-            if error is not None:
-                return ReplicaSetOutcome(JobState.FAILED, f"{name}: {error}", failed_task=name)
-        return None
+                return ReplicaSetOutcome(JobState.FAILED, f"The replica {name} could not be placed on the cluster: "
+                                         f"{_first_line(crash)}", failed_task=name)
+            nodes[name] = (where["nodeId"], node_label(where))
+            # With the cluster's own Python the replica runs with the actor's; else its environment's.
+            python = f", Python {where['python']}" if self.driver.payload.get("packagesMode") == "cluster" else ""
+            self.say(f"{name} runs on node {nodes[name][1]}, host {where['hostname']}{python}.")
+        return NodesPreparation(self, ray, nodes).run()
 
     def addresses(self, ray: Any) -> dict[str, list[str]]:
         """TF_CONFIG task type -> `IP:PORT` per replica, each probed on the replica's own node."""
@@ -247,6 +236,108 @@ def _first_line(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return next((line for line in reversed(lines) if "ERROR" in line or "rror:" in line), lines[-1] if lines else
                 type(error).__name__)
+
+
+def node_label(where: dict[str, str]) -> str:
+    """How the log names a node: its address and the start of its Ray node id (two nodes may share an address)."""
+    return f"{where['ip']} ({where['nodeId'][:8]})"
+
+
+class NodesPreparation:
+    """PREPARING of one replica set: on each node one replica's actor first finds or builds the
+    runtime's environment (a second replica there would only wait for the node's build lock),
+    then the node's other replicas prepare on it. Progress and failures name the node."""
+
+    def __init__(self, run: RaySetRun, ray: Any, nodes: dict[str, tuple[str, str]]) -> None:
+        payload = run.driver.payload
+        self.run_set = run
+        self.ray = ray
+        self.nodes = nodes
+        self.request = {
+            "packageUris": list(run.driver.training_input.package_uris or []),
+            # Relative: each actor finds the packages in its own node's copy of the working directory.
+            "storeDir": PACKAGE_STORE_DIR,
+            "runToken": f"{run.run_token}/prepare",
+            "killGrace": run.driver.policy.kill_grace,
+            "packagesMode": payload.get("packagesMode", "build"),
+            "runtime": payload["runtime"],
+        }
+        builds = self.request["packagesMode"] != "cluster"
+        self.log = PreparationLog(str(payload["runtime"]["runtime"]["version"]),
+                                  {task: label for task, (_node, label) in nodes.items()}, builds=builds)
+        leaders: dict[str, str] = {}
+        for task, (node_id, _label) in nodes.items():
+            leaders.setdefault(node_id, task)
+        self.first = list(leaders.values()) if builds else list(nodes)
+        self.later = [task for task in nodes if task not in self.first]
+        self.polls: dict[str, Any] = {}  # task -> its pending poll
+
+    def begin(self, tasks: list[str]) -> None:
+        # Begun before the first poll: a threaded actor runs calls in any order.
+        self.ray.get([self.run_set.actors[task].begin_prepare.remote(self.request) for task in tasks])
+        for task in tasks:
+            self.polls[task] = self.run_set.actors[task].poll_prepare.remote(READ_PREPARATION_SECONDS)
+
+    def run(self) -> ReplicaSetOutcome | None:
+        ray = self.ray
+        self.begin(self.first)
+        while self.polls:
+            if self.run_set.stop.is_set():
+                self.cancel()
+                return ReplicaSetOutcome(JobState.CANCELLED)
+            ready, _ = ray.wait(list(self.polls.values()), num_returns=1, timeout=READ_PREPARATION_SECONDS)
+            for ref in ready:
+                task = next(name for name, pending in self.polls.items() if pending == ref)
+                failure = self.read(task, ref)
+                if failure is not None:
+                    self.cancel()
+                    return failure
+            self.say(self.log.heartbeat(time.monotonic()))
+        mismatch = self.log.mismatch()
+        return ReplicaSetOutcome(JobState.FAILED, mismatch) if mismatch else None
+
+    def read(self, task: str, ref: Any) -> ReplicaSetOutcome | None:
+        """One poll's answer: its lines said, the next poll sent, the task's failure if it failed."""
+        ray = self.ray
+        try:
+            events, outcome = ray.get(ref)
+        except ray.exceptions.RayActorError as crash:
+            del self.polls[task]
+            return ReplicaSetOutcome(JobState.FAILED, f"The replica {task} could not be prepared on node "
+                                     f"{self.nodes[task][1]}: its Ray actor is gone ({_first_line(crash)})",
+                                     failed_task=task)
+        now = time.monotonic()
+        for kind, severity, message in events:
+            self.say(self.log.event(task, kind, severity, message, now))
+            if kind == READY and task in self.first:
+                # The node's environment is there: its other replicas find it now, while this one
+                # installs the trainer package.
+                node_id = self.nodes[task][0]
+                self.begin([other for other in self.later if self.nodes[other][0] == node_id])
+        if outcome is None:
+            self.polls[task] = self.run_set.actors[task].poll_prepare.remote(READ_PREPARATION_SECONDS)
+            return None
+        del self.polls[task]
+        if outcome["cancelled"]:
+            return ReplicaSetOutcome(JobState.CANCELLED)
+        if outcome["error"] is not None:
+            return ReplicaSetOutcome(JobState.FAILED, self.log.failure(task, outcome["error"]), failed_task=task)
+        self.log.finished(task)
+        return None
+
+    def cancel(self) -> None:
+        """Stop every preparation still running (a build's processes killed, its half-built
+        environment removed) before the actors go."""
+        ray = self.ray
+        grace = self.run_set.driver.policy.kill_grace + 5
+        refs = [self.run_set.actors[task].cancel_prepare.remote(grace) for task in self.polls]
+        self.polls.clear()
+        with contextlib.suppress(Exception):  # an actor that is gone took its processes with it
+            ray.wait(refs, num_returns=len(refs), timeout=grace + 5)
+
+    def say(self, lines: list[tuple[str, str]]) -> None:
+        for severity, message in lines:
+            self.run_set.say(message, severity)
 
 
 class Driver:

@@ -5,11 +5,12 @@ is `python -m aiptrain.backends.ray.driver`. The driver reads `aiptrain-job.json
 below) from its working directory, reserves one placement-group bundle per replica and runs the
 replicas there. Bundles are sized from the machine-type catalog: a machine type's vCPUs and
 memory, and the GPUs its accelerator config asks for; `--ray-resource-scale` shrinks CPUs and
-memory (never GPUs) by a factor, and the job's log says so. Each replica's actor gets the runtime
-version's package list (the runtime catalog, as the local backend installs it) as a Ray runtime
-environment of its own (`pip` or `uv`), so the driver keeps the cluster's base environment; with
-AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster the replicas use the cluster's Python as it is. A job's
-region (gcloud's command lines always give one) is accepted and has no effect; the log says so.
+memory (never GPUs) by a factor, and the job's log says so. Each replica runs in its runtime
+version's own environment, which its actor builds (or finds) on its node with the local backend's
+builder from the runtime's catalog entry (`runtime_spec`), so the driver keeps the cluster's base
+environment; with AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster the replicas use the cluster's Python as
+it is. A job's region (gcloud's command lines always give one) is accepted and has no effect; the
+log says so.
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from aiptrain.backends.ray.runtime_spec import runtime_spec
+from aiptrain.backends.ray.settings import CACHE_VARIABLE, DEFAULT_NODE_CACHE
 from aiptrain.errors import Problem
-from aiptrain.job.catalog import Catalog, EnvironmentRecipe
+from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.spec import ROLES, Job, TrainingInput
 from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.cluster_plan import is_tpu
+from aiptrain.replicas.envs.interpreters import Interpreter
+from aiptrain.replicas.envs.resolution import RuntimeResolution, package_label, resolve_runtime
 from aiptrain.replicas.settings import ReplicaSettings
 
 ENTRYPOINT = "python -m aiptrain.backends.ray.driver"
@@ -33,6 +38,8 @@ PACKAGE_STORE_DIR = "packages"
 PLACEMENT_STRATEGY = "SPREAD"
 METADATA_PROJECT = "aiptrain.project"
 METADATA_JOB = "aiptrain.job"
+# Seconds `ray job stop` waits for the driver beyond the replicas' kill grace.
+STOP_MARGIN_SECONDS = 15
 _GIB = 1024**3
 
 
@@ -148,41 +155,52 @@ def notes(training_input: TrainingInput, scale: float) -> list[str]:
     return lines
 
 
-def replica_runtime_envs(training_input: TrainingInput, bundles: list[Bundle], catalog: Catalog,
+def replica_environments(training_input: TrainingInput, bundles: list[Bundle], catalog: Catalog,
                          mode: str) -> dict[str, dict[str, Any]]:
-    """Task name -> the Ray runtime environment of its actor ({} with the cluster's own Python).
-
-    A replica with GPUs gets the GPU build of a package where the recipe names one. Replicas run
-    on the cluster's Python, so they get the runtime's fallback environment (TensorFlow 2.15),
-    whatever the runtime's own TensorFlow needs."""
+    """Task name -> the environment its replica runs in, as planned (each node resolves it against
+    its own interpreters when the job runs, and the log says what it found)."""
     if mode == "cluster":
-        return {}
-    recipe = _cluster_recipe(training_input, catalog)
-    envs = {}
-    for bundle in bundles:
-        packages = [recipe.gpu_packages.get(p, p) if bundle.gpus else p for p in recipe.packages]
-        envs[bundle.task_name] = {mode: {"packages": packages}}
-    return envs
+        return {bundle.task_name: {"python": "the node's own (AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster)"}
+                for bundle in bundles}
+    resolution = planned_resolution(training_input, catalog)
+    return {bundle.task_name: {
+        "environment": resolution.name,
+        "tensorflow": resolution.tensorflow,
+        "python": resolution.python,
+        # A replica with GPUs gets the runtime's GPU build where its node has an NVIDIA GPU.
+        "packages": [resolution.gpu_packages.get(p, p) if bundle.gpus else p for p in resolution.packages],
+        "builtOn": f"its node, once per node, under {CACHE_VARIABLE} (default {DEFAULT_NODE_CACHE})",
+    } for bundle in bundles}
+
+
+def planned_resolution(training_input: TrainingInput, catalog: Catalog) -> RuntimeResolution:
+    """The runtime's own environment, as a node with the runtime's first-choice Python resolves it."""
+    def on_the_node(version: str, _env: Any) -> Interpreter:
+        return Interpreter(version, f"python{version}", "the node")
+
+    return resolve_runtime(training_input, catalog, find=on_the_node)
 
 
 def runtime_notes(training_input: TrainingInput, catalog: Catalog, mode: str) -> list[str]:
-    """INFO lines for the job's log: which packages the replicas run with, and how they get them."""
+    """INFO lines for the job's log: which environment the replicas run in, and where it comes from."""
     runtime = catalog.runtime_for(training_input.runtime_version)
     assert runtime is not None  # validated
     if mode == "cluster":
         return [f"Runtime version {runtime.version}: the replicas run with the cluster's own Python "
                 "(AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster); the trainer's dependencies must already be installed there."]
-    recipe = _cluster_recipe(training_input, catalog)
-    return [f"Runtime version {runtime.version} ran TensorFlow {runtime.tensorflow}; on Ray the replicas run on the "
-            f"cluster's Python with TensorFlow {recipe.tensorflow} ({recipe.name}), since that is what installs there.",
-            f"Runtime packages, installed for each replica through a Ray runtime environment ({mode}): "
-            + ", ".join(recipe.packages) + "."]
-
-
-def _cluster_recipe(training_input: TrainingInput, catalog: Catalog) -> EnvironmentRecipe:
-    runtime = catalog.runtime_for(training_input.runtime_version)
-    assert runtime is not None  # validated
-    return catalog.environments[runtime.local_environment]
+    planned = planned_resolution(training_input, catalog)
+    fallback = catalog.environments[runtime.local_environment]
+    why = f" ({planned.why})" if planned.why else ""
+    return [
+        f"Runtime version {runtime.version}: each replica runs TensorFlow {planned.tensorflow} on Python "
+        f"{planned.python}{why}, in the runtime's own environment, built with uv on the replica's node (once per "
+        f"node, under {CACHE_VARIABLE}, default {DEFAULT_NODE_CACHE}) and kept there for later jobs.",
+        f"A node without Python {planned.python} (looked for as on this machine: AIPTRAIN_PYTHONS, uv's Pythons, "
+        f"PATH, pyenv) has uv download it where AIPTRAIN_PYTHON_DOWNLOADS allows, else runs the fallback TensorFlow "
+        f"{fallback.tensorflow} on Python {' to '.join(dict.fromkeys((fallback.pythons[0], fallback.pythons[-1])))}; "
+        "the log says what each node runs.",
+        "Runtime packages: " + ", ".join(package_label(p) for p in planned.packages) + ".",
+    ]
 
 
 def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *,
@@ -199,8 +217,8 @@ def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: 
         "placementStrategy": PLACEMENT_STRATEGY,
         "notes": notes(training_input, scale),
         "runtimeNotes": runtime_notes(training_input, catalog, packages_mode),
-        "replicaRuntimeEnvs": replica_runtime_envs(training_input, bundles_for(groups, catalog, scale), catalog,
-                                                   packages_mode),
+        "packagesMode": packages_mode,
+        "runtime": runtime_spec(training_input, catalog),
         "storageRoot": storage_root,
         "restartPolicy": {
             "maxRestarts": policy.max_restarts,
@@ -221,33 +239,37 @@ def job_metadata(job: Job, project: str) -> dict[str, str]:
     return metadata
 
 
-def runtime_env(working_dir: str, aiptrain_dir: str) -> dict[str, Any]:
-    """The runtime environment: the job's files as working_dir, aiptrain itself as a py_module."""
+def runtime_env(working_dir: str, aiptrain_dir: str, kill_grace: float) -> dict[str, Any]:
+    """The runtime environment: the job's files as working_dir, aiptrain itself as a py_module.
+
+    `ray job stop` gives the driver RAY_JOB_STOP_WAIT_TIME_S (3 s by default) before it kills it:
+    enough here to stop the replicas as locally (SIGTERM, the grace, SIGKILL), stop environment
+    builds and remove what they left, so that a cancelled job leaves nothing running on any node."""
     return {
         "working_dir": working_dir,
         "py_modules": [aiptrain_dir],
         "excludes": ["__pycache__", "*.pyc"],
-        "env_vars": {"PYTHONUNBUFFERED": "1"},
+        "env_vars": {"PYTHONUNBUFFERED": "1",
+                     "RAY_JOB_STOP_WAIT_TIME_S": str(math.ceil(kill_grace) + STOP_MARGIN_SECONDS)},
     }
 
 
-def ray_job_document(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *,
-                     scale: float, working_dir: str, aiptrain_dir: str, packages_mode: str) -> dict[str, Any]:
-    """What is sent to the Jobs API (and what --dry-run prints): the replicas' runtime
-    environments and notes travel in the working directory, and are shown here too."""
+def ray_job_document(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *, scale: float,
+                     working_dir: str, aiptrain_dir: str, packages_mode: str, kill_grace: float) -> dict[str, Any]:
+    """What is sent to the Jobs API (and what --dry-run prints): the replicas' environments and
+    notes travel in the working directory, and are shown here too."""
     training_input = job.training_input or TrainingInput()
+    bundles = bundles_for(groups, catalog, scale)
     return {
         "submissionId": job.job_id,
         "entrypoint": ENTRYPOINT,
-        "runtimeEnv": runtime_env(working_dir, aiptrain_dir),
+        "runtimeEnv": runtime_env(working_dir, aiptrain_dir, kill_grace),
         "metadata": job_metadata(job, project),
         "placementGroup": {
             "strategy": PLACEMENT_STRATEGY,
-            "bundles": [{"taskName": b.task_name, "machineType": b.machine_type, **b.resources()}
-                        for b in bundles_for(groups, catalog, scale)],
+            "bundles": [{"taskName": b.task_name, "machineType": b.machine_type, **b.resources()} for b in bundles],
         },
-        "replicaRuntimeEnvs": replica_runtime_envs(training_input, bundles_for(groups, catalog, scale), catalog,
-                                                   packages_mode),
+        "replicaEnvironments": replica_environments(training_input, bundles, catalog, packages_mode),
         "runtimeNotes": runtime_notes(training_input, catalog, packages_mode),
         **tuning_plan(training_input),
     }

@@ -2,10 +2,11 @@
 
 `ReplicaHost` is a plain class made a Ray actor by the driver (`ray.remote(ReplicaHost)`), placed
 on the replica's placement-group bundle and holding its resources (so a GPU replica sees its
-CUDA_VISIBLE_DEVICES). On its node it installs the job's packages (the local engine's
-`install_packages`, into a site directory of its own), probes a free port, and runs the trainer
-as a process group with the node's Python, the given environment and `PYTHONPATH` = that site
-directory. Output lines are buffered until the driver reads them.
+CUDA_VISIBLE_DEVICES). On its node it prepares the replica (`node_preparation`: the runtime's
+environment, built or found in the node's cache, then the job's packages into a site directory
+of its own), probes a free port, and runs the trainer as a process group with that environment's
+Python, the given environment and `PYTHONPATH` = that site directory. Output lines are buffered
+until the driver reads them.
 
 A trial of a tuning job names its cloudml-hypertune file (CLOUD_ML_HP_METRIC_FILE) as a path of
 the driver's; the actor points the trainer at a file on its own node instead and hands its
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -31,6 +33,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
+from aiptrain.backends.ray.node_preparation import NodePreparation
 from aiptrain.replicas.log_capture import MAX_LINE_BYTES
 from aiptrain.replicas.processes import ManagedProcess, kill_tokened_processes, start_process, stop_processes
 from aiptrain.replicas.replica_set import ReplicaProcess
@@ -48,16 +51,6 @@ def _node_ip() -> str:
     return address
 
 
-class _BufferSink:
-    """Keeps the lines `install_packages` logs, for the driver to print."""
-
-    def __init__(self) -> None:
-        self.lines: list[tuple[str, str]] = []
-
-    def emit(self, task_name: str, severity: str, message: str, **_: Any) -> None:
-        self.lines.append((severity, message))
-
-
 class ReplicaHost:
     """The Ray actor of one replica (created with `ray.remote(ReplicaHost).options(...)`)."""
 
@@ -68,6 +61,8 @@ class ReplicaHost:
         self.site_dir = self.root / "site"
         self.work_dir = self.root / "work"
         self.process: ManagedProcess | None = None
+        self.preparation: NodePreparation | None = None
+        self.python = sys.executable  # the runtime environment's, once prepared
         self.condition = threading.Condition()
         self.pending: collections.deque[tuple[int, bytes]] = collections.deque()  # (stream 1/2, line)
         self.open_streams = 0
@@ -81,25 +76,23 @@ class ReplicaHost:
         return {"ip": _node_ip(), "nodeId": ray.get_runtime_context().get_node_id(),
                 "hostname": socket.gethostname(), "python": sys.executable}
 
-    def prepare(self, package_uris: list[str], store_dir: str, run_token: str,
-                kill_grace: float) -> tuple[str | None, list[tuple[str, str]]]:
-        """Install the packages (from the job's working directory) into this replica's site dir."""
-        from aiptrain.replicas.preparation import install_packages
+    def begin_prepare(self, request: dict[str, Any]) -> None:
+        """Start preparing this replica on its node (`node_preparation`): its runtime environment,
+        then its trainer package; `poll_prepare` follows it, `cancel_prepare` stops it."""
+        self.preparation = NodePreparation(request, self.site_dir)
 
-        sink = _BufferSink()
-        error = install_packages(
-            package_uris,
-            site_dir=self.site_dir,
-            storage_root=Path(store_dir).resolve(),
-            python=sys.executable,
-            base_env=dict(os.environ),
-            run_token=run_token,
-            sink=sink,
-            stop=threading.Event(),
-            kill_grace=kill_grace,
-            cache_dir=SCRATCH_ROOT / "install-cache",
-        )
-        return error, sink.lines
+    def poll_prepare(self, wait: float) -> tuple[list[tuple[str, str, str]], dict[str, Any] | None]:
+        """The preparation's events since the last poll, and its outcome once it ended."""
+        assert self.preparation is not None
+        events, outcome = self.preparation.poll(wait)
+        if outcome is not None and outcome.python:
+            self.python = outcome.python
+        return events, None if outcome is None else dataclasses.asdict(outcome)
+
+    def cancel_prepare(self, timeout: float) -> bool:
+        """Stop the preparation, its processes killed and a half-built environment removed; whether
+        it ended within `timeout` seconds."""
+        return self.preparation is None or self.preparation.cancel(timeout)
 
     def address(self) -> str:
         """`IP:PORT` of this node, the port free a moment ago."""
@@ -108,7 +101,7 @@ class ReplicaHost:
         return f"{_node_ip()}:{free_ports(1)[0]}"
 
     def start(self, argv: list[str], env: dict[str, str]) -> int:
-        """Start the trainer with this node's Python; its pid."""
+        """Start the trainer with the replica's Python (its runtime environment's); its pid."""
         if self.process is not None and not self.process.has_exited():
             raise RuntimeError(f"{self.task_name} is still running")
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -124,7 +117,7 @@ class ReplicaHost:
             self.pending.clear()
             self.returncode = None
             self.open_streams = 2
-        process = start_process([sys.executable, *argv[1:]], env=full_env, cwd=self.work_dir)
+        process = start_process([self.python, *argv[1:]], env=full_env, cwd=self.work_dir)
         self.process = process
         for number, stream in ((1, process.stdout), (2, process.stderr)):
             threading.Thread(target=self._pump, args=(number, stream), daemon=True).start()
@@ -193,15 +186,18 @@ def _replace_text(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
-def read_summary_on_node(directory: str, tag: str) -> tuple[Any, str | None]:
-    """A Ray task: the last value of `tag` in the summary events under `directory`, read with this
-    worker's Python (the replicas' runtime environment): (MetricReport or None, error or None)."""
+def read_summary_on_node(directory: str, tag: str, request: dict[str, Any]) -> tuple[Any, str | None]:
+    """A Ray task: the last value of `tag` in the summary events under `directory`, read with the
+    replicas' Python on this node (their runtime environment, found or built): (MetricReport or
+    None, error or None)."""
+    from aiptrain.backends.ray.node_preparation import node_python
+    from aiptrain.replicas.envs.for_job import JobEnvironmentFailed
     from aiptrain.tuning.metrics import SummaryReadError, read_summary_metric
 
     try:
-        return read_summary_metric(sys.executable, directory, tag, dict(os.environ)), None
-    except SummaryReadError as error:
-        return None, str(error)
+        return read_summary_metric(node_python(request), directory, tag, dict(os.environ)), None
+    except (SummaryReadError, JobEnvironmentFailed) as error:
+        return None, error.message if isinstance(error, JobEnvironmentFailed) else str(error)
 
 
 class RemoteReplicaProcess:

@@ -6,8 +6,8 @@ early stopping, trainingOutput); this host gives it the driver's ways of doing t
 - a trial runs through `Driver.run_set` (its own bundles and actors, released when it ends);
 - cloudml-hypertune reports reach the study through a file in a directory of the driver's,
   which each replica's actor mirrors from its own node;
-- summary events are read on the cluster, in the replicas' runtime environment (TensorFlow is
-  there, not necessarily in the driver's);
+- summary events are read on the cluster, with the replicas' runtime environment (TensorFlow is
+  there, not necessarily in the driver's), found (or built) on the node the reading task lands on;
 - trainingOutput is printed as one `joblog.OUTPUT_PREFIX` line per change, read back by the
   backend for `jobs describe`;
 - resumePreviousJobId finds the earlier job in the payload (the backend looked it up at submit).
@@ -37,6 +37,7 @@ class Driver(Protocol):
     payload: dict[str, Any]
     job: Job
     job_id: str
+    run_token: str
     training_input: TrainingInput
     storage_root: Path
     stop: threading.Event
@@ -90,14 +91,13 @@ class RayTuningHost:
         from aiptrain.backends.ray.replica_host import read_summary_on_node
 
         directory = local_location(job_dir, self.driver.storage_root) if job_dir.startswith(GS_PREFIX) else job_dir
-        primary = self.driver.payload["bundles"][0]["taskName"]
-        runtime_env = (self.driver.payload.get("replicaRuntimeEnvs") or {}).get(primary)
-        task = self.ray.remote(read_summary_on_node)
-        if runtime_env:
-            task = task.options(runtime_env=runtime_env)
+        payload = self.driver.payload
+        # Read with the replicas' Python, in their runtime environment on whichever node the task lands.
+        request = {"packagesMode": payload.get("packagesMode", "build"), "runtime": payload["runtime"],
+                   "runToken": f"{self.driver.run_token}/summary"}
         from aiptrain.tuning.metrics import SummaryReadError
 
-        found, error = self.ray.get(task.remote(directory, tag))
+        found, error = self.ray.get(self.ray.remote(read_summary_on_node).remote(directory, tag, request))
         if error is not None:
             raise SummaryReadError(error)
         report: MetricReport | None = found

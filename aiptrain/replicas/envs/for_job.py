@@ -1,4 +1,5 @@
-"""PREPARING's first step: the environment a local job runs in, said in its first log lines."""
+"""PREPARING's first step: the environment a job runs in (on this machine, or on a Ray node), said in
+its first log lines."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ from aiptrain.job.catalog import Catalog
 from aiptrain.job.spec import TrainingInput
 from aiptrain.replicas.envs import interpreters
 from aiptrain.replicas.envs.resolution import Finder, RuntimeResolution, require_version, resolve_runtime
-from aiptrain.replicas.envs.store import BuildCancelled, Environment, EnvironmentBuildFailed, EnvironmentStore, envs_dir
+from aiptrain.replicas.envs.store import (
+    BuildCancelled,
+    Environment,
+    EnvironmentBuildFailed,
+    EnvironmentStore,
+    Phase,
+    envs_dir,
+)
 from aiptrain.replicas.processes import TOKEN_VARIABLE
 from aiptrain.replicas.settings import ReplicaSettings
 
@@ -47,19 +55,39 @@ def environment_for_job(
 
     Raises JobEnvironmentFailed (the job's errorMessage) or BuildCancelled.
     """
-    resolution = resolve_runtime(training_input, catalog)
     if settings.python_override:
+        resolution = resolve_runtime(training_input, catalog)
         say(f"Runtime version {resolution.version}: running with AIPTRAIN_LOCAL_PYTHON={settings.python} "
             "(no runtime environment is built; the trainer's dependencies must already be installed there).", "INFO")
         return None, resolution
-    resolution = with_interpreter(resolution, training_input, catalog, say)
+    return runtime_environment(training_input, catalog, EnvironmentStore(envs_dir(home)), say=say, stop=stop,
+                               run_token=run_token)
+
+
+def runtime_environment(
+    training_input: TrainingInput,
+    catalog: Catalog,
+    store: EnvironmentStore,
+    *,
+    say: Say,
+    stop: threading.Event,
+    run_token: str,
+    progress: Callable[[str], None] | None = None,
+    phase: Phase | None = None,
+) -> tuple[Environment, RuntimeResolution]:
+    """The job's runtime environment in `store` (this machine's, or a Ray node's), built if needed:
+    its interpreter found (or downloaded), the choice announced through `say`, the build's lines
+    through `progress` (default: `say` at INFO).
+
+    Raises JobEnvironmentFailed (the job's errorMessage) or BuildCancelled.
+    """
+    resolution = with_interpreter(resolve_runtime(training_input, catalog), training_input, catalog, say)
     announce(resolution, say)
     if resolution.problem is not None:
         raise JobEnvironmentFailed(resolution.summary())
-    store = EnvironmentStore(envs_dir(home))
     try:
-        environment = store.ensure(resolution, progress=lambda line: say(line, "INFO"), stop=stop,
-                                   extra_env={TOKEN_VARIABLE: run_token})
+        environment = store.ensure(resolution, progress=progress or (lambda line: say(line, "INFO")), stop=stop,
+                                   extra_env={TOKEN_VARIABLE: run_token}, phase=phase)
     except EnvironmentBuildFailed as failed:
         raise JobEnvironmentFailed(failed.message) from failed
     except BuildCancelled:

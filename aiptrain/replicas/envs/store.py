@@ -4,6 +4,7 @@
     envs/<key>/aiptrain-env.json what it holds (recipe, packages, Python, build time)
     envs/<key>/constraints.txt   its exact package versions (`uv pip freeze`), for trainer installs
     envs/.logs/<key>.log         the output of its last build (kept whether it worked or not)
+    envs/.logs/builds.jsonl      one line per completed build: which, where, how long
     envs/.locks/<key>.lock       held while it is built
 
 The key hashes the package list and the base interpreter (its path and the identity of its
@@ -29,7 +30,9 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -42,6 +45,7 @@ from aiptrain.cache_eviction import mark_used, remove_unused
 from aiptrain.replicas.envs.pip_config import pip_settings
 from aiptrain.replicas.envs.resolution import RuntimeResolution, package_label
 from aiptrain.replicas.envs.uv import environment_python, failure_reason, uv_binary, uv_environment
+from aiptrain.replicas.processes import _LAUNCHER as DIE_WITH_PARENT
 
 ENVS_SETTING = "AIPTRAIN_ENVS_DIR"
 _REVISION = "1"
@@ -51,6 +55,9 @@ _STAGING_PREFIX = ".tmp-"
 _LOCK_POLL_SECONDS = 0.2
 
 Progress = Callable[[str], None]
+# Where a caller of `ensure` is: "waiting" (another process holds the build lock), "building".
+Phase = Callable[[str], None]
+BUILDS_RECORD = "builds.jsonl"
 
 
 class EnvironmentBuildFailed(Exception):
@@ -155,22 +162,34 @@ class EnvironmentStore:
         progress: Progress,
         stop: threading.Event | None = None,
         extra_env: dict[str, str] | None = None,
+        phase: Phase | None = None,
     ) -> Environment:
         """The environment of `resolution`, built first if needed (once, under a lock).
 
-        Raises EnvironmentBuildFailed with the resolver's reason, or BuildCancelled on `stop`.
+        `phase` hears "waiting" when another process holds the lock, "building" when this one
+        builds. Raises EnvironmentBuildFailed with the resolver's reason, or BuildCancelled on `stop`.
         """
         found = self.find(resolution)
         if found is not None:
             return found
         packages = effective_packages(resolution)
         key = self.key_for(resolution)
-        with self._lock(key, progress, stop):
+        with self._lock(key, progress, stop, phase):
             found = self.find(resolution)
             if found is not None:
                 progress(f"Using the runtime {resolution.version} environment another job just built.")
                 return found
+            if phase is not None:
+                phase("building")
             return self._build(resolution, key, packages, progress, stop, extra_env or {})
+
+    def builds(self) -> list[dict[str, Any]]:
+        """Every completed build recorded under this store, oldest first."""
+        try:
+            text = (self.root / ".logs" / BUILDS_RECORD).read_text(encoding="utf-8")
+        except OSError:
+            return []
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     def entries(self) -> list[EnvironmentInfo]:
         found = []
@@ -204,7 +223,7 @@ class EnvironmentStore:
 
     # -- building ----------------------------------------------------------------------------
 
-    def _lock(self, key: str, progress: Progress, stop: threading.Event | None) -> _HeldLock:
+    def _lock(self, key: str, progress: Progress, stop: threading.Event | None, phase: Phase | None) -> _HeldLock:
         locks = self.root / ".locks"
         locks.mkdir(parents=True, exist_ok=True)
         handle = (locks / f"{key}.lock").open("a+")
@@ -216,6 +235,8 @@ class EnvironmentStore:
             except BlockingIOError:
                 if not announced:
                     progress("Waiting for another job that is building the same runtime environment ...")
+                    if phase is not None:
+                        phase("waiting")
                     announced = True
             if stop is not None and stop.wait(_LOCK_POLL_SECONDS):
                 handle.close()
@@ -290,8 +311,21 @@ class EnvironmentStore:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
         remove_unused(self.root, keep=final)
-        progress(f"Built runtime {resolution.version}'s environment in {time.monotonic() - started:.1f} s: {final}")
+        seconds = time.monotonic() - started
+        _record_build(log_path.parent / BUILDS_RECORD, {"key": key, "runtime": resolution.version,
+                                                          "python": resolution.python, "seconds": round(seconds, 1)})
+        progress(f"Built runtime {resolution.version}'s environment in {seconds:.1f} s: {final}")
         return Environment(key, final)
+
+
+def _record_build(record: Path, entry: dict[str, Any]) -> None:
+    """One line for a completed build (appended whole: builds on one node hold the lock in turn)."""
+    entry = {**entry, "host": socket.gethostname(), "pid": os.getpid(), "finished": time.time()}
+    try:
+        with record.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(entry, sort_keys=True) + "\n")
+    except OSError:
+        pass  # a record is for people and tests; the environment is built either way
 
 
 def _interpreter_of(resolution: RuntimeResolution) -> str:
@@ -317,11 +351,14 @@ def _run(
     argv: list[str], *, env: dict[str, str], log: Any, progress: Progress, stop: threading.Event | None
 ) -> tuple[int, list[str]] | None:
     """Run one uv step, its output into `log` and (except per-package lines) into `progress`;
-    (exit code, output lines), or None when `stop` was set (the step is killed)."""
+    (exit code, output lines), or None when `stop` was set (the step is killed). The step dies
+    with the thread that runs it: a builder that is killed (a Ray actor whose job was stopped)
+    leaves no uv behind."""
     log.write("$ " + " ".join(argv) + "\n")
     log.flush()
     process = subprocess.Popen(
-        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [sys.executable, "-I", "-S", str(DIE_WITH_PARENT), str(os.getpid()), *argv], env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, errors="replace", start_new_session=True,
     )
     lines: list[str] = []
