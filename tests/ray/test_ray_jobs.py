@@ -156,7 +156,8 @@ def test_a_killed_worker_is_restarted_and_cancel_stops_every_replica_on_every_no
 
 
 def test_a_replica_larger_than_every_node_is_refused_at_submit_and_nothing_reaches_the_cluster(on_cluster,
-                                                                                                digits_dir):
+                                                                                                digits_dir,
+                                                                                                isolated_environment):
     from ray.util.state import list_placement_groups
 
     job_id = "ray_never_fits"
@@ -165,6 +166,8 @@ def test_a_replica_larger_than_every_node_is_refused_at_submit_and_nothing_reach
     assert "the replica master-replica-0: 96 CPU, 80.47 GiB (n1-highcpu-96) is larger than any node" in result.stderr
     assert ": 4 CPU, 14.9 GiB" in result.stderr  # the nodes, with their sizes
     assert "hint: pass --ray-resource-scale 0.04" in result.stderr
+    # Refused before the trainer was packaged or staged.
+    assert not list((isolated_environment / "storage").rglob("*.tar.gz"))
     assert job_id not in {job.submission_id for job in backend(on_cluster).client.list_jobs()}
     assert not [group for group in list_placement_groups(address=on_cluster.address, detail=True)
                 if job_id in (group.name or "")]

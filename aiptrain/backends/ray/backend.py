@@ -108,7 +108,32 @@ class RayBackend(RemoteBackendDefaults):
                 check()
             except UsageError as error:
                 problems.append(Problem(flag, error.message, error.hint))
-        return problems
+        return problems or self._fit_problems(job)
+
+    def _fit_problems(self, job: Job) -> list[Problem]:
+        """A replica larger than every node of the cluster, found before anything is built or staged.
+        Only with a cluster to ask and Ray to ask it with: a dry run needs neither, and a cluster
+        that does not answer is met when the job is created."""
+        from aiptrain.backends.ray.settings import fit_check, jobs_api_address, resource_scale
+        from aiptrain.errors import UsageError
+        from aiptrain.job.catalog import load_catalog
+        from aiptrain.job.cluster import resolve_cluster
+
+        try:
+            address = jobs_api_address(self.settings.ray_address)
+            import ray  # noqa: F401 - the state API lives there
+        except (UsageError, ImportError):
+            return []
+        if not fit_check() or job.training_input is None:
+            return []
+        from aiptrain.backends.ray.client import cluster_nodes
+        from aiptrain.backends.ray.node_fit import fit_refusal
+
+        catalog = load_catalog()
+        scale = resource_scale(self.settings.ray_resource_scale)
+        bundles = plan.bundles_for(resolve_cluster(job.training_input, catalog), catalog, scale)
+        refusal = fit_refusal(bundles, cluster_nodes(address), scale)
+        return [] if refusal is None else [Problem("", refusal.message, refusal.hint)]
 
     def _document(self, job: Job, working_dir: str, scale: float) -> dict[str, Any]:
         from aiptrain.backends.ray.settings import runtime_packages_mode
@@ -157,7 +182,6 @@ class RayBackend(RemoteBackendDefaults):
         assert job.training_input is not None
         catalog = load_catalog()
         groups = resolve_cluster(job.training_input, catalog)
-        self._check_fit(plan.bundles_for(groups, catalog, scale), scale)
         with tempfile.TemporaryDirectory(prefix="aiptrain-ray-") as working_dir:
             self._stage_packages(job, Path(working_dir))
             storage_root = os.environ.get("AIPTRAIN_RAY_STORAGE_ROOT") or str(self._storage_root())
@@ -171,18 +195,6 @@ class RayBackend(RemoteBackendDefaults):
             call(job_id, client.submit_job, entrypoint=document["entrypoint"], submission_id=job_id,
                  runtime_env=document["runtimeEnv"], metadata=document["metadata"])
         return self.get_job(job_id)
-
-    def _check_fit(self, bundles: list[plan.Bundle], scale: float) -> None:
-        """UsageError (exit 2, nothing submitted) when a replica is larger than every node."""
-        from aiptrain.backends.ray.client import cluster_nodes
-        from aiptrain.backends.ray.node_fit import fit_refusal
-        from aiptrain.backends.ray.settings import fit_check
-
-        if not fit_check():
-            return
-        refusal = fit_refusal(bundles, cluster_nodes(self.ray_settings.address), scale)
-        if refusal is not None:
-            raise refusal
 
     def _previous_jobs(self, job: Job) -> dict[str, Any]:
         """The job resumePreviousJobId names, as describe shows it, for the driver's study."""

@@ -51,7 +51,7 @@ def cluster_nodes(address: str) -> list[Any]:
 
     try:
         nodes = list_nodes(address=address, filters=[("state", "=", "ALIVE")], detail=True, limit=10000,
-                           raise_on_missing_output=False)
+                           raise_on_missing_output=False, timeout=10)
     except Exception:  # an older or locked-down dashboard: submit as before, the job waits QUEUED
         return []
     sizes = []
