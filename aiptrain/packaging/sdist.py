@@ -119,6 +119,9 @@ def run_build(copy_root: Path, out_dir: Path, *, root: Path, generated: bool) ->
         **os.environ,
         "SOURCE_DATE_EPOCH": str(REPRODUCIBLE_MTIME),
         "PYTHONDONTWRITEBYTECODE": "1",
+        # Its stdout and stderr share one pipe: unbuffered, a failing setup.py's error comes after
+        # what it printed before, in the tail the user is shown, instead of ahead of it.
+        "PYTHONUNBUFFERED": "1",
     }
     try:
         completed = subprocess.run(

@@ -163,6 +163,13 @@ def wait_for_any_exit(processes: Iterable[ManagedProcess], timeout: float) -> bo
     return True
 
 
+def dying_with_this_thread(cores: Collection[int] = ()) -> list[str]:
+    """The launcher to put before a program's argv so that the kernel kills the program when the
+    calling thread ends (`_die_with_parent.py`), pinned to `cores` if any."""
+    pinned = ",".join(str(core) for core in sorted(cores)) or "-"
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid()), pinned]
+
+
 def start_process(
     argv: list[str], *, env: dict[str, str], cwd: Path, die_with_parent: bool = True,
     cores: Collection[int] = (),
@@ -173,8 +180,7 @@ def start_process(
     from a thread that outlives the process (the replica-set loop does). `cores`, if any, are the
     CPUs it is pinned to (only with `die_with_parent`, whose launcher pins it before it starts).
     """
-    pinned = ",".join(str(core) for core in sorted(cores)) or "-"
-    prefix = [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid()), pinned] if die_with_parent else []
+    prefix = dying_with_this_thread(cores) if die_with_parent else []
     popen = subprocess.Popen(
         prefix + argv,
         env=env,

@@ -131,6 +131,9 @@ def test_a_job_whose_logs_meet_a_full_disk_fails_saying_so(roomy_home: Path, tmp
 
 def test_a_cancel_on_a_full_disk_still_stops_the_job(roomy_home: Path, tmp_path: Path) -> None:
     _submit(roomy_home, tmp_path, "quiet", QUIET)
+    # Its last line is stored before the disk fills: from then on it writes nothing.
+    wait_until(lambda: "\twaiting" in _aiptrain(roomy_home, "jobs", "logs", "quiet", "--timeout", "1").stdout, 60,
+               "its line")
     _fill(roomy_home)
     cancelled = _aiptrain(roomy_home, "jobs", "cancel", "quiet")
     # Recording the request needs room; the supervisor is told anyway, and the user is told so.

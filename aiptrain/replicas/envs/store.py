@@ -32,7 +32,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -45,7 +44,7 @@ from aiptrain.cache_eviction import mark_used, remove_unused
 from aiptrain.replicas.envs.pip_config import pip_settings
 from aiptrain.replicas.envs.resolution import RuntimeResolution, package_label
 from aiptrain.replicas.envs.uv import environment_python, failure_reason, uv_binary, uv_environment
-from aiptrain.replicas.processes import _LAUNCHER as DIE_WITH_PARENT
+from aiptrain.replicas.processes import dying_with_this_thread
 
 ENVS_SETTING = "AIPTRAIN_ENVS_DIR"
 _REVISION = "1"
@@ -357,7 +356,7 @@ def _run(
     log.write("$ " + " ".join(argv) + "\n")
     log.flush()
     process = subprocess.Popen(
-        [sys.executable, "-I", "-S", str(DIE_WITH_PARENT), str(os.getpid()), *argv], env=env,
+        [*dying_with_this_thread(), *argv], env=env,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, errors="replace", start_new_session=True,
     )
