@@ -165,11 +165,10 @@ def _runtime_notes(job: Job, recorded: dict[str, Any] | None) -> list[str]:
 
 def _share_notes(recorded: dict[str, Any] | None) -> list[str]:
     """Each replica's part of the machine (cores, GPUs), once the job was given one."""
-    from aiptrain.replicas.machine_share import JobShare
+    from aiptrain.backends.local.machine_claim import recorded_share
 
-    if not recorded:
-        return []
-    return ["", "Share of this machine:", *(f"  {line}" for line in JobShare.from_json(recorded).lines())]
+    share = recorded_share(recorded)
+    return ["", "Share of this machine:", *(f"  {line}" for line in share.lines())] if share else []
 
 
 def _arg_problems(job: Job) -> list[Problem]:
