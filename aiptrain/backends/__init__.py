@@ -4,7 +4,7 @@ Every entry holds a typed factory, so mypy checks that each backend class satisf
 protocol, while the import inside it waits until the backend is asked for, and what must be known
 before the backend exists (whether jobs need a project).
 
-Folders: `local/`, `ray/`, `vertex/`, `rest/` (one backend each; `rest/` also holds the REST
+Folders: `local/`, `ray/`, `vertex/`, `mlv1/` (one backend each; `mlv1/` also holds the REST
 client the Vertex backend uses), `base.py` (the protocol), `polling.py` (how followers poll).
 May import: `job`, `replicas`, `tuning`, `storage` and, in each backend's folder, that folder; never
 `submit` or `cli`. Generic code reaches a backend only through this registry and the protocol.
@@ -41,7 +41,7 @@ def _vertex(settings: BackendSettings) -> Backend:
 
 
 def _mlv1(settings: BackendSettings) -> Backend:
-    from aiptrain.backends.rest.mlv1 import MlV1Backend
+    from aiptrain.backends.mlv1.backend import MlV1Backend
 
     return MlV1Backend(settings)
 

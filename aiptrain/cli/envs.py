@@ -11,8 +11,8 @@ from aiptrain.cli.context import AppContext, common_options, global_options
 
 
 def _store() -> Any:
+    from aiptrain.environments.store import EnvironmentStore, envs_dir
     from aiptrain.paths import aiptrain_home
-    from aiptrain.replicas.envs.store import EnvironmentStore, envs_dir
 
     return EnvironmentStore(envs_dir(aiptrain_home()))
 
@@ -82,9 +82,9 @@ def list_envs(app: AppContext) -> int:
 @common_options
 def build_env(app: AppContext, runtime_version: str, python_version: str | None) -> int:
     """Build the environment of RUNTIME_VERSION now (e.g. before going offline); print its path."""
+    from aiptrain.environments.for_job import environment_in_foreground
     from aiptrain.job.catalog import load_catalog
     from aiptrain.paths import aiptrain_home
-    from aiptrain.replicas.envs.for_job import environment_in_foreground
 
     environment = environment_in_foreground(runtime_version, load_catalog(), aiptrain_home(),
                                             lambda line, severity: app.progress(_labelled(line, severity)),
@@ -99,9 +99,9 @@ def build_env(app: AppContext, runtime_version: str, python_version: str | None)
 @common_options
 def remove_envs(app: AppContext, targets: tuple[str, ...], remove_all: bool) -> int:
     """Remove environments by KEY or by RUNTIME_VERSION (the next job that needs one rebuilds it)."""
+    from aiptrain.environments.resolution import resolve_version
     from aiptrain.errors import UsageError
     from aiptrain.job.catalog import load_catalog
-    from aiptrain.replicas.envs.resolution import resolve_version
 
     if not targets and not remove_all:
         raise UsageError("nothing to remove", hint="name environments by KEY or runtime version, or pass --all")

@@ -118,7 +118,7 @@ def serve(
     from aiptrain.backends.local.supervisor_start import allow_forking
     from aiptrain.emulator.app import create_app
     from aiptrain.emulator.limits import UVICORN_LIMITS, GuardedH11Protocol
-    from aiptrain.replicas.gcs_endpoint.service import UPSTREAM_VARIABLE
+    from aiptrain.gcs_endpoint.service import UPSTREAM_VARIABLE
 
     if os.environ.get("STORAGE_EMULATOR_HOST"):
         # Clients stage into that GCS emulator: the jobs (their supervisors inherit this) read

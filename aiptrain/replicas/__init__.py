@@ -4,11 +4,14 @@
 - `processes`, `ports`, `clock`, `private_env`: process groups and signals, free ports, time,
   secrets kept out of replicas;
 - `log_capture`: one log entry per output line, with its severity, to any `LogSink`;
-- `preparation`, `install_cache`: the trainer packages installed into a job's site;
-- `envs/`: runtime environments, one per runtime version (its Python, TensorFlow, packages);
-- `gcs_endpoint/`, `gs_paths`: the replicas' `gs://`, served from the local store;
+- `gs_paths`: how a replica's `gs://` paths map onto the local store;
 - `settings`: the engine settings read from the environment;
-- `cluster_plan`: what clusters this machine can run, and the replica cap.
+- `cluster_plan`: what clusters this machine can run, and the replica cap;
+- `machine_share`, `this_machine`: each replica's cores, threads and GPUs, and what the machine has.
 
-May import: `job`, `storage`. Never a backend: no SQLite store here, so a Ray node loads none.
+The runtime environments and the trainer's install live in `aiptrain/environments/`, the replicas'
+Cloud Storage endpoint in `aiptrain/gcs_endpoint/`; both build on this folder, not the reverse.
+
+May import: `errors`, `paths`, `cache_eviction`, `job`, `storage`. Never a backend: no SQLite
+store here, so a Ray node loads none.
 """

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.environments.resolution import resolve_version
+from aiptrain.environments.store import Environment, EnvironmentStore
 from aiptrain.job.catalog import load_catalog
-from aiptrain.replicas.envs.resolution import resolve_version
-from aiptrain.replicas.envs.store import Environment, EnvironmentStore
 from tests.fixtures.engine import engine, home, quick_settings
 
 __all__ = ["engine", "home", "quick_settings"]

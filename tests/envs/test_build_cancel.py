@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.environments.store import BuildCancelled, Environment, EnvironmentStore
 from aiptrain.job.spec import JobState
-from aiptrain.replicas.envs.store import BuildCancelled, Environment, EnvironmentStore
 from aiptrain.replicas.processes import TOKEN_VARIABLE, tokened_processes
 from tests.fixtures.engine import wait_until
 

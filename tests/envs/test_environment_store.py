@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain.environments.resolution import RuntimeResolution, resolve_version
+from aiptrain.environments.store import EnvironmentBuildFailed, EnvironmentStore
 from aiptrain.job.catalog import load_catalog
-from aiptrain.replicas.envs.resolution import RuntimeResolution, resolve_version
-from aiptrain.replicas.envs.store import EnvironmentBuildFailed, EnvironmentStore
 
 from .conftest import aiptrain
 

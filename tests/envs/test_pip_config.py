@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from aiptrain.replicas.envs.pip_config import pip_settings
-from aiptrain.replicas.envs.uv import uv_binary, uv_environment
+from aiptrain.environments.pip_config import pip_settings
+from aiptrain.environments.uv import uv_binary, uv_environment
 
 
 def _home_with(tmp_path: Path, user_conf: str) -> dict[str, str]:

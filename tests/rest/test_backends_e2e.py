@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.mlv1.backend import MlV1Backend
 from aiptrain.backends.polling import AdaptivePoller
-from aiptrain.backends.rest.mlv1 import MlV1Backend
 from aiptrain.backends.vertex.backend import VertexBackend
 from aiptrain.errors import AlreadyExists, NotFound, ValidationFailed
 from aiptrain.job.logs import LogEntry

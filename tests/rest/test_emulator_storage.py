@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.mlv1.backend import MlV1Backend
 from aiptrain.backends.polling import AdaptivePoller
-from aiptrain.backends.rest.mlv1 import MlV1Backend
 from aiptrain.job.logs import LogEntry
 from aiptrain.job.spec import JobState, parse_job
 from aiptrain.submit.follow import follow_job

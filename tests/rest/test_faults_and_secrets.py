@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.mlv1.backend import MlV1Backend
+from aiptrain.backends.mlv1.client import ServiceUnavailable, redact, retry_after_seconds
 from aiptrain.backends.polling import AdaptivePoller
-from aiptrain.backends.rest.client import ServiceUnavailable, redact, retry_after_seconds
-from aiptrain.backends.rest.mlv1 import MlV1Backend
 from aiptrain.errors import PermissionDenied, TransientError
 from aiptrain.job.logs import LogEntry
 from aiptrain.job.spec import JobState, parse_job

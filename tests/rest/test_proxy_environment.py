@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.rest.client import _proxy_for
+from aiptrain.backends.mlv1.client import _proxy_for
 from tests.fixtures.proxy import RecordingProxy
 from tests.rest.harness import Emulator
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.rest import logs as _logs
+from aiptrain.backends.mlv1 import logs as _logs
 from aiptrain.emulator.query import FilterError, parse_filter, timestamp_ns
 from aiptrain.job.logs import LogCursor
 

@@ -11,14 +11,14 @@ import pytest
 from googleapiclient.errors import HttpError
 
 from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.rest import logs as _logs
-from aiptrain.backends.rest.client import (
+from aiptrain.backends.mlv1 import logs as _logs
+from aiptrain.backends.mlv1.backend import MlV1Backend
+from aiptrain.backends.mlv1.client import (
     ServiceUnavailable,
     is_loopback,
     resolve_endpoint,
     translate_http_error,
 )
-from aiptrain.backends.rest.mlv1 import MlV1Backend
 from aiptrain.backends.vertex.backend import VertexBackend
 from aiptrain.emulator.serve import base_url, check_bind, serve
 from aiptrain.errors import (

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.gcs_endpoint.service import UPSTREAM_VARIABLE
 from aiptrain.job.spec import JobState
 from aiptrain.packaging import build_package
-from aiptrain.replicas.gcs_endpoint.service import UPSTREAM_VARIABLE
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 
 from .conftest import PROJECT, TRAINERS, make_job, training_input, wait_for_end

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.environments import install_cache
+from aiptrain.environments.preparation import install_packages
 from aiptrain.job.spec import JobState
 from aiptrain.packaging import build_package
-from aiptrain.replicas import install_cache
-from aiptrain.replicas.preparation import install_packages
 
 from .conftest import PROJECT, TRAINERS, make_job, training_input, wait_for_end
 

@@ -22,8 +22,8 @@ import pytest
 from google.api_core import exceptions
 from google.cloud import storage  # type: ignore[import-untyped]  # as in aiptrain/storage/gcs.py
 
-from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
-from aiptrain.replicas.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles, trusting
+from aiptrain.gcs_endpoint.service import ReplicaStorage
+from aiptrain.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles, trusting
 from aiptrain.replicas.processes import start_process
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 

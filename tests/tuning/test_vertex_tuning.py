@@ -18,8 +18,8 @@ from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
 from aiptrain.backends.base import BackendSettings
+from aiptrain.backends.mlv1.backend import MlV1Backend
 from aiptrain.backends.polling import AdaptivePoller
-from aiptrain.backends.rest.mlv1 import MlV1Backend
 from aiptrain.backends.vertex.backend import VertexBackend
 from aiptrain.backends.vertex.study import hyperparameter_tuning_job_to_job, job_to_hyperparameter_tuning_job
 from aiptrain.backends.vertex.translate import vertex_problems

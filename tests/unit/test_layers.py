@@ -16,7 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "aiptrain"
-BACKEND_FOLDERS = ("local", "ray", "vertex", "rest")
+BACKEND_FOLDERS = ("local", "ray", "vertex", "mlv1")
 
 # layer -> the other layers it may import. A layer is a top-level folder (or loose module) of
 # aiptrain/, and each backend's own folder is a layer of its own ("backends" is the protocol,
@@ -27,14 +27,18 @@ ALLOWED: dict[str, set[str]] = {
     "packaging": _BASE,
     "storage": _BASE,
     "replicas": _BASE | {"job", "storage"},
-    "tuning": _BASE | {"job", "replicas"},
+    "environments": _BASE | {"job", "storage", "replicas"},
+    "gcs_endpoint": _BASE | {"job", "storage", "replicas"},
+    "tuning": _BASE | {"job", "replicas", "environments", "gcs_endpoint"},
     "submit": _BASE | {"job", "packaging", "storage", "backends"},
     "backends": _BASE | {"job", *(f"backends.{name}" for name in BACKEND_FOLDERS)},
-    "backends.rest": _BASE | {"job", "backends"},
-    "backends.vertex": _BASE | {"job", "tuning", "backends", "backends.rest"},
-    "backends.ray": _BASE | {"job", "replicas", "tuning", "storage", "backends"},
-    "backends.local": _BASE | {"job", "replicas", "tuning", "storage", "backends"},
-    "emulator": _BASE | {"job", "replicas", "tuning", "storage", "submit", "backends", "backends.local",
+    "backends.mlv1": _BASE | {"job", "backends"},
+    "backends.vertex": _BASE | {"job", "tuning", "backends", "backends.mlv1"},
+    "backends.ray": _BASE | {"job", "replicas", "environments", "tuning", "storage", "backends"},
+    "backends.local": _BASE | {"job", "replicas", "environments", "gcs_endpoint", "tuning", "storage",
+                       "backends"},
+    "emulator": _BASE | {"job", "replicas", "environments", "gcs_endpoint", "tuning", "storage", "submit",
+                         "backends", "backends.local",
                          "backends.vertex"},
 }
 # Single modules a layer may use across its line, each with the reason.
@@ -97,7 +101,7 @@ def test_the_check_sees_a_crossing() -> None:
     # The shared replica core importing the local store is exactly what must be caught.
     assert layer_of("aiptrain.backends.local.store") == "backends.local"
     assert "backends.local" not in ALLOWED["replicas"]
-    assert layer_of("aiptrain.replicas.envs.store") == "replicas"
+    assert layer_of("aiptrain.replicas.replica_set") == "replicas"
 
 
 def test_no_module_except_cli_and_the_local_backend_names_a_backend() -> None:
@@ -133,7 +137,7 @@ sys.meta_path.insert(0, Blocked())
     "aiptrain.backends.ray.replica_host",
     "aiptrain.backends.ray.tuning_host",
     "aiptrain.replicas.replica_set",
-    "aiptrain.replicas.preparation",
+    "aiptrain.environments.preparation",
     "aiptrain.tuning.job",
 ])
 def test_what_a_ray_node_runs_imports_without_the_sqlite_store(module: str) -> None:

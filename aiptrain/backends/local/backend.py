@@ -96,7 +96,7 @@ class LocalBackend:
         if not training_input.python_module:
             return view  # refused anyway (see `unsupported`)
         if settings.python_override:
-            from aiptrain.replicas.envs.resolution import resolve_runtime
+            from aiptrain.environments.resolution import resolve_runtime
 
             version = resolve_runtime(training_input, catalog).version
             view.runtime = [f"Runtime version {version}: runs with AIPTRAIN_LOCAL_PYTHON={settings.python}."]
@@ -191,8 +191,8 @@ def _arg_problems(job: Job) -> list[Problem]:
 def _runtime_lines(job: Job) -> tuple[list[str], list[str]]:
     """(notes, warnings): the environment a local job's runtime version runs in, and why; nothing
     for a job without a Python module or with a runtime version the catalog does not know."""
+    from aiptrain.environments.resolution import resolve_runtime
     from aiptrain.job.catalog import load_catalog
-    from aiptrain.replicas.envs.resolution import resolve_runtime
 
     training_input = job.training_input
     catalog = load_catalog()

@@ -22,9 +22,9 @@ from aiptrain.backends.local.layout import JobLayout, path_list_entry
 from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobRecord, JobStore
 from aiptrain.backends.local.store_errors import is_out_of_space, note
+from aiptrain.gcs_endpoint.service import replica_base_environment
 from aiptrain.job.spec import Job, TrainingInput
 from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
-from aiptrain.replicas.gcs_endpoint.service import replica_base_environment
 from aiptrain.replicas.gs_paths import local_location, localize
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.machine_share import JobShare
@@ -33,7 +33,7 @@ from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, Repl
 from aiptrain.replicas.settings import ReplicaSettings
 
 if TYPE_CHECKING:
-    from aiptrain.replicas.gcs_endpoint.service import ReplicaStorage
+    from aiptrain.gcs_endpoint.service import ReplicaStorage
     from aiptrain.tuning.metrics import MetricReport
 
 

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from aiptrain.errors import OperationalError, UsageError
+from aiptrain.gcs_endpoint.service import replica_base_environment, replica_storage
 from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.spec import Job, JobState
 from aiptrain.job.tf_config import replica_tasks
 from aiptrain.paths import aiptrain_home
-from aiptrain.replicas.gcs_endpoint.service import replica_base_environment, replica_storage
 from aiptrain.replicas.gs_paths import GS_PREFIX, localize
 from aiptrain.replicas.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.replicas.machine_share import JobShare, ReplicaAsk, ReplicaShare, share_job
@@ -228,9 +228,9 @@ def _interpreter(runtime_version: str | None, python_version: str | None, settin
     """The Python the replicas run with: the runtime's environment (built now if needed)."""
     if settings.python_override and runtime_version is None and python_version is None:
         return settings.python
+    from aiptrain.environments.for_job import environment_in_foreground
     from aiptrain.job.catalog import load_catalog
     from aiptrain.paths import aiptrain_home
-    from aiptrain.replicas.envs.for_job import environment_in_foreground
 
     catalog = load_catalog()
     version = runtime_version or list(catalog.runtimes)[-1]

@@ -44,16 +44,16 @@ from aiptrain.backends.local.reaper import reap_dead_jobs
 from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine
 from aiptrain.backends.local.store_errors import is_out_of_space, note
 from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
+from aiptrain.environments.for_job import JobEnvironmentFailed, environment_for_job, ran_in
+from aiptrain.environments.preparation import install_packages
+from aiptrain.environments.store import BuildCancelled
 from aiptrain.errors import AiptrainError
+from aiptrain.gcs_endpoint.service import replica_storage, system_trust_problem
 from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.spec import JobState, TrainingInput
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.cluster_plan import plan_cluster
-from aiptrain.replicas.envs.for_job import JobEnvironmentFailed, environment_for_job, ran_in
-from aiptrain.replicas.envs.store import BuildCancelled
-from aiptrain.replicas.gcs_endpoint.service import replica_storage, system_trust_problem
 from aiptrain.replicas.log_capture import SERVICE_TASK
-from aiptrain.replicas.preparation import install_packages
 from aiptrain.replicas.processes import (
     kill_tokened_processes,
     process_start_ticks,

@@ -211,7 +211,7 @@ class RayBackend(RemoteBackendDefaults):
 
     def _stage_packages(self, job: Job, working_dir: Path) -> None:
         """Copy each staged package into the working dir as packages/BUCKET/OBJECT."""
-        from aiptrain.replicas.preparation import package_path
+        from aiptrain.environments.preparation import package_path
 
         assert job.training_input is not None
         store = working_dir / plan.PACKAGE_STORE_DIR

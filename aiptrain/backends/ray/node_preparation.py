@@ -23,9 +23,9 @@ from typing import Any
 
 from aiptrain.backends.ray.runtime_spec import spec_catalog, spec_training_input
 from aiptrain.backends.ray.settings import node_cache_dir
+from aiptrain.environments.for_job import JobEnvironmentFailed, runtime_environment
+from aiptrain.environments.store import BuildCancelled, Environment, EnvironmentStore
 from aiptrain.errors import AiptrainError
-from aiptrain.replicas.envs.for_job import JobEnvironmentFailed, runtime_environment
-from aiptrain.replicas.envs.store import BuildCancelled, Environment, EnvironmentStore
 
 # Event kinds, in the order a preparation produces them.
 NOTE = "note"  # how the runtime is honoured on this node (the resolution's lines)
@@ -110,7 +110,7 @@ class NodePreparation:
             self.condition.notify_all()
 
     def _prepare(self) -> Outcome:
-        from aiptrain.replicas.preparation import install_packages
+        from aiptrain.environments.preparation import install_packages
 
         request = self.request
         run_token = str(request["runToken"])

@@ -21,14 +21,14 @@ from typing import Any
 
 from aiptrain.backends.ray.runtime_spec import runtime_spec
 from aiptrain.backends.ray.settings import CACHE_VARIABLE, DEFAULT_NODE_CACHE
+from aiptrain.environments.interpreters import Interpreter
+from aiptrain.environments.resolution import RuntimeResolution, package_label, resolve_runtime
 from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.spec import ROLES, Job, TrainingInput
 from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.cluster_plan import is_tpu
-from aiptrain.replicas.envs.interpreters import Interpreter
-from aiptrain.replicas.envs.resolution import RuntimeResolution, package_label, resolve_runtime
 from aiptrain.replicas.settings import ReplicaSettings
 
 ENTRYPOINT = "python -m aiptrain.backends.ray.driver"

@@ -191,7 +191,7 @@ def read_summary_on_node(directory: str, tag: str, request: dict[str, Any]) -> t
     replicas' Python on this node (their runtime environment, found or built): (MetricReport or
     None, error or None)."""
     from aiptrain.backends.ray.node_preparation import node_python
-    from aiptrain.replicas.envs.for_job import JobEnvironmentFailed
+    from aiptrain.environments.for_job import JobEnvironmentFailed
     from aiptrain.tuning.metrics import SummaryReadError, read_summary_metric
 
     try:

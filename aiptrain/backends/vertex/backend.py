@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from aiptrain.backends.base import BackendSettings, RemoteBackendDefaults
-from aiptrain.backends.rest import logs as _logs
-from aiptrain.backends.rest.client import call, resolve_endpoint
-from aiptrain.backends.rest.mlv1 import logging_endpoint
+from aiptrain.backends.mlv1 import logs as _logs
+from aiptrain.backends.mlv1.backend import logging_endpoint
+from aiptrain.backends.mlv1.client import call, resolve_endpoint
 from aiptrain.backends.vertex.study import hyperparameter_tuning_job_to_job, is_tuning_job, vertex_request_body
 from aiptrain.backends.vertex.translate import (
     custom_job_to_job,
@@ -85,7 +85,7 @@ class VertexBackend(RemoteBackendDefaults):
     def _jobs(self, collection: str) -> Any:
         """The REST resource of `customJobs` or `hyperparameterTuningJobs`."""
         if self._client is None:
-            from aiptrain.backends.rest.client import build_client
+            from aiptrain.backends.mlv1.client import build_client
 
             self._client = build_client("aiplatform", "v1", self.endpoint)
         locations = self._client.projects().locations()
@@ -94,7 +94,7 @@ class VertexBackend(RemoteBackendDefaults):
     @property
     def _entries(self) -> Any:
         if self._logging is None:
-            from aiptrain.backends.rest.client import build_client
+            from aiptrain.backends.mlv1.client import build_client
 
             self._logging = build_client("logging", "v2",
                                          logging_endpoint(self.settings.api_endpoint, self.endpoint))

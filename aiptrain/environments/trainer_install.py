@@ -26,8 +26,8 @@ import shutil
 from email.parser import HeaderParser
 from pathlib import Path
 
-from aiptrain.replicas.envs.store import Environment, normalise_name
-from aiptrain.replicas.envs.uv import failure_reason, uv_binary
+from aiptrain.environments.store import Environment, normalise_name
+from aiptrain.environments.uv import failure_reason, uv_binary
 
 # Provided by the runtime whatever the trainer asks: TensorFlow in its packagings.
 RUNTIME_PROVIDED = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tensorflow-intel")

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from aiptrain.backends.base import BackendSettings, RemoteBackendDefaults
-from aiptrain.backends.rest import logs as _logs
-from aiptrain.backends.rest.client import (
+from aiptrain.backends.mlv1 import logs as _logs
+from aiptrain.backends.mlv1.client import (
     DEFAULT_LOGGING_ENDPOINT,
     LOGGING_ENDPOINT_ENV,
     build_client,

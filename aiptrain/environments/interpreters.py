@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiptrain.replicas.envs.uv import uv_binary, uv_environment
+from aiptrain.environments.uv import uv_binary, uv_environment
 
 PYTHONS_SETTING = "AIPTRAIN_PYTHONS"
 DOWNLOADS_SETTING = "AIPTRAIN_PYTHON_DOWNLOADS"

@@ -10,4 +10,7 @@
   bundle with the CA appended;
 - `system_trust.py`: a replica's view of the system's CA bundle, for TensorFlow before 2.4;
 - `service.py`: `ReplicaStorage`, one endpoint per job, and the replicas' environment.
+
+May import: `errors`, `paths`, `job`, `storage`, `replicas` (processes, secrets kept out of
+replicas). Never a backend, `submit` or `cli`.
 """

@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.cache_eviction import mark_used, remove_unused
-from aiptrain.replicas.envs.pip_config import pip_settings
-from aiptrain.replicas.envs.resolution import RuntimeResolution, package_label
-from aiptrain.replicas.envs.uv import environment_python, failure_reason, uv_binary, uv_environment
+from aiptrain.environments.pip_config import pip_settings
+from aiptrain.environments.resolution import RuntimeResolution, package_label
+from aiptrain.environments.uv import environment_python, failure_reason, uv_binary, uv_environment
 from aiptrain.replicas.processes import dying_with_this_thread
 
 ENVS_SETTING = "AIPTRAIN_ENVS_DIR"

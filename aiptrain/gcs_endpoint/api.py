@@ -37,10 +37,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from aiptrain.replicas.gcs_endpoint.certificates import STORAGE_HOSTS
-from aiptrain.replicas.gcs_endpoint.objects import Buckets, ContentHashes, ObjectMeta, StorageError, with_hashes
-from aiptrain.replicas.gcs_endpoint.peer import peer_allowed
-from aiptrain.replicas.gcs_endpoint.transfer import BLOCK, body_blocks, send_range
+from aiptrain.gcs_endpoint.certificates import STORAGE_HOSTS
+from aiptrain.gcs_endpoint.objects import Buckets, ContentHashes, ObjectMeta, StorageError, with_hashes
+from aiptrain.gcs_endpoint.peer import peer_allowed
+from aiptrain.gcs_endpoint.transfer import BLOCK, body_blocks, send_range
 
 _MAX_PAGE = 1000
 # The User-Agent of a client that never reads an upload's answer: TensorFlow's GCS filesystem

@@ -9,12 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aiptrain.errors import OperationalError
-from aiptrain.job.catalog import Catalog
-from aiptrain.job.spec import TrainingInput
-from aiptrain.replicas.envs import interpreters
-from aiptrain.replicas.envs.resolution import Finder, RuntimeResolution, require_version, resolve_runtime
-from aiptrain.replicas.envs.store import (
+from aiptrain.environments import interpreters
+from aiptrain.environments.resolution import Finder, RuntimeResolution, require_version, resolve_runtime
+from aiptrain.environments.store import (
     BuildCancelled,
     Environment,
     EnvironmentBuildFailed,
@@ -22,6 +19,9 @@ from aiptrain.replicas.envs.store import (
     Phase,
     envs_dir,
 )
+from aiptrain.errors import OperationalError
+from aiptrain.job.catalog import Catalog
+from aiptrain.job.spec import TrainingInput
 from aiptrain.replicas.processes import TOKEN_VARIABLE
 from aiptrain.replicas.settings import ReplicaSettings
 

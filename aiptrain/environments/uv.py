@@ -25,7 +25,7 @@ def uv_binary() -> str:
 def uv_environment(base: dict[str, str]) -> dict[str, str]:
     """uv's settings for aiptrain: pip's index and certificates (see `pip_config`), never a
     Python download behind the user's back, no colour or progress bars."""
-    from aiptrain.replicas.envs.pip_config import pip_settings
+    from aiptrain.environments.pip_config import pip_settings
 
     env = dict(base)
     env.update(pip_settings(base).uv_variables(base))

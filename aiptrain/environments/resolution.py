@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from aiptrain.environments import interpreters
+from aiptrain.environments.interpreters import Interpreter
 from aiptrain.errors import UsageError
 from aiptrain.job.catalog import Catalog, Runtime
 from aiptrain.job.spec import TrainingInput
-from aiptrain.replicas.envs import interpreters
-from aiptrain.replicas.envs.interpreters import Interpreter
 
 Finder = Callable[[str, Mapping[str, str] | None], Interpreter | None]
 # Pythons that uv cannot build environments on (2.7), or that no TensorFlow wheel was made for

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from aiptrain.backends.rest.client import call
+from aiptrain.backends.mlv1.client import call
 from aiptrain.job.logs import LogCursor, LogEntry
 
 _RFC3339 = re.compile(

@@ -35,12 +35,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from aiptrain.replicas.gcs_endpoint import system_trust
-from aiptrain.replicas.gcs_endpoint.api import StorageServer
-from aiptrain.replicas.gcs_endpoint.certificates import ServerIdentity, extended_system_bundle, storage_identity
-from aiptrain.replicas.gcs_endpoint.objects import Buckets, DirectoryBuckets
-from aiptrain.replicas.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
-from aiptrain.replicas.gcs_endpoint.upstream import EmulatorBuckets
+from aiptrain.gcs_endpoint import system_trust
+from aiptrain.gcs_endpoint.api import StorageServer
+from aiptrain.gcs_endpoint.certificates import ServerIdentity, extended_system_bundle, storage_identity
+from aiptrain.gcs_endpoint.objects import Buckets, DirectoryBuckets
+from aiptrain.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
+from aiptrain.gcs_endpoint.upstream import EmulatorBuckets
 from aiptrain.replicas.private_env import without_secrets
 from aiptrain.replicas.processes import TOKEN_VARIABLE
 

@@ -132,7 +132,7 @@ def _credentials_for(endpoint: str) -> tuple[Any, bool]:
 
 def _local_serve_credentials(endpoint: str) -> Any | None:
     """The token `aiptrain local serve` wrote for the loopback port of `endpoint`, if any."""
-    from aiptrain.backends.rest.local_token import LocalServeToken, read_token
+    from aiptrain.backends.mlv1.local_token import LocalServeToken, read_token
     from aiptrain.paths import serve_token_path
 
     parts = urlsplit(endpoint)

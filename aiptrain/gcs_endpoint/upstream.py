@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from aiptrain.errors import UsageError
-from aiptrain.replicas.gcs_endpoint.objects import ObjectMeta, StorageError, not_found
+from aiptrain.gcs_endpoint.objects import ObjectMeta, StorageError, not_found
 from aiptrain.storage.local import local_path_for
 
 _TIMEOUT = 300.0

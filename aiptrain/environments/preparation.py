@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from aiptrain.environments import install_cache, trainer_install
+from aiptrain.environments.for_job import interpreter_problem
+from aiptrain.environments.store import Environment
+from aiptrain.environments.uv import uv_environment
 from aiptrain.errors import UsageError
-from aiptrain.replicas import install_cache
-from aiptrain.replicas.envs import trainer_install
-from aiptrain.replicas.envs.for_job import interpreter_problem
-from aiptrain.replicas.envs.store import Environment
-from aiptrain.replicas.envs.uv import uv_environment
 from aiptrain.replicas.gs_paths import GS_PREFIX
 from aiptrain.replicas.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
 from aiptrain.replicas.processes import TOKEN_VARIABLE, describe_returncode, start_process, stop_processes

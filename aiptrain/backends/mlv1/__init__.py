@@ -1,0 +1,11 @@
+"""The `mlv1` backend: any endpoint that speaks the legacy ml v1 REST API (`backend.MlV1Backend`),
+`aiptrain local serve` first of all, and the REST plumbing the Vertex backend shares with it.
+
+- `backend`: the ml v1 backend (jobs create, get, list, cancel, patch);
+- `client`: endpoints, proxies and the `googleapiclient` discovery clients; nothing else under
+  `aiptrain/` imports googleapiclient but the emulator;
+- `logs`: Cloud Logging v2 reads, shared with the Vertex backend;
+- `local_token`: the bearer token of a `local serve` on this machine.
+
+May import: `errors`, `paths`, `job`, `backends` (the protocol).
+"""

@@ -1,0 +1,16 @@
+"""Runtime environments and the trainer's install: the Python and packages a job's `runtimeVersion`
+promised, with the trainer package on top.
+
+- `resolution`: which environment a runtime version runs in on this machine, and what was
+  substituted (pure; dry-run and `jobs describe` use it too);
+- `interpreters`: the CPython interpreters this machine has (uv-managed, PATH, pyenv's root, a setting);
+- `store`: the environments under `$AIPTRAIN_HOME/envs/`, built with uv, atomically, once;
+- `for_job`: the one path every engine takes from a job to its environment's `bin/python`;
+- `trainer_install`: the trainer package and its `install_requires` on top of an environment;
+- `preparation`, `install_cache`: the job's packages fetched, installed into its site, cached by content;
+- `pip_config`: the machine's pip settings (index, proxy, certificates) carried to uv;
+- `uv`: finding and running the uv binary that the `uv` wheel ships.
+
+May import: `errors`, `paths`, `cache_eviction`, `job`, `storage`, `replicas` (processes, settings,
+log capture). Never a backend, `submit` or `cli`: a Ray node builds environments without SQLite.
+"""
