@@ -1,7 +1,7 @@
 """gs:// in a trainer's command line, pointed at the local storage directory instead.
 
 Used only with AIPTRAIN_LOCAL_GCS=rewrite: by default the replicas get their gs:// arguments
-unchanged and reach them through the job's storage endpoint (`runner.gcs_endpoint`).
+unchanged and reach them through the job's storage endpoint (`aiptrain.gcs_endpoint`).
 
 On the local backend a bucket is a directory (`aiptrain.storage.local`), the way Vertex AI
 mounts buckets under /gcs/. A value that is exactly a gs:// URI, or the value of a
