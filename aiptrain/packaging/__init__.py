@@ -27,6 +27,8 @@ parent. What aiptrain does differently, on purpose:
 Modules: `sources` (checks and discovery), `ignore_file` (`.gcloudignore`), `setup_py` (the
 generated setup.py), `sdist` (the build and its reproducible rewrite), `cache` (keys and
 entries); `build_package` runs them.
+
+May import: `errors`, `paths`, `cache_eviction` and this folder only: no job model, no backend.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def service_environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -
     cluster_specs = cluster_specs_for(spec.groups, addresses)
     return {
         name: replica_environment(
-            job_id=spec.vertex_job_id or spec.job.job_id or "",
+            job_id=spec.visible_job_id or spec.job.job_id or "",
             tf_config=tf_configs[name],
             cluster_spec=cluster_specs[name],
             job_dir=spec.job_dir,
@@ -172,11 +172,12 @@ class ReplicaSetSpec:
     shared_cwd: Path | None = None
     # Where the replicas run; None: processes of this machine.
     launcher: ReplicaLauncher | None = None
-    # The numeric ID of the Vertex AI job this set runs (jobs the emulator took in as Vertex jobs):
-    # its replicas get it in CLOUD_ML_JOB_ID and no `--job-dir` argument, because Vertex hands a
-    # Python package its output directory only through AIP_MODEL_DIR, AIP_CHECKPOINT_DIR and
-    # AIP_TENSORBOARD_LOG_DIR, while ml v1 appended `--job-dir` to the trainer's arguments.
-    vertex_job_id: str | None = None
+    # The job ID the replicas see in CLOUD_ML_JOB_ID when it is not the job's own (a job taken in
+    # through another API, such as a Vertex AI CustomJob's numeric ID); None: the job's own ID.
+    visible_job_id: str | None = None
+    # ml v1 appended `--job-dir` to the trainer's arguments; Vertex AI hands a Python package its
+    # output directory only through AIP_MODEL_DIR, AIP_CHECKPOINT_DIR and AIP_TENSORBOARD_LOG_DIR.
+    job_dir_argument: bool = True
     # Each replica's share of this machine (task name -> share: its threads, cores, GPUs); None
     # leaves the replicas the whole machine (the Ray backend, whose nodes schedule their own).
     shares: Mapping[str, ReplicaShare] | None = None
@@ -185,7 +186,7 @@ class ReplicaSetSpec:
 
     def command(self) -> list[str]:
         argv = [self.python, "-m", self.module, *self.args]
-        if self.job_dir and self.vertex_job_id is None:
+        if self.job_dir and self.job_dir_argument:
             argv += ["--job-dir", self.job_dir]
         return argv
 

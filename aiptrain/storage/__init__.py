@@ -1,4 +1,8 @@
-"""Object stores: GCS (google-cloud-storage) and the local directory the local backend uses."""
+"""Object stores: GCS (google-cloud-storage) and the local directory the local backend uses.
+
+May import: `errors`, `paths`, `cache_eviction` and this folder only. `gcs.py` is the only module
+of aiptrain that imports google.cloud.storage, and only when a GCS store is opened.
+"""
 
 from __future__ import annotations
 

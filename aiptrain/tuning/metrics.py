@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,10 +62,6 @@ def parse_report(line: str, tag: str) -> MetricReport | None:
     if not math.isfinite(value):
         return None
     return MetricReport(step, value, timestamp)
-
-
-def parse_reports(lines: Iterable[str], tag: str) -> list[MetricReport]:
-    return [report for line in lines if (report := parse_report(line, tag)) is not None]
 
 
 class MetricFile:

@@ -60,6 +60,3 @@ class TuningPlan:
     @property
     def goal_name(self) -> str:
         return "MAXIMIZE" if self.maximize else "MINIMIZE"
-
-    def better(self, candidate: float, than: float) -> bool:
-        return candidate > than if self.maximize else candidate < than

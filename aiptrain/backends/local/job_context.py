@@ -187,7 +187,9 @@ class JobContext:
             base_env=base_env,
             extra_env=dict(extra_env or {}),
             trial_id=trial_id,
-            vertex_job_id=self.record.vertex_job_id,
+            # A Vertex AI job the emulator took in: its numeric ID, and its directories through AIP_*.
+            visible_job_id=self.record.vertex_job_id,
+            job_dir_argument=self.record.vertex_job_id is None,
         )
         policy = ReplicaPolicy(
             max_restarts=self.settings.max_restarts,

@@ -540,9 +540,6 @@ class JobStore:
         ).fetchone()
         return int(row[0]) + 1
 
-    def slot_holders(self) -> list[JobRecord]:
-        return [_record(row) for row in self._read("SELECT * FROM jobs WHERE holds_slot = 1")]
-
     # -- replicas -----------------------------------------------------------------------------
 
     def replica_started(

@@ -3,7 +3,7 @@
 
 - `backend`: the ml v1 backend (jobs create, get, list, cancel, patch);
 - `client`: endpoints, proxies and the `googleapiclient` discovery clients; nothing else under
-  `aiptrain/` imports googleapiclient but the emulator;
+  `aiptrain/` imports googleapiclient (ruff's banned-api, lifted by this folder's ruff.toml);
 - `logs`: Cloud Logging v2 reads, shared with the Vertex backend;
 - `local_token`: the bearer token of a `local serve` on this machine.
 

@@ -3,7 +3,8 @@
 `translate` turns the Job into a CustomJob (worker pools, executor images) and back; `study` does
 the same for a HyperparameterTuningJob and its trials. Both are pure dictionaries in and out, and
 the emulator's Vertex side serves with them. `backend.VertexBackend` makes the REST calls through
-the REST client of `backends.rest`.
+the REST client of `backends.mlv1`.
 
-May import: `job`, `tuning`'s pure parts, `backends.rest`.
+May import: `errors`, `paths`, `job`, `tuning`'s pure parts, the `backends` protocol, `backends.mlv1`
+(its REST client and log reads).
 """
