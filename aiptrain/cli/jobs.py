@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from aiptrain.cli import flags
 from aiptrain.cli.context import TYPED_OPTIONS, AppContext, common_options, global_options
 from aiptrain.cli.numbers import SECONDS, SINCE, FiniteFloat
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
+from aiptrain.submit import flags
 from aiptrain.submit.flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
 
 if TYPE_CHECKING:
     from aiptrain.backends.base import Backend
+    from aiptrain.job.catalog import Catalog
     from aiptrain.job.logs import LogEntry
 
 
@@ -85,6 +86,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     Trainer arguments go after `--`: aiptrain jobs submit training JOB [flags] -- --epochs 3
     """
     from aiptrain.job.catalog import load_catalog
+    from aiptrain.job.validate import runtime_warnings
     from aiptrain.storage import open_store
     from aiptrain.submit.staging import describe_result
     from aiptrain.submit.submission import dry_run_document, submit
@@ -98,8 +100,8 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     problems = ProblemList()
     # A --region on the command line wins over the config; one from the environment only fills a gap.
     region_given = "region" in ctx.meta.get(TYPED_OPTIONS, set())
-    options = _submit_options(job, kw, ctx.meta.get("user_args"), app, region_given, problems)
     catalog = load_catalog()
+    options = _submit_options(job, kw, ctx.meta.get("user_args"), app, region_given, problems, catalog)
     backend = app.backend(options.region or options.default_region)
     store_kind = kw["storage"] or backend.default_storage
     store = open_store(store_kind, project=app.project)
@@ -112,8 +114,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     created = submit(options, backend=backend, catalog=catalog, store=store, project=app.project_id(),
                      flag_problems=problems.problems, on_upload=lambda result: app.progress(describe_result(result)),
                      progress_factory=_progress_factory(app))
-    runtime = catalog.runtimes.get((created.training_input and created.training_input.runtime_version) or "")
-    for warning in runtime.warnings() if runtime is not None else []:
+    for warning in runtime_warnings(created.training_input, catalog):
         app.progress(f"warning: {warning}")
     job_id = created.job_id or job
     app.progress(f"Job [{job_id}] submitted successfully.")
@@ -126,7 +127,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
 
 
 def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, app: AppContext,
-                    region_given: bool, problems: ProblemList) -> Any:
+                    region_given: bool, problems: ProblemList, catalog: Catalog) -> Any:
     from aiptrain.submit.submission import SubmitOptions
 
     for type_flag, count_flag in PAIRED_FLAGS:
@@ -135,22 +136,23 @@ def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, a
     if kw["master_image_uri"] and kw["runtime_version"]:
         problems.add("--runtime-version", "only one of --master-image-uri and --runtime-version can be set",
                      "a custom container brings its own runtime")
-    values = {entry.dest: _option_value(entry, kw, app, problems) for entry in OPTION_FLAGS}
+    values = {entry.dest: _option_value(entry, kw, app, problems, catalog) for entry in OPTION_FLAGS}
     return SubmitOptions(job_id=job, region=app.region if region_given else None,
                          default_region=None if region_given else app.region, user_args=user_args, **values)
 
 
-def _option_value(entry: SubmitFlag, kw: dict[str, Any], app: AppContext, problems: ProblemList) -> Any:
+def _option_value(entry: SubmitFlag, kw: dict[str, Any], app: AppContext, problems: ProblemList,
+                  catalog: Catalog) -> Any:
     """The SubmitOptions value of one flag, its problems added to `problems`."""
     value = kw[entry.dest]
     if entry.kind is Kind.COUNT:
         return flags.parse_count(entry.flag, value, problems)
     if entry.kind is Kind.SCALE_TIER:
-        return flags.parse_scale_tier(value, problems)
+        return flags.parse_scale_tier(value, problems, catalog)
     if entry.kind is Kind.ACCELERATOR:
         from aiptrain.submit.submission import Accelerator
 
-        parsed = flags.parse_accelerator(entry.flag, value, problems)
+        parsed = flags.parse_accelerator(entry.flag, value, problems, catalog)
         return Accelerator(*parsed) if parsed else None
     if entry.kind is Kind.BOOL_WORD:
         return flags.parse_bool_word(entry.flag, value, problems)

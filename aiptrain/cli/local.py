@@ -35,7 +35,7 @@ local.add_command(envs)
 @click.option("--start-port", type=click.IntRange(1, 65535),
               help="First of consecutive ports (default: free ports are probed).")
 @click.option("--runtime-version",
-              help="Run in this runtime version's environment (default: the newest; "
+              help="Run in this runtime version's environment (default: the newest in the catalog; "
                    "AIPTRAIN_LOCAL_PYTHON without this flag runs that interpreter instead).")
 @click.option("--python-version",
               help="Run on this Python, as `jobs submit training --python-version` (default: the runtime's).")

@@ -90,7 +90,7 @@ class RuntimeResolution:
         return lines
 
     def warnings(self) -> list[str]:
-        return self.runtime.warnings()
+        return self.runtime.warnings(named=self.asked is not None)
 
 
 def package_label(requirement: str) -> str:

@@ -98,8 +98,13 @@ class Runtime:
     def tensorflow_minor(self) -> str:
         return ".".join(self.tensorflow.split(".")[:2])
 
-    def warnings(self) -> list[str]:
-        """What a job on this runtime is told at submit, whatever the backend."""
+    def warnings(self, *, named: bool = True) -> list[str]:
+        """What a job on this runtime is told at submit, whatever the backend; `named` False: the
+        job named no runtime version and got this one as the service's default."""
+        if not named:
+            return [f"no --runtime-version given: the job runs runtime {self.version}, as AI Platform Training "
+                    f"ran such jobs until 2020-01-13 (it refused them after); choose one with --runtime-version "
+                    "(1.15 or 2.x)"]
         if not self.retired:
             return []
         return [f"runtime version {self.version} was retired by AI Platform Training (it refused new jobs); "
@@ -121,8 +126,18 @@ class Catalog:
 
     def runtime_for(self, version: str | None) -> Runtime | None:
         """The runtime a job's `runtimeVersion` names (the service's default when it names none);
-        None for a version the catalog does not know (validation reports those)."""
-        return self.runtimes.get(version or self.default_runtime_version)
+        None for a version the catalog does not know (validation reports those). The one lookup
+        of a runtime version: every layer asks here."""
+        return self.runtimes.get(self.runtime_version_for(version))
+
+    def runtime_version_for(self, version: str | None) -> str:
+        """The version a job runs: the one it names, else what the service ran without one."""
+        return version or self.default_runtime_version
+
+    @property
+    def newest_runtime_version(self) -> str:
+        """The newest runtime version of the catalog (`local train`'s default)."""
+        return max(self.runtimes, key=lambda version: tuple(int(part) for part in version.split(".")))
 
     def vcpus(self, machine_type: str | None) -> int:
         """A machine type's vCPUs (a legacy type's through its Compute Engine equivalent); 0 when unknown."""

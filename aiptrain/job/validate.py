@@ -318,6 +318,15 @@ def _machine_type_hint(name: str, catalog: Catalog) -> str:
     return f"use a machine type such as {', '.join(examples)}; all are listed in scale_tiers.yaml"
 
 
+def runtime_warnings(ti: TrainingInput | None, catalog: Catalog) -> list[str]:
+    """What a job is told about its runtime at submit: a retired runtime, or none named (the
+    service's default ran). Nothing for a custom container, which brings its own."""
+    if ti is None or (ti.master_config is not None and ti.master_config.image_uri):
+        return []
+    runtime = catalog.runtime_for(ti.runtime_version)
+    return runtime.warnings(named=ti.runtime_version is not None) if runtime is not None else []
+
+
 def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
     problems: list[Problem] = []
     image = ti.master_config.image_uri if ti.master_config else None
@@ -330,7 +339,7 @@ def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
                                 "pythonVersion does not apply to a custom container",
                                 "drop --python-version"))
     if ti.runtime_version:
-        runtime = catalog.runtimes.get(ti.runtime_version)
+        runtime = catalog.runtime_for(ti.runtime_version)
         if runtime is None:
             close = _closest(ti.runtime_version, catalog.runtimes)
             listed = "runtime versions: " + ", ".join(catalog.runtimes)

@@ -7,12 +7,25 @@ the two together. Adding a flag that sets a job field is one entry here and one 
 
 Flags about the command rather than the job (--stream-logs, --dry-run, --storage, ...) are
 declared by the command itself.
+
+Below the table, the parsers of gcloud's value syntaxes, one per `Kind`; each returns a value or
+adds a problem naming the flag. Problems are collected, not raised one by one, so a command line
+with several mistakes is reported in one go with the problems found in the job itself. Scale
+tiers and accelerators are the catalog's (scale_tiers.yaml), never listed here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
+
+from aiptrain.errors import ProblemList
+
+if TYPE_CHECKING:
+    from aiptrain.job.catalog import Catalog
+
+TRUE_WORDS = {"true": True, "yes": True, "false": False, "no": False}
 
 
 class Kind(Enum):
@@ -59,8 +72,8 @@ SUBMIT_FLAGS: tuple[SubmitFlag, ...] = (
                Kind.GS_DIR),
     SubmitFlag("--config", "YAML/JSON Job (trainingInput...); flags win over it.", kind=Kind.PATH,
                attribute="config_path"),
-    SubmitFlag("--scale-tier", "basic, basic-gpu, basic-tpu, custom, premium-1, standard-1.", "scaleTier",
-               Kind.SCALE_TIER),
+    SubmitFlag("--scale-tier", "Scale tier, e.g. basic, standard-1 or custom (the catalog's tiers; an unknown one "
+               "is refused with the list).", "scaleTier", Kind.SCALE_TIER),
     SubmitFlag("--runtime-version", "AI Platform runtime version, e.g. 2.11.", "runtimeVersion"),
     SubmitFlag("--python-version", "Python version of the runtime, e.g. 3.7.", "pythonVersion"),
     SubmitFlag("--master-machine-type", "Machine type of the master (CUSTOM tier).", "masterType"),
@@ -108,3 +121,124 @@ def flag_field(flag: str) -> str | None:
     """The job field (`trainingInput.workerCount`) a flag sets; None if it sets none."""
     entry = FLAGS_BY_NAME.get(flag)
     return None if entry is None or entry.field is None else f"trainingInput.{entry.field}"
+
+
+def flag_spelling(name: str) -> str:
+    """A catalog name as gcloud's flags spell it: BASIC_GPU -> basic-gpu."""
+    return name.replace("_", "-").lower()
+
+
+def parse_scale_tier(value: str | None, out: ProblemList, catalog: Catalog) -> str | None:
+    """`basic-gpu`, `BASIC_GPU` and `basic_gpu` all mean BASIC_GPU; the tiers are the catalog's."""
+    if value is None:
+        return None
+    tier = flag_spelling(value).replace("-", "_").upper()
+    if tier not in catalog.tiers:
+        choices = ", ".join(sorted(flag_spelling(name) for name in catalog.tiers))
+        out.add("--scale-tier", f"{value!r} is not a scale tier", f"use one of: {choices}")
+        return None
+    return tier
+
+
+def parse_accelerator(flag: str, value: str | None, out: ProblemList, catalog: Catalog) -> tuple[str, int] | None:
+    """`type=nvidia-tesla-t4,count=2` -> ("NVIDIA_TESLA_T4", 2); both keys are required."""
+    if value is None:
+        return None
+    parts: dict[str, str] = {}
+    for item in value.split(","):
+        key, sep, val = item.partition("=")
+        if not sep:
+            out.add(flag, f"{item!r} is not KEY=VALUE", "write type=nvidia-tesla-t4,count=1")
+            return None
+        parts[key.strip()] = val.strip()
+    unknown = set(parts) - {"type", "count"}
+    if unknown:
+        out.add(flag, f"unknown key(s) {', '.join(sorted(unknown))}", "only type= and count= are accepted")
+        return None
+    missing = [key for key in ("type", "count") if key not in parts]
+    if missing:
+        out.add(flag, f"key [{missing[0]}] is required", "write type=nvidia-tesla-t4,count=1")
+        return None
+    accelerator = flag_spelling(parts["type"]).replace("-", "_").upper()
+    if accelerator not in catalog.accelerators:
+        choices = ", ".join(sorted(flag_spelling(name) for name in catalog.accelerators))
+        out.add(flag, f"invalid accelerator {parts['type']!r}", f"valid choices: {choices}")
+        return None
+    try:
+        count = int(parts["count"])
+    except ValueError:
+        out.add(flag, f"count {parts['count']!r} is not a whole number",
+                f"write {flag} type={parts['type']},count=1")
+        return None
+    if count <= 0:
+        out.add(flag, "the count of the accelerator must be greater than 0",
+                f"write {flag} type={parts['type']},count=1, or leave {flag} out")
+        return None
+    return accelerator, count
+
+
+def parse_bool_word(flag: str, value: str | None, out: ProblemList) -> bool | None:
+    if value is None:
+        return None
+    word = TRUE_WORDS.get(value.lower())
+    if word is None:
+        out.add(flag, f"invalid value {value!r}", "expected one of: true, yes, false, no")
+    return word
+
+
+def parse_labels(values: tuple[str, ...], out: ProblemList, *, flag: str = "--labels") -> dict[str, str] | None:
+    """--labels k=v,k2=v2 (repeatable); later keys win."""
+    if not values:
+        return None
+    labels: dict[str, str] = {}
+    for value in values:
+        for item in value.split(","):
+            if not item:
+                continue
+            key, sep, val = item.partition("=")
+            if not sep:
+                out.add(flag, f"{item!r} is not KEY=VALUE", f"write {flag} team=ml,env=dev")
+                continue
+            labels[key] = val
+    return labels
+
+
+def parse_packages(value: str | None) -> list[str] | None:
+    """--packages a.tar.gz,gs://b/c.whl; like gcloud, a repeated flag keeps the last value."""
+    if value is None:
+        return None
+    return [item for item in (part.strip() for part in value.split(",")) if item]
+
+
+def parse_count(flag: str, value: int | None, out: ProblemList) -> int | None:
+    if value is not None and value < 1:
+        out.add(flag, f"must be at least 1, got {value}", f"pass {flag} 1 or more, or leave {flag} out")
+        return None
+    return value
+
+
+def kms_key_name(key: str | None, keyring: str | None, location: str | None, project: str | None,
+                 out: ProblemList) -> str | None:
+    """A full key name, or a short one completed from --kms-keyring/--kms-location/--kms-project."""
+    if key is None:
+        if keyring or location:
+            out.add("--kms-key", "--kms-keyring/--kms-location need --kms-key",
+                    "add --kms-key KEY_NAME, or drop --kms-keyring and --kms-location")
+        return None
+    if key.startswith("projects/"):
+        return key
+    if not (keyring and location and project):
+        out.add("--kms-key", "encryption key not fully specified",
+                "give the full name projects/P/locations/L/keyRings/K/cryptoKeys/N, or add --kms-keyring,"
+                " --kms-location and --kms-project")
+        return None
+    return f"projects/{project}/locations/{location}/keyRings/{keyring}/cryptoKeys/{key}"
+
+
+def group_pair(out: ProblemList, type_flag: str, type_value: str | None, count_flag: str,
+               count_value: int | None) -> None:
+    """gcloud's rule: a machine type flag and its count flag come together."""
+    if (type_value is None) != (count_value is None):
+        missing = count_flag if count_value is None else type_flag
+        given = type_flag if count_value is None else count_flag
+        out.add(missing, f"required when {given} is given", f"pass both {type_flag} and {count_flag}")

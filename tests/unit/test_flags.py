@@ -6,17 +6,18 @@ from collections.abc import Callable
 
 import pytest
 
-from aiptrain.cli import flags
+from aiptrain.job.catalog import load_catalog
+from aiptrain.submit import flags
 from aiptrain.errors import ProblemList
 
 
 @pytest.mark.parametrize("call", [
-    lambda out: flags.parse_accelerator("--master-accelerator", "type=nvidia-tesla-t4,count=two", out),
-    lambda out: flags.parse_accelerator("--master-accelerator", "type=nvidia-tesla-t4,count=0", out),
-    lambda out: flags.parse_accelerator("--master-accelerator", "type=nvidia-tesla-t4", out),
-    lambda out: flags.parse_accelerator("--master-accelerator", "type=x,count=1", out),
+    lambda out: flags.parse_accelerator("--master-accelerator", "type=nvidia-tesla-t4,count=two", out, load_catalog()),
+    lambda out: flags.parse_accelerator("--master-accelerator", "type=nvidia-tesla-t4,count=0", out, load_catalog()),
+    lambda out: flags.parse_accelerator("--master-accelerator", "type=nvidia-tesla-t4", out, load_catalog()),
+    lambda out: flags.parse_accelerator("--master-accelerator", "type=x,count=1", out, load_catalog()),
     lambda out: flags.parse_count("--worker-count", -1, out),
-    lambda out: flags.parse_scale_tier("huge", out),
+    lambda out: flags.parse_scale_tier("huge", out, load_catalog()),
     lambda out: flags.parse_bool_word("--use-chief-in-tf-config", "maybe", out),
     lambda out: flags.parse_labels(("team",), out),
     lambda out: flags.kms_key_name(None, "ring", "us", "p", out),

@@ -233,7 +233,7 @@ def _interpreter(runtime_version: str | None, python_version: str | None, settin
     from aiptrain.paths import aiptrain_home
 
     catalog = load_catalog()
-    version = runtime_version or list(catalog.runtimes)[-1]
+    version = runtime_version or catalog.newest_runtime_version
 
     def note(line: str, severity: str) -> None:
         say(f"warning: {line}" if severity == "WARNING" else line)

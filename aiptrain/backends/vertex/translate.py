@@ -150,8 +150,8 @@ def _image_kind(group: ReplicaGroup, catalog: Catalog, images: dict[str, str]) -
 
 def _executor_images(ti: TrainingInput, catalog: Catalog, refusals: ProblemList) -> dict[str, str] | None:
     """The runtime's Vertex images ({cpu, gpu, ...}), or None with a refusal recorded."""
-    version = ti.runtime_version or catalog.default_runtime_version
-    runtime = catalog.runtimes.get(version)
+    version = catalog.runtime_version_for(ti.runtime_version)
+    runtime = catalog.runtime_for(ti.runtime_version)
     supported = ", ".join(v for v, r in catalog.runtimes.items() if r.vertex_images)
     if runtime is None or not runtime.vertex_images:
         what = (f"runtime version {version}" if ti.runtime_version
