@@ -55,5 +55,10 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
+# The generated page of the manual: docs/reference/cli.md, from the click commands and the submit flag
+# table (tests/docs fails while it is stale).
+docs: $(STAMP)
+	$(BIN)/python -m aiptrain.cli.reference docs/reference/cli.md
+
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .venv-py3.* build dist *.egg-info
