@@ -3,11 +3,15 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+# `make demo` runs what a user installs (aiptrain alone, as the README's Install says) in a venv of
+# its own: the job needs none of the test stack, and its runtime's environment is built on first use.
+DEMO_VENV := .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
 # `make test` runs the suite on this many pytest-xdist workers (tests/conftest.py keeps each test
 # file, and each directory sharing an expensive session fixture, on one worker), then tests/ray alone.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test fuzz lint bench clean venv
+.PHONY: demo test fuzz lint bench docs clean venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +23,14 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
-	bash scripts/demo.sh
+$(DEMO_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DEMO_VENV)/bin/pip install --quiet -e .
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	bash scripts/demo.sh $(DEMO_VENV)/bin
 
 test: $(STAMP)
 	$(BIN)/ruff check aiptrain tests bench trainer_template
@@ -45,5 +55,10 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
+# The generated page of the manual: docs/reference/cli.md, from the click commands and the submit flag
+# table (tests/docs fails while it is stale).
+docs: $(STAMP)
+	$(BIN)/python -m aiptrain.cli.reference docs/reference/cli.md
+
 clean:
-	rm -rf $(VENV) .venv-py3.* build dist *.egg-info
+	rm -rf $(VENV) $(DEMO_VENV) .venv-py3.* build dist *.egg-info

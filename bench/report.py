@@ -1,4 +1,4 @@
-"""The report: machine facts, results JSON, and the BENCHMARKS.md rendering of both.
+"""The report: machine facts, results JSON, and the docs/benchmarks.md rendering of both.
 
 The markdown is rendered from the JSON alone (`python -m bench.run --render-only`), so the
 committed table can always be reproduced from the committed results.
@@ -229,6 +229,6 @@ def _method() -> list[str]:
         "(supervisor).",
         "- Reproduce one group with `.venv/bin/python -m bench.run --only GROUP` "
         "(cli-start, packaging, dry-run, upload, log-latency, engine-overhead, store-scale, memory, "
-        "training); `--output` and `--json` write elsewhere than BENCHMARKS.md and bench/results.json.",
+        "training); `--output` and `--json` write elsewhere than docs/benchmarks.md and bench/results.json.",
         "",
     ]

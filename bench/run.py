@@ -1,4 +1,4 @@
-"""`python -m bench.run [--only GROUP ...] [--quick]`: run the benchmarks, write BENCHMARKS.md.
+"""`python -m bench.run [--only GROUP ...] [--quick]`: run the benchmarks, write docs/benchmarks.md.
 
 Groups run one after another (never in parallel: they would slow each other). A group that
 fails is reported as such in the table and the others still run. Whatever the run started
@@ -22,7 +22,7 @@ from bench.harness import RowResult
 from bench.report import git_facts, machine_facts, read_json, render_markdown, write_json
 from bench.rows import RowGroup, all_groups
 
-DEFAULT_MARKDOWN = REPO / "BENCHMARKS.md"
+DEFAULT_MARKDOWN = REPO / "docs" / "benchmarks.md"
 DEFAULT_JSON = REPO / "bench" / "results.json"
 
 

@@ -3,9 +3,11 @@
 # local backend, streaming its logs, then say where the export and the TensorBoard logs are.
 # The job runs on the runtime version the template declares (config.yaml: 2.11), in that
 # runtime's environment, which the first run builds (uv; reused offline afterwards).
+# Usage: scripts/demo.sh [BIN]: BIN holds the `aiptrain` to run (`make demo`: .venv-demo/bin, where
+# aiptrain is installed alone, as a user installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN="$PWD/.venv/bin"
+BIN="$(cd "${1:-.venv-demo/bin}" && pwd)"
 export AIPTRAIN_HOME="${AIPTRAIN_HOME:-$HOME/.aiptrain}"
 BUCKET=aiptrain-demo
 JOB="demo_$(date +%Y%m%d_%H%M%S)"

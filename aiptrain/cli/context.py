@@ -138,7 +138,7 @@ def _shared_options(*, for_group: bool) -> list[Callable[[F], F]]:
                      " [env: AIPTRAIN_RAY_RESOURCE_SCALE]"),
         click.option("--format", "output_format", **env("AIPTRAIN_FORMAT"), **group_default,
                      help="Result format on stdout, as in gcloud: json, yaml, text, value(KEY,...), "
-                     "table(KEY,...), csv(KEY,...), list, none; see README. [env: AIPTRAIN_FORMAT]"),
+                     "table(KEY,...), csv(KEY,...), list, none; see `aiptrain topic formats`. [env: AIPTRAIN_FORMAT]"),
         click.option("--verbosity", type=click.Choice(list(VERBOSITY_LEVELS)), **env("AIPTRAIN_VERBOSITY"),
                      help="gcloud's levels: debug, info, warning (default), error, critical, none. "
                      "[env: AIPTRAIN_VERBOSITY]"),

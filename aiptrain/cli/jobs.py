@@ -322,7 +322,7 @@ def describe(app: AppContext, job: str, summarize: bool, flatten: tuple[str, ...
 
 @jobs.command("list")
 @click.option("--filter", "filter_expr", help="gcloud's filter language, e.g. 'state=(FAILED CANCELLED) AND "
-              "jobId:census*', 'NOT labels.team=nlp', 'createTime>2024-06-01'.")
+              "jobId:census*', 'NOT labels.team=nlp', 'createTime>2024-06-01'; see `aiptrain topic filters`.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many jobs.")
 @click.option("--sort-by", help="Comma-separated fields; prefix ~ for descending (e.g. ~createTime).")
 @click.option("--page-size", type=click.IntRange(1, 1000), default=100, show_default=True,

@@ -20,6 +20,7 @@ from aiptrain.cli.context import global_options
 from aiptrain.cli.init import init
 from aiptrain.cli.jobs import jobs
 from aiptrain.cli.local import local
+from aiptrain.cli.topic import topic
 from aiptrain.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, AiptrainError, InterruptedAfterCreate, ValidationFailed
 
 EPILOG = """\b
@@ -108,6 +109,7 @@ def root() -> None:
 root.add_command(jobs)
 root.add_command(local)
 root.add_command(init)
+root.add_command(topic)
 
 
 def main() -> None:

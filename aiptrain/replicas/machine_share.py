@@ -48,7 +48,7 @@ _MIN_INTER_OP = 2
 # TensorFlow replica keeps several threads busy in turn (gRPC pollers, the input pipeline, the
 # collective executor); pinned to one core each hand-off waits for that core, and anything else
 # on it stalls the replica and, in synchronous training, the whole cluster. Measured on 2 cores
-# (BENCHMARKS.md row 9): chief + worker pinned to a core each made 0.6x the steps/s of the same
+# (docs/benchmarks.md row 9): chief + worker pinned to a core each made 0.6x the steps/s of the same
 # replicas unpinned with the same thread counts.
 _MIN_PINNED_CORES = 2
 

@@ -1,4 +1,4 @@
-"""How replicas are run, read from the environment (documented in the README): restarts, grace
+"""How replicas are run, read from the environment (documented in docs/reference/settings.md): restarts, grace
 periods, the replica cap, the interpreter, where environments live. The local backend and the Ray
 driver both run replica sets under these rules; `max_running` is the local backend's alone.
 

@@ -28,7 +28,7 @@ SIZE = 64 * 1024 * 1024
 SMALL_FILES = 100
 BUCKET = "bench-bucket"
 SCRIPT = SCRIPTS / "gcs_endpoint_io.py"
-# The goals: reads at 0.8x the disk, writes at 0.5x (see BENCHMARKS.md for why writes cannot
+# The goals: reads at 0.8x the disk, writes at 0.5x (see docs/benchmarks.md for why writes cannot
 # pass 0.5x through TensorFlow's GCS client: it writes a local temporary file first).
 _GOALS = {"read": ratio_min(0.8), "write": ratio_min(0.5)}
 _NOTES = ("1 MB = 10^6 bytes. One TensorFlow process, sides alternating, the first pair dropped. Through the "

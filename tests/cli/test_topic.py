@@ -1,0 +1,84 @@
+"""`aiptrain topic`: the reference pages a user who installed the package has, as `gcloud topic`
+had them; the wheel carries them, and the help texts point there rather than at a README."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from aiptrain.cli.main import root
+from aiptrain.cli.topic import TOPICS
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = REPO / "docs" / "reference"
+
+
+def test_topic_alone_lists_the_topics() -> None:
+    result = CliRunner().invoke(root, ["topic"])
+    assert result.exit_code == 0, result.output
+    listed = [line.split()[0] for line in result.output.splitlines()[1:]]
+    assert listed == ["formats", "filters", "configurations"]
+
+
+def test_each_topic_prints_its_page_of_the_manual() -> None:
+    for name in TOPICS:
+        result = CliRunner().invoke(root, ["topic", name])
+        assert result.exit_code == 0, result.output
+        assert result.output == (PAGES / f"{name}.md").read_text(encoding="utf-8")
+    formats = CliRunner().invoke(root, ["topic", "formats"]).output
+    assert "value(KEY, ...)" in formats and "--flatten" in formats
+
+
+def test_an_unknown_topic_is_a_usage_error_that_lists_the_topics() -> None:
+    result = CliRunner().invoke(root, ["topic", "format"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "no topic 'format'" in result.stderr
+    assert "formats, filters, configurations" in result.stderr
+
+
+def test_the_format_and_filter_help_point_at_the_topics_not_a_readme() -> None:
+    def helps(command: click.Command, path: list[str]) -> dict[str, str]:
+        found = {" ".join(path): CliRunner().invoke(root, [*path, "--help"]).output}
+        for name, child in getattr(command, "commands", {}).items():
+            found.update(helps(child, [*path, name]))
+        return found
+
+    texts = helps(root, [])
+    assert [path for path, text in texts.items() if "README" in text] == []
+    assert "see `aiptrain topic formats`" in " ".join(texts["jobs list"].split())
+    assert "see `aiptrain topic filters`" in " ".join(texts["jobs list"].split())
+
+
+def test_topic_imports_nothing_heavy() -> None:
+    probe = ("import sys\nfrom aiptrain.cli.main import root\n"
+             "try:\n    root.main(args=['topic', 'filters'], prog_name='aiptrain')\nexcept SystemExit:\n    pass\n"
+             "print('\\n'.join(sorted(sys.modules)))\n")
+    output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    loaded = set(output.split())
+    assert "aiptrain.cli.topic" in loaded
+    assert sorted(name for name in loaded if name.startswith(("google", "pydantic", "yaml", "aiptrain.job"))) == []
+
+
+def test_the_wheel_carries_the_topic_pages(tmp_path: Path) -> None:
+    # A copy of what the wheel is built from, symlinks kept as in a checkout (the pages reach the
+    # package through aiptrain/data/topics/*.md -> docs/reference/), built by setuptools for real.
+    source = tmp_path / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
+    for name in ("aiptrain", "docs", "trainer_template"):
+        shutil.copytree(REPO / name, source / name, symlinks=True, ignore=ignore)
+    for name in ("pyproject.toml", "README.md", "runtimes.yaml", "scale_tiers.yaml"):
+        shutil.copy(REPO / name, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path / "dist")], check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp_path / "dist").glob("aiptrain-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        for name in TOPICS:
+            shipped = archive.read(f"aiptrain/data/topics/{name}.md").decode("utf-8")
+            assert shipped == (PAGES / f"{name}.md").read_text(encoding="utf-8"), name
