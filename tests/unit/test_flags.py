@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
+from aiptrain.errors import ProblemList
 from aiptrain.job.catalog import load_catalog
 from aiptrain.submit import flags
-from aiptrain.errors import ProblemList
 
 
 @pytest.mark.parametrize("call", [
