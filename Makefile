@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 # `make test` runs the suite on this many pytest-xdist workers (tests/conftest.py keeps each test
-# file, and each directory sharing an expensive session fixture, on one worker), then tests/ray alone.
+# file, and each directory sharing an expensive session fixture, on one worker), then tests/backends/ray alone.
 TEST_WORKERS ?= 2
 
 .PHONY: demo test fuzz lint bench clean venv
@@ -25,18 +25,18 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check aiptrain tests bench trainer_template
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --ignore tests/ray
-	# The two-node Ray cluster of tests/ray gets the machine to itself: beside TensorFlow tests on
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --ignore tests/backends/ray
+	# The two-node Ray cluster of tests/backends/ray gets the machine to itself: beside TensorFlow tests on
 	# the other worker its jobs were starved past their timeouts.
-	$(BIN)/python -m pytest -q tests/ray
+	$(BIN)/python -m pytest -q tests/backends/ray
 	# aiptrain installed on Python 3.12 and 3.13 (the suite runs on 3.11): CLI, dry run, a refusal and a
 	# real TensorFlow job from each; in CI a missing interpreter is a failure, elsewhere it is skipped.
 	AIPTRAIN_REQUIRE_PYTHONS=$${CI:+1} bash scripts/check_other_pythons.sh
 
 # Property-based tests with random seeds and many more examples than `make test` runs
-# (tests/fuzz runs there too, with a fixed seed); HYPOTHESIS_MAX_EXAMPLES bounds each property.
+# (tests/e2e/fuzz runs there too, with a fixed seed); HYPOTHESIS_MAX_EXAMPLES bounds each property.
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=fuzz HYPOTHESIS_MAX_EXAMPLES=$${HYPOTHESIS_MAX_EXAMPLES:-300} $(BIN)/python -m pytest -q tests/fuzz
+	HYPOTHESIS_PROFILE=fuzz HYPOTHESIS_MAX_EXAMPLES=$${HYPOTHESIS_MAX_EXAMPLES:-300} $(BIN)/python -m pytest -q tests/e2e/fuzz
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -25,7 +25,7 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("AIPTRAIN_DEBUG", "1")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     # Trainers run with the test interpreter (it has TensorFlow) unless a test asks for the
-    # runtime environments (tests/envs), which build them once per session.
+    # runtime environments (tests/environments), which build them once per session.
     monkeypatch.setenv("AIPTRAIN_LOCAL_PYTHON", sys.executable)
     monkeypatch.delenv("AIPTRAIN_ENVS_DIR", raising=False)
     # gcloud's configuration fills in project, region and endpoints: none of this machine's.
@@ -53,14 +53,14 @@ def no_real_google(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-# `make test` runs the suite (but tests/ray, run alone afterwards) on two pytest-xdist workers
+# `make test` runs the suite (but tests/backends/ray, run alone afterwards) on two pytest-xdist workers
 # with `--dist loadscope`, scheduled by `OneWorkerPerScope`: a test file's tests stay together on
 # one worker (some modules share state between their tests, in order), and so do the directories
 # whose session fixture is expensive to make twice (a Ray cluster, a runtime environment build,
 # the gcloud emulator). Those long groups go out first so
 # that neither worker is left with one at the end. (xdist's own `loadgroup` marks do not take
 # effect with pytest 9.)
-_ONE_WORKER_DIRECTORIES = ("tests/ray/", "tests/envs/", "tests/gcloud/")
+_ONE_WORKER_DIRECTORIES = ("tests/backends/ray/", "tests/environments/", "tests/e2e/gcloud/")
 
 
 def _scope_of(nodeid: str) -> str:
