@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
-# `make test` runs the suite on this many pytest-xdist workers (tests/conftest.py keeps each test
-# file, and each directory sharing an expensive session fixture, on one worker), then tests/backends/ray alone.
+# `make test` runs the suite on this many pytest-xdist workers (tests/fixtures/worker_groups.py keeps
+# each test file, and the tests of each marker that shares an expensive session fixture, on one
+# worker), then the `ray_cluster` tests alone.
 TEST_WORKERS ?= 2
 
 .PHONY: demo test fuzz lint bench clean venv
@@ -25,10 +26,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check aiptrain tests bench trainer_template
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --ignore tests/backends/ray
-	# The two-node Ray cluster of tests/backends/ray gets the machine to itself: beside TensorFlow tests on
-	# the other worker its jobs were starved past their timeouts.
-	$(BIN)/python -m pytest -q tests/backends/ray
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not ray_cluster"
+	# The two-node Ray cluster of the `ray_cluster` tests gets the machine to itself: beside
+	# TensorFlow tests on the other worker its jobs were starved past their timeouts.
+	$(BIN)/python -m pytest -q -m ray_cluster
 	# aiptrain installed on Python 3.12 and 3.13 (the suite runs on 3.11): CLI, dry run, a refusal and a
 	# real TensorFlow job from each; in CI a missing interpreter is a failure, elsewhere it is skipped.
 	AIPTRAIN_REQUIRE_PYTHONS=$${CI:+1} bash scripts/check_other_pythons.sh

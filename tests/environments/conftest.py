@@ -2,9 +2,10 @@
 
 Building an environment (a runtime's TensorFlow and packages on its Python) is the slow part, so
 each is built once per test session into a shared directory (`AIPTRAIN_ENVS_DIR`) that every test
-here that runs a job in one uses (`runtime_envs`). Other tests in the suite run trainers with the
-test interpreter (`AIPTRAIN_LOCAL_PYTHON`, set by tests/conftest.py); `runtime_envs` unsets it. The
-install cache's tests use the local engine's test trainer package (tests/fixtures/local_jobs.py).
+here that runs a job in one uses (`runtime_envs`; such tests carry the `runtime_envs` marker, which
+keeps them on one xdist worker). Other tests in the suite run trainers with the test interpreter
+(`AIPTRAIN_LOCAL_PYTHON`, set by tests/conftest.py); `runtime_envs` unsets it. The install cache's
+tests use the local engine's test trainer package (tests/fixtures/local_jobs.py).
 """
 
 from __future__ import annotations

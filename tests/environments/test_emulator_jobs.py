@@ -15,7 +15,7 @@ from tests.fixtures.emulator import TERMINAL, running_emulator, wait_until
 
 from .conftest import TRAINERS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.runtime_envs]
 
 
 def test_a_job_created_through_the_emulator_runs_in_its_runtime_environment(

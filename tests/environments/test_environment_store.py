@@ -16,6 +16,8 @@ from aiptrain.job.catalog import load_catalog
 
 from .conftest import aiptrain
 
+pytestmark = pytest.mark.runtime_envs
+
 
 def small_resolution(*packages: str) -> RuntimeResolution:
     """Runtime 2.11 with its packages swapped for a few small ones."""

@@ -16,7 +16,7 @@ from aiptrain.environments.store import Environment
 
 from .conftest import TRAINERS, aiptrain, describe, job_log, submit, wait_for_end
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.runtime_envs]
 
 
 def _storage(home: Path, bucket: str, *parts: str) -> Path:

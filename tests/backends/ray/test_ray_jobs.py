@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from aiptrain.backends.ray.replica_host import SCRATCH_ROOT
 from aiptrain.replicas.processes import tokened_processes
 from tests.backends.ray.cluster import RayCluster
@@ -23,6 +25,8 @@ from tests.backends.ray.harness import (
     wait_until,
 )
 from tests.fixtures.template import TEMPLATE_DIR, TINY_HYPERPARAMETERS
+
+pytestmark = pytest.mark.ray_cluster
 
 RAY_TRAINERS = Path(__file__).parent / "trainers"
 

@@ -6,9 +6,13 @@ cluster (tests/backends/ray/conftest.py puts it last).
 
 from __future__ import annotations
 
+import pytest
+
 from aiptrain.replicas.replica_set import service_replica_name
 from tests.backends.ray.harness import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, wait_until
 from tests.backends.ray.test_ray_jobs import lifecycle_args
+
+pytestmark = pytest.mark.ray_cluster
 
 
 def test_a_replica_whose_node_goes_away_fails_the_job_naming_it(on_cluster):

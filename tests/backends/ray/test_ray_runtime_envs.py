@@ -27,6 +27,8 @@ from aiptrain.replicas.processes import tokened_processes
 from tests.backends.ray.cluster import RayCluster
 from tests.backends.ray.harness import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, wait_until
 
+pytestmark = pytest.mark.ray_cluster
+
 TRAINERS = Path(__file__).parent / "trainers"
 TASKS = ["master-replica-0", "worker-replica-0", "worker-replica-1", "ps-replica-0"]
 STARTED = re.compile(r"\[(\w+):(\d)\] started at (\S+) on Python (\d+\.\d+) \((\S+)\)")

@@ -8,6 +8,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import yaml
 
 from aiptrain.backends.ray.client import LogTail
@@ -15,6 +16,8 @@ from tests.backends.ray.harness import actor_nodes, aiptrain, backend, cluster_n
 from tests.fixtures.engine import max_overlap
 from tests.tuning.harness import TRAINERS
 from tests.tuning.trainers.hptrainer.objective import objective
+
+pytestmark = pytest.mark.ray_cluster
 
 X_VALUES = [0.1, 0.3, 0.5, 0.7]
 

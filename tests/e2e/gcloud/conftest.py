@@ -18,7 +18,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason="gcloud is not on PATH (install the Google Cloud CLI to run the gcloud suite)")
     for item in items:
-        if "tests/e2e/gcloud/" in item.nodeid.replace("\\", "/"):
+        if item.get_closest_marker("gcloud") is not None:
             item.add_marker(skip)
 
 

@@ -20,7 +20,7 @@ from aiptrain.emulator.projects import project_number_for
 from tests.e2e.gcloud.harness import EXECUTOR_IMAGE, PROJECT, REGION, GcloudSession, Result
 from tests.fixtures.engine import wait_until
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.gcloud, pytest.mark.timeout(900)]
 
 FAST_POLLING = {"CLOUDSDK_ML_ENGINE_POLLING_INTERVAL": "1"}
 _state: dict[str, Any] = {}
