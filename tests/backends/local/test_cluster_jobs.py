@@ -9,11 +9,7 @@ from typing import Any
 import pytest
 
 from aiptrain.backends.local.backend import LocalBackend
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
 from aiptrain.job.spec import Job, JobState, TrainingInput
-from aiptrain.replicas.cluster_plan import plan_cluster, shrink_to_cap, total_replicas
-from aiptrain.replicas.settings import ReplicaSettings
 from tests.fixtures.local_jobs import local_dir, make_job, training_input, wait_for_end
 
 
@@ -165,27 +161,6 @@ def test_backend_refuses_what_cannot_run_here(backend: LocalBackend, monkeypatch
     assert _problems(backend, {**base, "scaleTier": "PREMIUM_1"}) == []
     monkeypatch.setenv("AIPTRAIN_LOCAL_REPLICA_CAP", "zero")
     assert any("AIPTRAIN_LOCAL_REPLICA_CAP" in p for p in _problems(backend, {**base, "scaleTier": "BASIC"}))
-
-
-def test_replica_cap_shrinks_big_tiers_and_says_so() -> None:
-    catalog = load_catalog()
-    premium = TrainingInput.model_validate({"scaleTier": "PREMIUM_1"})
-    groups = resolve_cluster(premium, catalog)
-    assert total_replicas(groups) == 31
-    shrunk = shrink_to_cap(groups, 6)
-    assert {g.role: g.count for g in shrunk} == {"master": 1, "worker": 3, "parameter_server": 2}
-    assert {g.role: g.count for g in shrink_to_cap(groups, 2)} == {"master": 1, "worker": 1}
-    plan = plan_cluster(premium, catalog, ReplicaSettings(max_running=1, replica_cap=6))
-    assert total_replicas(plan.groups) == 6
-    assert plan.warnings == [
-        "AIPTRAIN_LOCAL_REPLICA_CAP=6 shrank the cluster from 31 replicas (master 1, worker 19, ps 11) "
-        "to 6 (master 1, worker 3, ps 2)."
-    ]
-    unchanged = plan_cluster(premium, catalog, ReplicaSettings(max_running=1, replica_cap=100))
-    assert total_replicas(unchanged.groups) == 31 and unchanged.warnings == []
-    gpu = plan_cluster(TrainingInput.model_validate({"scaleTier": "BASIC_GPU"}), catalog,
-                       ReplicaSettings(max_running=1), gpus=tuple)  # a machine without GPUs
-    assert len(gpu.warnings) == 1 and "NVIDIA_TESLA_K80" in gpu.warnings[0]
 
 
 def test_capped_job_logs_a_warning_and_runs_the_smaller_cluster(

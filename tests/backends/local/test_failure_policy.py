@@ -6,7 +6,6 @@ from pathlib import Path
 
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.job.spec import JobState
-from aiptrain.replicas.replica_set import failure_message, is_retryable, service_replica_name
 from tests.fixtures.local_jobs import PROJECT, local_dir, make_job, read_pid, training_input, wait_for_end
 
 
@@ -51,22 +50,4 @@ def test_a_workers_own_error_ends_the_job_at_once_naming_that_worker(
     replicas = {r.task_name: r for r in engine.processes(PROJECT, "worker_bug").replicas}
     assert replicas["master-replica-0"].pid == master
     assert replicas["master-replica-0"].signal is not None, "the master was stopped, it did not fail"
-
-
-def test_retryable_means_killed() -> None:
-    assert is_retryable(-9) and is_retryable(137) and is_retryable(-15)
-    assert not is_retryable(1) and not is_retryable(2) and not is_retryable(127)
-
-
-def test_replicas_are_named_as_the_service_named_them() -> None:
-    assert [service_replica_name(n) for n in ("master-replica-0", "worker-replica-12", "ps-replica-2",
-                                              "evaluator-replica-0", "service")] == [
-        "master 0", "worker 12", "ps 2", "evaluator 0", "service"]
-    message = failure_message("worker-replica-3", 1, ["Traceback (most recent call last):", '  File "x"',
-                                                      "ValueError: bad", ""])
-    assert message.splitlines()[0] == "The replica worker 3 exited with a non-zero status of 1. ValueError: bad"
-    assert message.splitlines()[1:] == ["Traceback (most recent call last):", '  File "x"', "ValueError: bad"]
-    assert failure_message("ps-replica-0", 2, ["usage: bad flag"]) == (
-        "The replica ps 0 exited with a non-zero status of 2. usage: bad flag")
-
 

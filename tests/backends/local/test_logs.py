@@ -1,48 +1,15 @@
-"""Log capture: severities, task names, lifecycle lines, cursors, and how fast lines show up."""
+"""A job's log on the local backend: severities, task names, lifecycle lines, cursors, and how fast
+lines show up. (How the replicas' log capture classifies each line: tests/replicas/test_log_capture.py.)"""
 
 from __future__ import annotations
 
 import time
 
-import pytest
-
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import JobState
-from aiptrain.replicas.log_capture import LineClassifier
 from tests.fixtures.engine import state_of
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input, wait_for_end
-
-
-@pytest.mark.parametrize(
-    ("from_stderr", "line", "expected"),
-    [
-        (False, "hello", ("INFO", "hello")),
-        (True, "hello", ("ERROR", "hello")),
-        (False, '{"severity": "warning", "message": "careful"}', ("WARNING", "careful")),
-        (True, '{"severity": "INFO", "message": "fine"}', ("INFO", "fine")),
-        (False, '{"message": "just a message"}', ("INFO", "just a message")),
-        (False, '{"severity": "BOGUS"}', ("INFO", '{"severity": "BOGUS"}')),
-        (False, "[1, 2]", ("INFO", "[1, 2]")),
-        (True, "W0102 03:04:05.000000 1 f.cc:1] absl", ("WARNING", "W0102 03:04:05.000000 1 f.cc:1] absl")),
-        (True, "2026-11-24 09:02:01.965629: I tensorflow/core/platform/cpu_feature_guard.cc:182] fast",
-         ("INFO", "2026-11-24 09:02:01.965629: I tensorflow/core/platform/cpu_feature_guard.cc:182] fast")),
-        (True, "2026-11-24 09:02:10.394291: W tensorflow/core/framework/dataset.cc:959] slow",
-         ("WARNING", "2026-11-24 09:02:10.394291: W tensorflow/core/framework/dataset.cc:959] slow")),
-        (True, "2026-11-24 09:02:10.394291: looks like a prefix but is not",
-         ("ERROR", "2026-11-24 09:02:10.394291: looks like a prefix but is not")),
-        (True, "INFO:root:python logging", ("INFO", "INFO:root:python logging")),
-    ],
-)
-def test_line_classification(from_stderr: bool, line: str, expected: tuple[str, str]) -> None:
-    assert LineClassifier(from_stderr).classify(line) == expected
-
-
-def test_traceback_on_stdout_is_error_until_the_exception_line() -> None:
-    classifier = LineClassifier(from_stderr=False)
-    lines = ["before", "Traceback (most recent call last):", '  File "x.py", line 1, in <module>',
-             "    boom()", "ValueError: bad", "after"]
-    assert [classifier.classify(line)[0] for line in lines] == ["INFO", "ERROR", "ERROR", "ERROR", "ERROR", "INFO"]
 
 
 def test_job_log_has_severities_task_names_and_lifecycle(engine: LocalEngine, package_uri: str) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from aiptrain.backends.local.backend import LocalBackend
 from aiptrain.cli.main import root
 from aiptrain.job.spec import JobState
 from aiptrain.replicas.machine_share import cpu_counts, pinned_cores
-from aiptrain.replicas.replica_set import LocalLauncher
 from aiptrain.replicas.this_machine import usable_cores
 from tests.fixtures.local_jobs import (
     TRAINERS,
@@ -168,19 +166,3 @@ def test_more_gpus_than_the_machine_has_is_refused_at_submit(home: Path, two_gpu
     assert not storage.exists() or not any(path.is_file() for path in storage.rglob("*"))
     assert not (home / "jobs.db").exists()
 
-
-def test_a_replica_starts_pinned_to_its_cores(tmp_path: Path) -> None:
-    """The launcher pins the replica before its first thread starts: every thread it makes inherits that."""
-    last = usable_cores()[-1]
-    launcher = LocalLauncher({"master-replica-0": (last,)})
-    probe = ("import json, os, threading; seen = []\n"
-             "thread = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))\n"
-             "thread.start(); thread.join(); print(json.dumps([sorted(os.sched_getaffinity(0)), seen[0]]))")
-    pinned = launcher.start("master-replica-0", [sys.executable, "-c", probe], dict(os.environ), tmp_path)
-    free = launcher.start("worker-replica-0", [sys.executable, "-c", probe], dict(os.environ), tmp_path)
-    try:
-        assert json.loads(pinned.stdout.read()) == [[last], [last]]
-        assert json.loads(free.stdout.read()) == [list(usable_cores()), list(usable_cores())]
-    finally:
-        for process in (pinned, free):
-            process.reap()
