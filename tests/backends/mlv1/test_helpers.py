@@ -1,4 +1,4 @@
-"""Pure helpers of the REST layer: endpoints, loopback rules, log entries, error translation."""
+"""Pure helpers of the REST backends: endpoints, loopback rules, log entries, error translation."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from aiptrain.backends.mlv1.client import (
     translate_http_error,
 )
 from aiptrain.backends.vertex.backend import VertexBackend
-from aiptrain.emulator.serve import base_url, check_bind, serve
 from aiptrain.errors import (
     AlreadyExists,
     NotFound,
@@ -55,19 +54,6 @@ def test_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:
     assert emulated.logging_endpoint == "http://127.0.0.1:5/"  # the emulator serves logging too
     assert VertexBackend(BackendSettings(project="p", region="europe-west4")).endpoint == (
         "https://europe-west4-aiplatform.googleapis.com/")
-
-
-def test_serve_refuses_remote_hosts_without_opt_in_and_token() -> None:
-    check_bind("127.0.0.1", allow_remote=False, token=None)
-    check_bind("::1", allow_remote=False, token=None)
-    with pytest.raises(UsageError, match="loopback"):
-        check_bind("0.0.0.0", allow_remote=False, token="t")
-    with pytest.raises(UsageError, match="token"):
-        check_bind("192.168.1.5", allow_remote=True, token=None)
-    check_bind("0.0.0.0", allow_remote=True, token="t")
-    with pytest.raises(UsageError):
-        serve("0.0.0.0", 0, allow_remote=False, token=None, home=None)
-    assert base_url("::1", 80) == "http://[::1]:80/"
 
 
 def test_timestamps() -> None:
