@@ -1,9 +1,5 @@
-"""MlV1Backend against the emulator: real HTTP, real engine, real trainer.
-
-The package is built with aiptrain's packaging, staged in fake-gcs-server (or the emulator's local
-store), the job runs in the local engine behind the emulator, and its log comes back through
-logging v2 `entries.list` with a (timestamp, insertId) cursor (tests/fixtures/backend_jobs.py).
-"""
+"""MlV1Backend against the emulator: real HTTP, real engine, real trainer, its log read back through logging
+v2 (the emulator, the staged package and the job helpers: tests/fixtures/backend_jobs.py)."""
 
 from __future__ import annotations
 
