@@ -7,8 +7,9 @@ STAMP := $(VENV)/.installed-test
 # its own: the job needs none of the test stack, and its runtime's environment is built on first use.
 DEMO_VENV := .venv-demo
 DEMO_STAMP := $(DEMO_VENV)/.installed
-# `make test` runs the suite on this many pytest-xdist workers (tests/conftest.py keeps each test
-# file, and each directory sharing an expensive session fixture, on one worker), then tests/ray alone.
+# `make test` runs the suite on this many pytest-xdist workers (tests/fixtures/worker_groups.py keeps
+# each test file, and the tests of each marker that shares an expensive session fixture, on one
+# worker), then the `ray_cluster` tests alone.
 TEST_WORKERS ?= 2
 
 .PHONY: demo test fuzz lint bench docs clean venv
@@ -35,18 +36,18 @@ demo: $(DEMO_STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check aiptrain tests bench trainer_template
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --ignore tests/ray
-	# The two-node Ray cluster of tests/ray gets the machine to itself: beside TensorFlow tests on
-	# the other worker its jobs were starved past their timeouts.
-	$(BIN)/python -m pytest -q tests/ray
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not ray_cluster"
+	# The two-node Ray cluster of the `ray_cluster` tests gets the machine to itself: beside
+	# TensorFlow tests on the other worker its jobs were starved past their timeouts.
+	$(BIN)/python -m pytest -q -m ray_cluster
 	# aiptrain installed on Python 3.12 and 3.13 (the suite runs on 3.11): CLI, dry run, a refusal and a
 	# real TensorFlow job from each; in CI a missing interpreter is a failure, elsewhere it is skipped.
 	AIPTRAIN_REQUIRE_PYTHONS=$${CI:+1} bash scripts/check_other_pythons.sh
 
 # Property-based tests with random seeds and many more examples than `make test` runs
-# (tests/fuzz runs there too, with a fixed seed); HYPOTHESIS_MAX_EXAMPLES bounds each property.
+# (tests/e2e/fuzz runs there too, with a fixed seed); HYPOTHESIS_MAX_EXAMPLES bounds each property.
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=fuzz HYPOTHESIS_MAX_EXAMPLES=$${HYPOTHESIS_MAX_EXAMPLES:-300} $(BIN)/python -m pytest -q tests/fuzz
+	HYPOTHESIS_PROFILE=fuzz HYPOTHESIS_MAX_EXAMPLES=$${HYPOTHESIS_MAX_EXAMPLES:-300} $(BIN)/python -m pytest -q tests/e2e/fuzz
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -46,7 +46,7 @@ for version in "${versions[@]}"; do
   unset AIPTRAIN_LOCAL_PYTHON
   cli="$venv/bin/aiptrain"
   "$cli" --help > /dev/null || fail "aiptrain --help"
-  trainer="$REPO/tests/envs/trainers/keras2_lambda/trainer"
+  trainer="$REPO/tests/environments/trainers/keras2_lambda/trainer"
   plan=$("$cli" jobs submit training "py${version/./}_plan" --package-path "$trainer" --module-name trainer.task \
          --region us-central1 --runtime-version 2.1 --dry-run --format json) || fail "dry run"
   echo "$plan" | "$venv/bin/python" -c '

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+# Which tests share an xdist worker (markers for the expensive session fixtures): see that module.
+pytest_plugins = ["tests.fixtures.worker_groups"]
+
 GOOGLE_SUFFIXES = ("googleapis.com", "google.com", "gcr.io", "pkg.dev")
 
 
@@ -25,7 +28,7 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("AIPTRAIN_DEBUG", "1")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     # Trainers run with the test interpreter (it has TensorFlow) unless a test asks for the
-    # runtime environments (tests/envs), which build them once per session.
+    # runtime environments (tests/environments), which build them once per session.
     monkeypatch.setenv("AIPTRAIN_LOCAL_PYTHON", sys.executable)
     monkeypatch.delenv("AIPTRAIN_ENVS_DIR", raising=False)
     # gcloud's configuration fills in project, region and endpoints: none of this machine's.
@@ -51,36 +54,3 @@ def no_real_google(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket, "getaddrinfo", guarded)
     yield
-
-
-# `make test` runs the suite (but tests/ray, run alone afterwards) on two pytest-xdist workers
-# with `--dist loadscope`, scheduled by `OneWorkerPerScope`: a test file's tests stay together on
-# one worker (some modules share state between their tests, in order), and so do the directories
-# whose session fixture is expensive to make twice (a Ray cluster, a runtime environment build,
-# the gcloud emulator). Those long groups go out first so
-# that neither worker is left with one at the end. (xdist's own `loadgroup` marks do not take
-# effect with pytest 9.)
-_ONE_WORKER_DIRECTORIES = ("tests/ray/", "tests/envs/", "tests/gcloud/")
-
-
-def _scope_of(nodeid: str) -> str:
-    path = nodeid.split("::", 1)[0]
-    return next((directory for directory in _ONE_WORKER_DIRECTORIES if path.startswith(directory)), path)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None):
-        # Stable sort: the same order in every worker, as xdist requires.
-        items.sort(key=lambda item: not _scope_of(item.nodeid).endswith("/"))
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    if config.getvalue("dist") != "loadscope":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class OneWorkerPerScope(LoadScopeScheduling):  # type: ignore[misc]
-        def _split_scope(self, nodeid: str) -> str:
-            return _scope_of(nodeid)
-
-    return OneWorkerPerScope(config, log)

@@ -51,7 +51,7 @@ def _submit(ctx: BenchContext, backend: str, project: str, job_id: str, extra: l
 
 
 def run(ctx: BenchContext) -> list[RowResult]:
-    from tests.ray.cluster import VENV_BIN, node_environment, start_cluster
+    from tests.backends.ray.cluster import VENV_BIN, node_environment, start_cluster
 
     # A short path: Ray's Unix sockets live under it, and their paths are limited to 107 bytes.
     temp_dir = Path(tempfile.mkdtemp(prefix="aipr-"))
@@ -123,7 +123,7 @@ RUNTIME_ENV_FLAGS = ["--python-version", "3.7", "--parameter-server-machine-type
 
 def _runtime_env_rows(ctx: BenchContext, cluster: Any) -> list[RowResult]:
     """13c and 13d: 4 replicas in runtime 1.15's environment built on the nodes, warm and cold."""
-    from tests.ray.cluster import VENV_BIN, node_environment
+    from tests.backends.ray.cluster import VENV_BIN, node_environment
 
     # The node builder (the default), not the cluster's Python; two workers + the parameter server.
     env = isolated_env(ctx.cleanup.new_home("ray-envs"), {"AIPTRAIN_RAY_ADDRESS": cluster.address})

@@ -3,7 +3,7 @@ directory, with the installed `aiptrain` on PATH; the install and completion lin
 
 The trainer runs with this test interpreter's TensorFlow (AIPTRAIN_LOCAL_PYTHON, set for every
 test by tests/conftest.py) instead of runtime 2.11's environment, which the suite does not build
-here (tests/envs builds and checks those).
+here (tests/environments builds and checks those).
 """
 
 from __future__ import annotations

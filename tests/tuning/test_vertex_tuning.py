@@ -31,7 +31,7 @@ from aiptrain.job.catalog import load_catalog
 from aiptrain.job.spec import Job, JobState, parse_job
 from aiptrain.submit.follow import follow_job
 from aiptrain.tuning.trials import objective_of
-from tests.rest.harness import Emulator, running_emulator
+from tests.fixtures.emulator import Emulator, running_emulator
 from tests.tuning.harness import trials_of, tuning_job
 from tests.tuning.trainers.hptrainer.objective import objective
 
@@ -288,7 +288,7 @@ def test_the_emulator_checks_tuning_jobs_like_vertex(emulator: Emulator) -> None
         found: dict[str, Any] = jobs.get(name=created["name"]).execute()
         return found if found["state"] == "JOB_STATE_SUCCEEDED" else None
 
-    from tests.rest.harness import wait_until
+    from tests.fixtures.emulator import wait_until
 
     final = wait_until(done)
     assert [t["id"] for t in final["trials"]] == ["1", "2", "3"]

@@ -1,0 +1,1 @@
+"""Tests of the local backend (aiptrain.backends.local), with real supervisors and replica processes."""

@@ -1,0 +1,218 @@
+"""Trainers written in each runtime era's idiom, submitted with plain command lines, run on their
+runtime's own TensorFlow, packages and Python and succeed; what the service refused fails in
+PREPARING with one clear line; without the runtime's Python the job falls back, and says so."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from aiptrain.environments import interpreters
+from aiptrain.environments.store import Environment
+
+from .conftest import TRAINERS, aiptrain, describe, job_log, submit, wait_for_end
+
+pytestmark = [pytest.mark.slow, pytest.mark.runtime_envs]
+
+
+def _storage(home: Path, bucket: str, *parts: str) -> Path:
+    return home.joinpath("storage", bucket, *parts)
+
+
+def _logs(result: object) -> str:
+    return str(getattr(result, "stdout", "")) + str(getattr(result, "stderr", ""))
+
+
+def test_tf1_estimator_with_hparams_and_app_flags_runs_as_standard_1_on_runtime_1_15(
+        runtime_envs: Path, home: Path, built_environment: Environment) -> None:
+    result = submit("tf1_estimator", "tf1_estimator", "--runtime-version", "1.15", "--python-version", "3.7",
+                    "--scale-tier", "STANDARD_1", "--job-dir", "gs://envtests/tf1")
+    logs = _logs(result)
+    assert result.returncode == 0, logs[-4000:]
+    for task in ("master-replica-0", *(f"worker-replica-{i}" for i in range(4)),
+                 *(f"ps-replica-{i}" for i in range(3))):
+        assert f"Starting {task}: {built_environment.python} -m trainer.task" in logs
+    assert "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.5 on Python 3.7 (" in logs
+    assert "tf1 estimator master 0 finished on TensorFlow 1.15.5" in logs
+    # TensorFlow 1.15 trusts only the system's CA bundle; its replicas see it extended with the
+    # storage endpoint's CA, so its --job-dir stays gs:// and the checkpoints went through gs://.
+    assert "-m trainer.task --job-dir gs://envtests/tf1" in logs and "trusts only the system's" not in logs
+    # setup.py's tensorflow==1.15.4 pin neither failed nor pulled a second TensorFlow.
+    assert not list((home / "jobs").glob("*/tf1_estimator/site/tensorflow*"))
+    checkpoint = _storage(home, "envtests", "tf1", "model", "checkpoint").read_text()
+    last = re.search(r'^model_checkpoint_path: "model.ckpt-(\d+)"', checkpoint, re.MULTILINE)
+    assert last and int(last.group(1)) >= 30, checkpoint
+
+
+def test_keras_trainer_written_for_runtime_2_1_runs_on_python_3_7(runtime_envs: Path, home: Path) -> None:
+    result = submit("keras21", "keras2_lambda", "--runtime-version", "2.1", "--python-version", "3.7",
+                    "--job-dir", "gs://envtests/keras21")
+    assert result.returncode == 0, _logs(result)[-4000:]
+    report = json.loads(_storage(home, "envtests", "keras21", "result.json").read_text())
+    assert report["tensorflow"] == "2.1.4" and report["keras"] == "2.3.0-tf", report  # its bundled Keras 2
+    assert report["lambda_width"] == 4  # the Lambda's output shape was inferred: [a, b, a^2, b^2]
+
+
+def test_sklearn_trainer_with_era_pins_and_joblib_tunes_on_runtime_1_15(runtime_envs: Path, home: Path,
+                                                                          tmp_path: Path) -> None:
+    config = tmp_path / "hptuning.yaml"
+    config.write_text(
+        "trainingInput:\n"
+        "  hyperparameters:\n"
+        "    goal: MAXIMIZE\n"
+        "    algorithm: GRID_SEARCH\n"
+        "    hyperparameterMetricTag: accuracy\n"
+        "    maxTrials: 2\n"
+        "    maxParallelTrials: 1\n"
+        "    params:\n"
+        "    - parameterName: C\n"
+        "      type: DISCRETE\n"
+        "      discreteValues: [0.5, 2]\n"
+    )
+    result = submit("sk115", "sklearn_1_15", "--runtime-version", "1.15", "--python-version", "3.7",
+                    "--config", str(config), "--job-dir", "gs://envtests/sk115")
+    logs = _logs(result)
+    assert result.returncode == 0, logs[-4000:]
+    # uv refuses pandas 0.24.2's legacy metadata; the runtime's pip installed it, as the service did.
+    assert "installing it with the runtime's own pip, as the service did" in logs
+    trials = describe("sk115")["trainingOutput"]["trials"]
+    assert sorted(trial["hyperparameters"]["C"] for trial in trials) == ["0.5", "2"]
+    assert all(trial["finalMetric"]["objectiveValue"] == 1.0 for trial in trials), trials
+    report = json.loads(_storage(home, "envtests", "sk115", "1", "result.json").read_text())
+    assert report["pandas"] == "0.24.2" and report["sklearn"] == "0.20.2", report
+    assert "/site/pandas/" in report["pandas_file"]  # the trainer's own pin, beside the runtime's 0.25.3
+    assert _storage(home, "envtests", "sk115", "1", "model.joblib").stat().st_size > 0
+
+
+def test_xgboost_0_81_pinned_by_the_trainer_is_the_one_it_runs(runtime_envs: Path, home: Path) -> None:
+    result = submit("xgb081", "xgboost_pinned", "--runtime-version", "1.15", "--python-version", "3.7",
+                    "--job-dir", "gs://envtests/xgb081")
+    assert result.returncode == 0, _logs(result)[-4000:]
+    report = json.loads(_storage(home, "envtests", "xgb081", "result.json").read_text())
+    assert report["xgboost"] == "0.81" and report["rmse"] < 0.3, report
+
+
+def test_runtime_1_10_without_python_version_runs_on_the_nearest_python_3(runtime_envs: Path, home: Path) -> None:
+    result = submit("tf110", "tf1_10_session", "--runtime-version", "1.10", "--job-dir", "gs://envtests/tf110")
+    logs = _logs(result)
+    assert result.returncode == 0, logs[-4000:]
+    assert ("Runtime version 1.10 with Python 2.7 (the service's default): TensorFlow 1.10.1 on Python 3.6 (" in logs)
+    assert "Python 2.7 environments cannot be built here (uv drives Python 3 only)" in logs
+    assert "warning: runtime version 1.10 was retired by AI Platform Training" in result.stderr
+    assert _storage(home, "envtests", "tf110", "sum.txt").read_text() == "42 1.10.1 3.6\n"
+    described = aiptrain("jobs", "describe", "tf110")
+    assert "Ran in:" in described.stderr and "TensorFlow 1.10.1 on Python 3.6" in described.stderr
+
+
+def test_a_pin_the_runtime_python_cannot_take_fails_in_preparing_with_one_line(runtime_envs: Path,
+                                                                               home: Path) -> None:
+    result = submit("py38pin", "pin_needs_py38", "--runtime-version", "1.15", "--python-version", "3.7",
+                    "--job-dir", "gs://envtests/py38")
+    assert result.returncode == 10, _logs(result)[-4000:]
+    message = describe("py38pin")["errorMessage"]
+    assert message == ("Installing the trainer package pin_needs_py38_trainer-0.1.tar.gz failed: pandas==1.4.1 "
+                       "needs Python >= 3.8; runtime 1.15 runs Python 3.7."), message
+    assert "this trainer must never start" not in _logs(result)
+    assert "Job RUNNING." not in _logs(result)
+
+
+def test_unmeetable_install_requires_fails_in_preparing_and_leaves_nothing(runtime_envs: Path,
+                                                                           home: Path) -> None:
+    result = submit("unmeetable", "unmeetable", "--runtime-version", "1.15", "--python-version", "3.7",
+                    "--job-dir", "gs://envtests/un")
+    assert result.returncode == 10, _logs(result)[-4000:]
+    message = describe("unmeetable")["errorMessage"]
+    assert message.startswith("Installing the trainer package unmeetable_trainer-0.1.tar.gz with its dependencies "
+                              "failed: No solution found"), message
+    assert "scikit-learn==0.0.99" in message and "Hint:" in message and "install_requires" in message
+    assert "this trainer must never start" not in _logs(result)
+    assert "Job RUNNING." not in _logs(result)
+    cache = home / "cache" / "site"
+    assert not cache.exists() or list(cache.iterdir()) == []  # no entry, no half-built staging
+    assert not list((home / "jobs").glob("*/unmeetable/site/*"))
+
+
+@pytest.fixture
+def no_python_found(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, runtime_envs: Path) -> Path:
+    """A machine where no interpreter is found: no pyenv root, no uv Pythons, nothing on PATH, no
+    downloads (the command itself is run by its full path)."""
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-uv-pythons"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    monkeypatch.setenv(interpreters.DOWNLOADS_SETTING, "never")
+    monkeypatch.delenv(interpreters.PYTHONS_SETTING, raising=False)
+    return tmp_path
+
+
+def test_without_the_runtime_python_the_job_falls_back_to_tensorflow_2_15_and_says_so(
+        no_python_found: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    fallback_python = "/root/.pyenv/versions/3.11.7/bin/python3.11"
+    found = interpreters.find("3.11")
+    if found is not None:
+        fallback_python = found.path
+    monkeypatch.setenv(interpreters.PYTHONS_SETTING, f"3.11={fallback_python}")
+    result = submit("fallback", "compat_v1", "--runtime-version", "1.15", "--python-version", "3.7",
+                    "--job-dir", "gs://envtests/fallback")
+    logs = _logs(result)
+    assert result.returncode == 0, logs[-4000:]
+    assert "TensorFlow 2.15.1 on Python 3.11" in logs
+    assert "no Python that TensorFlow 1.15.5 installs on (3.7, 3.6) was found here" in logs
+    assert "runs the fallback environment" in logs and "TF-1-only modules (tf.contrib" in logs
+    assert _storage(home, "envtests", "fallback", "sum.txt").read_text().startswith("42 2.15.1")
+
+
+def test_with_no_python_at_all_the_job_fails_in_preparing_with_the_way_out(no_python_found: Path) -> None:
+    result = submit("nopython", "compat_v1", "--runtime-version", "1.15", "--job-dir", "gs://envtests/nopython")
+    assert result.returncode == 10, _logs(result)[-4000:]
+    message = describe("nopython")["errorMessage"]
+    assert "no Python that TensorFlow 1.15.5 installs on (3.7, 3.6) was found" in message, message
+    assert "nor one for the fallback TensorFlow 2.15.1 (3.9, 3.10, 3.11)" in message
+    assert "uv python install 3.7" in message and "pyenv install 3.7" in message
+    assert "AIPTRAIN_PYTHONS=/path/to/python3.7" in message
+    assert "Job RUNNING." not in _logs(result)
+
+
+def test_an_offline_python_download_fails_within_seconds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing listens on the discard port of loopback: the download's first connection is refused,
+    # as on a machine without internet.
+    monkeypatch.setenv("UV_PYTHON_INSTALL_MIRROR", "http://127.0.0.1:9/python-build-standalone")
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "uv-pythons"))
+    started = time.monotonic()
+    found, why = interpreters.download("3.8")
+    elapsed = time.monotonic() - started
+    assert found is None
+    assert why.startswith("`uv python install 3.8` failed: "), why
+    assert elapsed < 10, elapsed
+    monkeypatch.setenv(interpreters.DOWNLOADS_SETTING, "never")
+    assert interpreters.download("3.8") == (None, "downloads are turned off (AIPTRAIN_PYTHON_DOWNLOADS=never)")
+
+
+def test_two_jobs_started_at_once_share_one_environment_build(runtime_envs: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = tmp_path / "fresh-envs"  # nothing built yet (uv's cache is warm from the session's build)
+    monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(fresh))
+    monkeypatch.setenv("AIPTRAIN_LOCAL_MAX_RUNNING", "2")
+    for job_id in ("shared_a", "shared_b"):
+        submitted = submit(job_id, "compat_v1", "--runtime-version", "1.15", "--python-version", "3.7",
+                           "--job-dir", f"gs://envtests/{job_id}", stream=False)
+        assert submitted.returncode == 0, submitted.stderr
+    jobs = [wait_for_end(job_id) for job_id in ("shared_a", "shared_b")]
+    assert [job["state"] for job in jobs] == ["SUCCEEDED", "SUCCEEDED"], jobs
+    logs = [job_log(job_id) for job_id in ("shared_a", "shared_b")]
+    assert sum(log.count("Building runtime 1.15 on Python 3.7: tensorflow 1.15.5") for log in logs) == 1, logs
+    assert len([p for p in fresh.iterdir() if not p.name.startswith(".")]) == 1
+
+
+def test_local_train_runs_in_the_runtime_environment(runtime_envs: Path, built_environment: Environment,
+                                                     tmp_path: Path) -> None:
+    result = aiptrain("local", "train", "--package-path", str(TRAINERS / "compat_v1" / "trainer"),
+                      "--module-name", "trainer.task", "--runtime-version", "1.15", "--python-version", "3.7",
+                      "--job-dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"[aiptrain] Starting master-replica-0: {built_environment.python} -m trainer.task" in result.stderr
+    assert "[aiptrain] Runtime version 1.15 with Python 3.7: TensorFlow 1.15.5 on Python 3.7" in result.stderr
+    assert (tmp_path / "out" / "sum.txt").read_text().startswith("42 1.15.5")
