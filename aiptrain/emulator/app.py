@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from aiptrain.backends.local.engine import LocalEngine
 
 LOG = logging.getLogger("aiptrain.emulator")
+V1 = "GoogleCloudAiplatformV1"  # the aiplatform v1 schemas' prefix
 
 # (params, query, body) -> response body
 Handler = Callable[[dict[str, str], dict[str, str], Any], dict[str, Any]]
@@ -153,8 +154,13 @@ def create_app(
 
         return resolved
 
-    def route(path: str, method: str, handler: Handler) -> Route:
-        return Route(path, _endpoint(by_project_id(handler, remember=method != "GET"), faults=faults),
+    def route(path: str, method: str, handler: Handler, answers: str | None = None) -> Route:
+        """`answers`: the aiplatform v1 schema of the response, whose enums go back as numbers
+        to a client that asks for them (`$alt=json;enum-encoding=int`)."""
+        def answered(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
+            return services.answer(handler(params, query, body), answers, query)
+
+        return Route(path, _endpoint(by_project_id(answered, remember=method != "GET"), faults=faults),
                      methods=[method])
 
     jobs = "/v1/projects/{project}/jobs"
@@ -172,22 +178,26 @@ def create_app(
               lambda p, q, b: vertex_api.cancel_custom_job(services, p["project"], p["location"],
                                                            p["custom_job"], b)),
         route(custom, "POST",
-              lambda p, q, b: vertex_api.create_custom_job(services, p["project"], p["location"], b)),
+              lambda p, q, b: vertex_api.create_custom_job(services, p["project"], p["location"], b),
+              f"{V1}CustomJob"),
         route(custom, "GET",
-              lambda p, q, b: vertex_api.list_custom_jobs(services, p["project"], p["location"], q)),
+              lambda p, q, b: vertex_api.list_custom_jobs(services, p["project"], p["location"], q),
+              f"{V1}ListCustomJobsResponse"),
         route(f"{custom}/{{custom_job}}", "GET",
               lambda p, q, b: vertex_api.get_custom_job(services, p["project"], p["location"],
-                                                        p["custom_job"])),
+                                                        p["custom_job"]), f"{V1}CustomJob"),
         route(f"{tuning}/{{tuning_job}}:cancel", "POST",
               lambda p, q, b: tuning_api.cancel_tuning_job(services, p["project"], p["location"],
                                                            p["tuning_job"], b)),
         route(tuning, "POST",
-              lambda p, q, b: tuning_api.create_tuning_job(services, p["project"], p["location"], b)),
+              lambda p, q, b: tuning_api.create_tuning_job(services, p["project"], p["location"], b),
+              f"{V1}HyperparameterTuningJob"),
         route(tuning, "GET",
-              lambda p, q, b: tuning_api.list_tuning_jobs(services, p["project"], p["location"], q)),
+              lambda p, q, b: tuning_api.list_tuning_jobs(services, p["project"], p["location"], q),
+              f"{V1}ListHyperparameterTuningJobsResponse"),
         route(f"{tuning}/{{tuning_job}}", "GET",
               lambda p, q, b: tuning_api.get_tuning_job(services, p["project"], p["location"],
-                                                        p["tuning_job"])),
+                                                        p["tuning_job"]), f"{V1}HyperparameterTuningJob"),
         route("/v2/entries:list", "POST", lambda p, q, b: logging_api.list_entries(services, b)),
     ]
     not_found = _endpoint(_unknown_method, faults=None)

@@ -59,9 +59,34 @@ class Services:
         return cleaned
 
 
+    def answer(self, result: dict[str, Any], schema_id: str | None, query: dict[str, str]) -> dict[str, Any]:
+        """A Vertex response as the client asked for it: enums as numbers with
+        `$alt=json;enum-encoding=int` (the Vertex AI SDK's REST transport), as names otherwise."""
+        if schema_id is None or not wants_int_enums(query):
+            return result
+        numbered: dict[str, Any] = _validator("aiplatform", "v1").numbered_enums(result, schema_id)
+        return numbered
+
+
+def wants_int_enums(query: dict[str, str]) -> bool:
+    options = [part.strip() for part in query.get("$alt", "").split(";")]
+    return "enum-encoding=int" in options
+
+
 @functools.cache
 def _validator(api: str, version: str) -> SchemaValidator:
-    return SchemaValidator(discovery_document(api, version))
+    numbers = enum_numbers() if (api, version) == ("aiplatform", "v1") else None
+    return SchemaValidator(discovery_document(api, version), numbers)
+
+
+def enum_numbers() -> dict[str, dict[str, int]]:
+    """The proto numbers of the aiplatform v1 enums the emulator's resources use
+    (written by scripts/vertex_enum_numbers.py from the SDK's descriptors)."""
+    from importlib import resources
+
+    text = resources.files("aiptrain").joinpath("data/aiplatform_v1_enums.json").read_text(encoding="utf-8")
+    table: dict[str, dict[str, int]] = json.loads(text)
+    return table
 
 
 INT32_MAX = 2**31 - 1

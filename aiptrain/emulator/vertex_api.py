@@ -4,7 +4,8 @@ A CustomJob is reverse-translated into an ml v1 Job (worker pools -> a CUSTOM ti
 package spec -> packages, module and args, the output directory -> the job dir) and run by the
 engine; its state is reported with Vertex's JOB_STATE_* names. Refused with 400
 FAILED_PRECONDITION, because a local job cannot honour them: custom containers (there is no
-container runtime here), per-pool environment variables, and pools running different programs.
+container runtime here) and pools running different programs. Each pool's environment variables
+(`env`) reach its replicas, under the service's own (TF_CONFIG, CLOUD_ML_JOB_ID, AIP_*).
 Placement-only fields (network, reserved IP ranges, persistent resources, scheduling strategy,
 TensorBoard, ...) are accepted and have no effect on a local run.
 
@@ -66,14 +67,25 @@ def check_pools(spec: dict[str, Any], root: str = "custom_job.job_spec.worker_po
         if not package:
             raise invalid_argument([Violation(f"{root}[{index}]",
                                               "A worker pool needs a pythonPackageSpec or a containerSpec.")])
-        if package.get("env"):
-            raise _unsupported(f"{root}[{index}].python_package_spec.env",
-                               "Environment variables per worker pool are not supported by the aiptrain emulator.")
+        _check_env(package.get("env") or [], f"{root}[{index}].python_package_spec.env")
         if _program(package) != _program(pools[0]["pythonPackageSpec"]):
             # A local job runs one program on every replica, as ml v1 did.
             raise _unsupported(f"{root}[{index}].python_package_spec",
                                "Every worker pool must run the same packages, module and args in the aiptrain "
                                "emulator.")
+
+
+def _check_env(env: list[dict[str, Any]], field: str) -> None:
+    """A pool's environment variables: each needs a name, and a name appears once (as on Vertex)."""
+    seen: set[str] = set()
+    for position, item in enumerate(env):
+        name = str(item.get("name") or "")
+        if not name:
+            raise invalid_argument([Violation(f"{field}[{position}].name", "An environment variable needs a name.")])
+        if name in seen:
+            raise invalid_argument([Violation(f"{field}[{position}].name",
+                                              f"The environment variable {name} is set twice.")])
+        seen.add(name)
 
 
 def _refuse_auto_packaged_image(container: dict[str, Any], field: str) -> None:

@@ -235,6 +235,9 @@ def _worker_pool(ti: TrainingInput, group: ReplicaGroup, images: dict[str, str] 
         if args:
             package["args"] = args
         pool["pythonPackageSpec"] = package
+    if config is not None and config.env:
+        spec_key = "containerSpec" if group.image_uri else "pythonPackageSpec"
+        pool[spec_key]["env"] = [{"name": name, "value": value} for name, value in config.env.items()]
 
     disk = config.disk_config if config is not None else None
     if disk is not None and (disk.boot_disk_type or disk.boot_disk_size_gb):
@@ -366,6 +369,12 @@ def _ml_accelerator(vertex_name: str | None, catalog: Catalog) -> str | None:
     return None
 
 
+def _pool_env(pool: dict[str, Any]) -> dict[str, str]:
+    """A worker pool's `env` (a list of {name, value}, in its package or container spec) as a mapping."""
+    spec = pool.get("pythonPackageSpec") or pool.get("containerSpec") or {}
+    return {str(item.get("name")): str(item.get("value") or "") for item in spec.get("env") or [] if item.get("name")}
+
+
 def _role_into(ti: dict[str, Any], role_name: str, pool: dict[str, Any], catalog: Catalog) -> None:
     role = ROLE[role_name]
     machine = pool.get("machineSpec") or {}
@@ -383,6 +392,9 @@ def _role_into(ti: dict[str, Any], role_name: str, pool: dict[str, Any], catalog
             config["containerCommand"] = list(container["command"])
         if container.get("args"):
             config["containerArgs"] = list(container["args"])
+    env = _pool_env(pool)
+    if env:
+        config["env"] = env
     disk = pool.get("diskSpec") or {}
     disk_config = {k: disk[k] for k in ("bootDiskType", "bootDiskSizeGb") if disk.get(k)}
     if disk_config:

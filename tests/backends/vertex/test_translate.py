@@ -352,3 +352,23 @@ def test_translated_bodies_satisfy_the_aiplatform_schema() -> None:
 def test_task_names(ml: str, vertex: str) -> None:
     assert vertex_task_name(ml) == vertex
     assert ml_task_name(vertex) == ml
+
+
+def test_a_pools_env_survives_the_way_back_and_forth() -> None:
+    catalog = load_catalog()
+    package = {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest",
+               "packageUris": ["gs://bucket/t.tar.gz"], "pythonModule": "trainer.task"}
+    custom_job = {"displayName": "env", "name": "projects/p/locations/us-central1/customJobs/1", "jobSpec": {
+        "workerPoolSpecs": [
+            {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+             "pythonPackageSpec": {**package, "env": [{"name": "ROLE", "value": "chief"}]}},
+            {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "2",
+             "pythonPackageSpec": {**package, "env": [{"name": "ROLE", "value": "worker"}]}}]}}
+    job = custom_job_to_job(custom_job, catalog)
+    assert job.training_input is not None
+    assert job.training_input.master_config is not None and job.training_input.worker_config is not None
+    assert job.training_input.master_config.env == {"ROLE": "chief"}
+    assert job.training_input.worker_config.env == {"ROLE": "worker"}
+    pools = job_to_custom_job(job, catalog)["jobSpec"]["workerPoolSpecs"]
+    assert [pool["pythonPackageSpec"].get("env") for pool in pools] == [
+        [{"name": "ROLE", "value": "chief"}], [{"name": "ROLE", "value": "worker"}]]
