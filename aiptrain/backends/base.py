@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class RequestOptions:
+    """gcloud's global flags that change the REST requests a backend sends."""
+
+    billing_project: str | None = None  # --billing-project: the X-Goog-User-Project header
+    trace_token: str | None = None  # --trace-token: `trace=token:TOKEN` on every request
+    impersonate_service_account: str | None = None  # --impersonate-service-account: act as it
+
+
+@dataclass(frozen=True)
 class BackendSettings:
     """What the CLI knows that a backend may need."""
 
@@ -34,6 +43,7 @@ class BackendSettings:
     # The ray backend: the Jobs API address (--ray-address) and the bundle scale (--ray-resource-scale).
     ray_address: str | None = None
     ray_resource_scale: float | None = None
+    request_options: RequestOptions = field(default_factory=RequestOptions)
 
 
 @dataclass

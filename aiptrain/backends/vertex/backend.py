@@ -87,7 +87,7 @@ class VertexBackend(RemoteBackendDefaults):
         if self._client is None:
             from aiptrain.backends.mlv1.client import build_client
 
-            self._client = build_client("aiplatform", "v1", self.endpoint)
+            self._client = build_client("aiplatform", "v1", self.endpoint, self.settings.request_options)
         locations = self._client.projects().locations()
         return locations.hyperparameterTuningJobs() if collection == TUNING_JOBS else locations.customJobs()
 
@@ -96,8 +96,8 @@ class VertexBackend(RemoteBackendDefaults):
         if self._logging is None:
             from aiptrain.backends.mlv1.client import build_client
 
-            self._logging = build_client("logging", "v2",
-                                         logging_endpoint(self.settings.api_endpoint, self.endpoint))
+            self._logging = build_client("logging", "v2", logging_endpoint(self.settings.api_endpoint, self.endpoint),
+                                         self.settings.request_options)
         return self._logging
 
     @property
