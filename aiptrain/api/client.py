@@ -138,8 +138,10 @@ class Client:
     def submit_options(self, options: SubmitOptions, *, storage: str | None = None,
                        flag_problems: builtins.list[Problem] | None = None,
                        on_upload: Callable[[UploadResult], None] | None = None,
-                       progress_factory: Any = None) -> Job:
-        """`submit` from parsed SubmitOptions (what the command line builds from its flags)."""
+                       progress_factory: Any = None, on_warning: Callable[[str], None] | None = None) -> Job:
+        """`submit` from parsed SubmitOptions (what the command line builds from its flags).
+        The backend's warnings (e.g. Vertex AI running another Python) go to `on_warning`, else
+        to Python's `warnings` as AiptrainWarning."""
         from aiptrain.job.catalog import load_catalog
         from aiptrain.storage import open_store
         from aiptrain.submit.submission import submit
@@ -147,7 +149,8 @@ class Client:
         backend = self.open_backend(options.region or options.default_region)
         store = open_store(storage or backend.default_storage, project=self.project)
         return submit(options, backend=backend, catalog=load_catalog(), store=store, project=self.project_id(),
-                      flag_problems=flag_problems, on_upload=on_upload, progress_factory=progress_factory)
+                      flag_problems=flag_problems, on_upload=on_upload, progress_factory=progress_factory,
+                      on_warning=on_warning or _warn)
 
     def get(self, job_id: str) -> Job:
         """The job's resource, as `jobs describe` shows it. NotFound if there is no such job."""
@@ -206,6 +209,16 @@ class Client:
             if len(page) < 1000:
                 return
             after = page[-1].cursor
+
+
+class AiptrainWarning(UserWarning):
+    """What a backend says about how it runs a submitted job (e.g. Vertex AI runs another Python)."""
+
+
+def _warn(text: str) -> None:
+    import warnings
+
+    warnings.warn(text, AiptrainWarning, stacklevel=4)
 
 
 # Fields of SubmitOptions that are not flags: set by `submit`'s own arguments.

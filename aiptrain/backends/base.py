@@ -110,6 +110,9 @@ class Backend(Protocol):
     # A wait cheaper than following the job's log and state, or None to follow it.
     def wait_for_job(self, job_id: str, *, timeout: float | None) -> WaitResult | None: ...
 
+    # What a submit tells the user about how this backend runs the job (e.g. another Python); [] if nothing.
+    def submit_warnings(self, job: Job) -> list[str]: ...
+
 
 class RemoteBackendDefaults:
     """The answers of a backend that knows no more of a job than its REST resource."""
@@ -122,3 +125,6 @@ class RemoteBackendDefaults:
 
     def wait_for_job(self, job_id: str, *, timeout: float | None) -> WaitResult | None:
         return None
+
+    def submit_warnings(self, job: Job) -> list[str]:
+        return []

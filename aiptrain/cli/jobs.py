@@ -112,7 +112,8 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
         return 0
     created = app.client().submit_options(options, storage=kw["storage"], flag_problems=problems.problems,
                                           on_upload=lambda result: app.progress(describe_result(result)),
-                                          progress_factory=_progress_factory(app))
+                                          progress_factory=_progress_factory(app),
+                                          on_warning=lambda text: app.progress(f"warning: {text}"))
     for warning in runtime_warnings(created.training_input, catalog):
         app.progress(f"warning: {warning}")
     job_id = created.job_id or job

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ class Runtime:
     version: str
     tensorflow: str  # the release it runs, e.g. 1.15.5
     python: tuple[str, ...]  # what the service accepted as --python-version
-    vertex_images: dict[str, str] | None
+    vertex_images: dict[str, str] | None  # the pre-built images ({cpu, gpu, ...}) a job runs by default
     verified: bool = True
     retired: bool = False
     local_environment: str = ""  # the fallback environment
@@ -93,6 +94,8 @@ class Runtime:
     tensorflow_requirement: str = ""  # e.g. tensorflow-cpu==2.1.4
     pythons: tuple[str, ...] = ()  # the CPython 3 versions its TensorFlow has Linux wheels for, best first
     packages: tuple[str, ...] = ()  # the image's other packages, pinned
+    # Every set of Vertex AI images by the Python they run (the default set included).
+    vertex_images_by_python: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def tensorflow_minor(self) -> str:
@@ -236,6 +239,7 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
             tensorflow_requirement=str(spec["tensorflow"]) if "==" in str(spec["tensorflow"]) else "",
             pythons=tuple(str(p) for p in spec.get("pythons", ())),
             packages=tuple(str(p) for p in spec.get("packages", ())),
+            vertex_images_by_python=_vertex_images_by_python(spec),
         )
         for version, spec in raw["runtime_versions"].items()
     }
@@ -288,3 +292,25 @@ def load_catalog(path: Path | None = None) -> Catalog:
         return _parse(raw, source)
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as error:
         raise InternalError(f"the catalog {source} cannot be read: {error}") from error
+
+
+# Vertex AI's pre-built training images name their Python in the tag (`tf-cpu.2-11.py310`);
+# the older ones, without it, all run Python 3.7 (docs/runtime-versions.md).
+_IMAGE_PYTHON = re.compile(r"\.py(\d)(\d+)(?::|$)")
+UNTAGGED_IMAGE_PYTHON = "3.7"
+
+
+def vertex_image_python(uri: str) -> str:
+    """The Python a Vertex AI pre-built training image runs."""
+    found = _IMAGE_PYTHON.search(uri)
+    return f"{found.group(1)}.{found.group(2)}" if found else UNTAGGED_IMAGE_PYTHON
+
+
+def _vertex_images_by_python(spec: dict[str, Any]) -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
+    default = spec.get("vertex")
+    if default:
+        found[vertex_image_python(str(next(iter(default.values()))))] = dict(default)
+    for python, images in (spec.get("vertex_by_python") or {}).items():
+        found[str(python)] = dict(images)
+    return found

@@ -398,11 +398,13 @@ def submit(
     flag_problems: list[Problem] | None = None,
     on_upload: Callable[[UploadResult], None] | None = None,
     progress_factory: Any = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> Job:
     """Validate, build, stage and create the job; returns it as the backend reports it.
 
     Raises ValidationFailed, with nothing uploaded or created, when the input is wrong.
-    `on_upload` hears of each staged package (uploaded or reused), after all of them are staged.
+    `on_upload` hears of each staged package (uploaded or reused), after all of them are staged;
+    `on_warning` of what the backend says about how it runs the job, once it is created.
     """
     plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=False,
                    flag_problems=flag_problems)
@@ -411,10 +413,14 @@ def submit(
         if on_upload is not None:
             on_upload(result)
     try:
-        return backend.create_job(plan.job)
+        created = backend.create_job(plan.job)
     except KeyboardInterrupt:
         _raise_if_created(backend, plan)
         raise
+    for warning in backend.submit_warnings(plan.job):
+        if on_warning is not None:
+            on_warning(warning)
+    return created
 
 
 def _check_local_room(plan: SubmissionPlan, store: ObjectStore) -> None:

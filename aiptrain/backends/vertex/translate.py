@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiptrain.errors import Problem, ProblemList, ValidationFailed
-from aiptrain.job.catalog import Catalog, load_catalog
+from aiptrain.job.catalog import Catalog, Runtime, load_catalog, vertex_image_python
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.spec import ROLE, ROLES, AcceleratorType, Job, JobState, ReplicaConfig, TrainingInput
 
@@ -161,7 +161,31 @@ def _executor_images(ti: TrainingInput, catalog: Catalog, refusals: ProblemList)
                      f"use a runtime version Vertex AI supports ({supported}), or a custom container "
                      "(--master-image-uri)")
         return None
-    return runtime.vertex_images
+    # The images whose Python is the job's (its pythonVersion, else the runtime's default), when
+    # Vertex AI has them; else the runtime's default images, and `python_change_warning` says so.
+    return runtime.vertex_images_by_python.get(_job_python(ti, runtime), runtime.vertex_images)
+
+
+def _job_python(ti: TrainingInput, runtime: Runtime) -> str:
+    return ti.python_version or runtime.default_python
+
+
+def python_change_warning(job: Job, catalog: Catalog) -> str | None:
+    """What a job is told when Vertex AI has no pre-built image with its Python: the Python the
+    images run instead. None when the Python stays (or a custom container brings its own)."""
+    ti = job.training_input
+    if ti is None or _custom_image(ti):
+        return None
+    runtime = catalog.runtime_for(ti.runtime_version)
+    if runtime is None or not runtime.vertex_images:
+        return None
+    wanted = _job_python(ti, runtime)
+    if wanted in runtime.vertex_images_by_python:
+        return None
+    running = vertex_image_python(next(iter(runtime.vertex_images.values())))
+    others = ", ".join(sorted(runtime.vertex_images_by_python))
+    return (f"on Vertex AI this job runs Python {running}, not {wanted}: runtime version {runtime.version} has "
+            f"pre-built images for Python {others} only; check the trainer runs on Python {running}")
 
 
 def job_to_custom_job(job: Job, catalog: Catalog) -> dict[str, Any]:
@@ -419,6 +443,6 @@ def _program_into(ti: dict[str, Any], pool: dict[str, Any], job_dir: str | None,
         ti["args"] = args
     image = package.get("executorImageUri")
     for runtime in catalog.runtimes.values():
-        if runtime.vertex_images and image in runtime.vertex_images.values():
+        if any(image in images.values() for images in runtime.vertex_images_by_python.values()):
             ti["runtimeVersion"] = runtime.version
             break
