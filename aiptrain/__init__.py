@@ -25,11 +25,21 @@ from typing import TYPE_CHECKING, Any
 from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound, UsageError, ValidationFailed
 
 if TYPE_CHECKING:
-    from aiptrain.api.client import AiptrainWarning, Client, WaitTimedOut, cancel, get, list, logs, submit, wait
+    from aiptrain.api.client import (
+        AiptrainWarning,
+        Client,
+        WaitTimedOut,
+        cancel,
+        get,
+        list,
+        logs,
+        submit,
+        wait,
+    )
 
 __version__ = "0.1.0"
-__all__ = ["AiptrainError", "AiptrainWarning", "Client", "JobAlreadyFinished", "NotFound", "UsageError", "ValidationFailed",
-           "WaitTimedOut", "__version__", "cancel", "get", "list", "logs", "submit", "wait"]
+__all__ = ["AiptrainError", "AiptrainWarning", "Client", "JobAlreadyFinished", "NotFound", "UsageError",
+           "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "get", "list", "logs", "submit", "wait"]
 _API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "get", "list", "logs", "submit", "wait"})
 
 
