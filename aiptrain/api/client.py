@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 from aiptrain.errors import EXIT_JOB_TIMEOUT, OperationalError, Problem, UsageError, ValidationFailed
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from aiptrain.api.tensorboard import Board
     from aiptrain.backends.base import Backend, RequestOptions
     from aiptrain.job.logs import LogEntry
     from aiptrain.job.spec import Job
@@ -194,6 +197,23 @@ class Client:
             raise WaitTimedOut(f"job [{job_id}] is still {state} after {timeout:g} s", result.job,
                                hint=result.unreachable)
         return result.job
+
+    def tensorboard(self, job_id: str, *, port: int = 0) -> AbstractContextManager[Board]:
+        """TensorBoard over the job's summaries (its job dir, a run per tuning trial), serving
+        while the `with` block runs: `with client.tensorboard("my_job") as board: print(board.url)`."""
+        from aiptrain.api.tensorboard import logdir_for, running_tensorboard, tensorboard_python
+
+        job = self.get(job_id)
+        logdir = logdir_for(job.training_input.job_dir if job.training_input else None, job_id)
+        return running_tensorboard(tensorboard_python(self._job_python(job_id)), logdir, port=port)
+
+    def _job_python(self, job_id: str) -> str | None:
+        """The interpreter the job ran with, where the backend recorded it (the local backend)."""
+        backend = self.open_backend()
+        ran_in = getattr(backend, "runtime_environment", None)
+        environment = ran_in(job_id) if callable(ran_in) else None
+        python = (environment or {}).get("python")
+        return str(python) if python else None
 
     def logs(self, job_id: str, *, task_name: str | None = None) -> builtins.list[LogEntry]:
         """Every log line the job has written so far, oldest first (of `task_name` only, when given)."""

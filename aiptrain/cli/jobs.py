@@ -454,6 +454,28 @@ def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multilin
 jobs.add_command(stream_logs, name="logs")
 
 
+@jobs.command("tensorboard")
+@click.argument("job")
+@click.option("--port", type=click.IntRange(0, 65535), default=6006, show_default=True,
+              help="Port on 127.0.0.1 (0: a free one).")
+@common_options
+def tensorboard(app: AppContext, job: str, port: int) -> int:
+    """Serve TensorBoard on a job's summaries (its job dir; a run per tuning trial) until Ctrl-C.
+
+    Uses the TensorBoard of the job's runtime environment, else one installed on demand
+    ($AIPTRAIN_HOME/tools/tensorboard). A gs:// job dir is read from the local store."""
+    with app.client().tensorboard(job, port=port) as board:
+        app.progress(f"TensorBoard on {board.logdir} (with {board.python}); Ctrl-C stops it.")
+        click.echo(board.url)
+        try:
+            board.process.wait()
+        except KeyboardInterrupt:
+            return 0
+    from aiptrain.errors import OperationalError
+
+    raise OperationalError(f"TensorBoard exited on its own (status {board.process.returncode})")
+
+
 @jobs.command("wait")
 @click.argument("job")
 @click.option("--timeout", type=SECONDS, help="Give up after SECONDS (exit 12).")

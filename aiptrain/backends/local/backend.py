@@ -80,6 +80,11 @@ class LocalBackend:
     def request_body(self, job: Job) -> dict[str, Any]:
         return job.to_api()
 
+    def runtime_environment(self, job_id: str) -> dict[str, Any] | None:
+        """What the job ran in (its interpreter under "python"), once it was prepared."""
+        with self._store_errors():
+            return self.engine.store.get(self.project, job_id).runtime_environment
+
     def submit_warnings(self, job: Job) -> list[str]:
         return []  # the local runtime notes how it runs the job in the job's first log lines
 
