@@ -15,6 +15,7 @@ Routes (the paths googleapiclient builds from the discovery documents):
     GET  /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs            ... hyperparameterTuningJobs.list
     GET  /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{n}        ... hyperparameterTuningJobs.get
     POST /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{n}:cancel ... hyperparameterTuningJobs.cancel
+    POST|GET /v1/projects/{p}/locations/{l}/trainingPipelines[/{n}[:cancel]]   ... trainingPipelines (pipelines_api)
     POST /v2/entries:list                                        logging.entries.list
 
 A project may be named by its ID or by the number the emulator gave it (see `projects`); handlers
@@ -38,7 +39,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from aiptrain.emulator import logging_api, mlv1_api, tuning_api, vertex_api
+from aiptrain.emulator import logging_api, mlv1_api, pipelines_api, tuning_api, vertex_api
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.faults import FaultPlan
 from aiptrain.emulator.guard import RequestGuard
@@ -46,7 +47,7 @@ from aiptrain.emulator.limits import parse_json_body, read_capped_body
 from aiptrain.emulator.projects import ProjectDirectory
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services
-from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TUNING_JOBS, VertexJobStore
+from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TRAINING_PIPELINES, TUNING_JOBS, VertexJobStore
 from aiptrain.errors import AiptrainError
 from aiptrain.job.project_id import project_id_problem
 
@@ -139,6 +140,7 @@ def create_app(
         custom_jobs=VertexJobStore(records / "custom_jobs", CUSTOM_JOBS),
         tuning_jobs=VertexJobStore(records / "hyperparameter_tuning_jobs", TUNING_JOBS),
         projects=ProjectDirectory(records / "projects.json"),
+        training_pipelines=VertexJobStore(records / "training_pipelines", TRAINING_PIPELINES),
     )
 
     def by_project_id(handler: Handler, *, remember: bool) -> Handler:
@@ -198,12 +200,31 @@ def create_app(
         route(f"{tuning}/{{tuning_job}}", "GET",
               lambda p, q, b: tuning_api.get_tuning_job(services, p["project"], p["location"],
                                                         p["tuning_job"]), f"{V1}HyperparameterTuningJob"),
+        *_pipeline_routes(route, services),
         route("/v2/entries:list", "POST", lambda p, q, b: logging_api.list_entries(services, b)),
     ]
     not_found = _endpoint(_unknown_method, faults=None)
     routes.append(Route("/{path:path}", not_found,
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     return RequestGuard(Starlette(routes=routes), token=token, bind_host=bind_host)
+
+
+def _pipeline_routes(route: Callable[..., Route], services: Services) -> list[Route]:
+    pipelines = "/v1/projects/{project}/locations/{location}/trainingPipelines"
+    return [
+        route(f"{pipelines}/{{pipeline}}:cancel", "POST",
+              lambda p, q, b: pipelines_api.cancel_training_pipeline(services, p["project"], p["location"],
+                                                                     p["pipeline"], b)),
+        route(pipelines, "POST",
+              lambda p, q, b: pipelines_api.create_training_pipeline(services, p["project"], p["location"], b),
+              f"{V1}TrainingPipeline"),
+        route(pipelines, "GET",
+              lambda p, q, b: pipelines_api.list_training_pipelines(services, p["project"], p["location"], q),
+              f"{V1}ListTrainingPipelinesResponse"),
+        route(f"{pipelines}/{{pipeline}}", "GET",
+              lambda p, q, b: pipelines_api.get_training_pipeline(services, p["project"], p["location"],
+                                                                  p["pipeline"]), f"{V1}TrainingPipeline"),
+    ]
 
 
 def _unknown_method(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:

@@ -27,6 +27,7 @@ class Services:
     custom_jobs: VertexJobStore
     tuning_jobs: VertexJobStore
     projects: ProjectDirectory
+    training_pipelines: VertexJobStore
 
     def vertex_name(self, record: VertexJobRecord) -> str:
         """The job's resource name as Vertex AI returns it: with the project number."""

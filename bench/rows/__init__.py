@@ -33,6 +33,7 @@ def all_groups() -> list[RowGroup]:
         store_scale,
         training,
         upload,
+        vertex_sdk,
     )
 
     return [
@@ -49,4 +50,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("gcloud", "11", "aiptrain vs Google's gcloud", gcloud_compare.run),
         RowGroup("gcs-endpoint", "12", "gs:// from trainer code on the local backend", gcs_endpoint.run),
         RowGroup("ray", "13", "Ray backend", ray.run),
+        RowGroup("vertex-sdk", "14", "The Vertex AI SDK via `local serve`", vertex_sdk.run),
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -173,3 +174,81 @@ def test_enums_by_name_or_number_and_answers_in_the_encoding_asked(sdk_emulator:
         assert duplicated.status_code == 400
         assert "set twice" in duplicated.text
         http.post(f"{sdk_emulator.url}v1/{named.json()['name']}:cancel", json={})
+
+
+# -- the custom training-job classes: trainingPipelines ------------------------------------------
+
+
+def test_custom_python_package_training_job_runs_as_a_pipeline(sdk_emulator: Emulator) -> None:
+    init_sdk(sdk_emulator)
+    job = aiplatform.CustomPythonPackageTrainingJob(
+        display_name="sdk-package-pipeline", python_package_gcs_uri=PACKAGE, python_module_name="trainer.task",
+        container_uri=CPU_IMAGE)
+    model = job.run(args=["--flag", "pipeline"], replica_count=1, machine_type="n1-standard-4",
+                    base_output_dir="gs://sdk-bucket/out/pipeline", environment_variables={"POOL_SETTING": "p"})
+    assert model is None  # no model to upload
+    assert job.state == aiplatform.gapic.PipelineState.PIPELINE_STATE_SUCCEEDED
+    backing = job.gca_resource.training_task_metadata["backingCustomJob"]
+    assert "/customJobs/" in backing
+    lines = job_output(sdk_emulator, f"customjob_{backing.rsplit('/', 1)[-1]}")
+    assert "args=--flag pipeline" in lines
+    assert "pool-env=p" in lines
+    listed = [pipeline.resource_name for pipeline in aiplatform.CustomPythonPackageTrainingJob.list()]
+    assert job.resource_name in listed
+
+
+def test_a_pipeline_with_a_managed_dataset_or_a_container_is_refused(sdk_emulator: Emulator) -> None:
+    from google.api_core.exceptions import BadRequest, FailedPrecondition
+
+    init_sdk(sdk_emulator)
+    url = f"{sdk_emulator.url}v1/projects/{PROJECT}/locations/{LOCATION}/trainingPipelines"
+    spec = {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+                                 "pythonPackageSpec": {"executorImageUri": CPU_IMAGE, "packageUris": [PACKAGE],
+                                                       "pythonModule": "trainer.task"}}]}
+    body = {"displayName": "with-dataset",
+            "trainingTaskDefinition": "gs://google-cloud-aiplatform/schema/trainingjob/definition/custom_task_1.0.0.yaml",
+            "trainingTaskInputs": spec, "inputDataConfig": {"datasetId": "123"}}
+    with httpx.Client(headers=sdk_emulator.auth_headers(), timeout=30) as http:
+        refused = http.post(url, json=body)
+        assert refused.status_code == 400
+        assert refused.json()["error"]["status"] == "FAILED_PRECONDITION"
+        assert "Managed datasets" in refused.json()["error"]["message"]
+        automl = http.post(url, json={**body, "inputDataConfig": None, "trainingTaskDefinition":
+                                      "gs://google-cloud-aiplatform/schema/trainingjob/definition/automl_tabular_1.0.0.yaml"})
+        assert automl.status_code == 400 and "custom training pipelines only" in automl.text
+        missing = http.get(f"{url}/1234567890123456789")
+        assert missing.status_code == 404
+    container = aiplatform.CustomContainerTrainingJob(display_name="sdk-container", container_uri="gcr.io/p/t:1")
+    with pytest.raises((BadRequest, FailedPrecondition)) as raised:
+        container.run(replica_count=1, machine_type="n1-standard-4", base_output_dir="gs://sdk-bucket/out/c")
+    assert "container runtime" in str(raised.value)
+
+
+def test_custom_training_job_stages_its_script_through_gcs(tmp_path: Path, fake_gcs: Any) -> None:
+    """The SDK packages a script and uploads it to the staging bucket itself: with
+    STORAGE_EMULATOR_HOST the emulator fetches it from that GCS emulator, as Vertex reads GCS."""
+    bucket = fake_gcs.make_bucket()
+    script = tmp_path / "task.py"
+    script.write_text("import sys\nprint('script ran with', ' '.join(sys.argv[1:]), flush=True)\n")
+    with running_emulator(tmp_path / "home", env={"STORAGE_EMULATOR_HOST": fake_gcs.endpoint}) as server:
+        old = os.environ.get("STORAGE_EMULATOR_HOST")
+        os.environ["STORAGE_EMULATOR_HOST"] = fake_gcs.endpoint
+        try:
+            from google.oauth2.credentials import Credentials
+
+            aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=server.url.rstrip("/"),
+                            api_transport="rest", credentials=Credentials(token=server.token),
+                            staging_bucket=f"{bucket}/staging")
+            job = aiplatform.CustomTrainingJob(display_name="sdk-script", script_path=str(script),
+                                               container_uri=CPU_IMAGE)
+            job.run(args=["--epochs", "1"], replica_count=1, machine_type="n1-standard-4",
+                    base_output_dir=f"{bucket}/out")
+        finally:
+            if old is None:
+                os.environ.pop("STORAGE_EMULATOR_HOST", None)
+            else:
+                os.environ["STORAGE_EMULATOR_HOST"] = old
+        assert job.state == aiplatform.gapic.PipelineState.PIPELINE_STATE_SUCCEEDED
+        backing = job.gca_resource.training_task_metadata["backingCustomJob"].rsplit("/", 1)[-1]
+        lines = [entry.message for entry in server.engine().logs(PROJECT, f"customjob_{backing}")]
+        assert "script ran with --epochs 1" in lines

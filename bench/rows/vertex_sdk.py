@@ -1,0 +1,81 @@
+"""Row 14: the Vertex AI SDK driving `aiptrain local serve`, against aiptrain's own mlv1 client.
+
+14a: a CustomJob created with `google-cloud-aiplatform` (REST transport) and waited for with its
+`run(sync=True)`, create to SUCCEEDED, whole process (the SDK's import included); the anchor is
+the same noop trainer submitted by `aiptrain jobs submit training --backend mlv1 --stream-logs`
+to the same server. Both name a package already in the server's local store.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import time
+from functools import partial
+
+from bench.context import BenchContext
+from bench.environment import PYTHON, BenchError, aiptrain_command, isolated_env, time_command
+from bench.harness import RowResult, alternate, paired_row, ratio_max
+
+RUNS = 5
+PROJECT = "bench-sdk-project"
+PACKAGE_URI = "gs://bench-sdk/packages/noop.tar.gz"
+SCRIPT = "bench/scripts/sdk_custom_job.py"
+_SERVING = re.compile(r"on (http://127\.0\.0\.1:\d+/)")
+TITLE = "Vertex AI SDK CustomJob via `local serve`, create to SUCCEEDED, vs `jobs submit training --backend mlv1`"
+
+
+def run(ctx: BenchContext) -> list[RowResult]:
+    row = RowResult(row_id="14a", group="vertex-sdk", title=TITLE, unit="s", goal=ratio_max(1.3),
+                    anchor_label="`aiptrain jobs submit training --backend mlv1 --stream-logs`, same server")
+    if importlib.util.find_spec("google.cloud.aiplatform") is None:
+        row.status = "not measured"
+        row.notes = "google-cloud-aiplatform is not installed (the `test` extra)."
+        return [row]
+    from aiptrain.packaging import build_package
+
+    home = ctx.cleanup.new_home("vertex-sdk")
+    env = isolated_env(home)
+    sdist = build_package(ctx.package_path("noop"), cache_dir=ctx.scratch / "vertex-sdk-cache").path
+    staged = home / "storage" / PACKAGE_URI.removeprefix("gs://")
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sdist, staged)
+    url = _serve(ctx, env)
+    counter = iter(range(10**6))
+
+    def sdk(name: str) -> list[str]:
+        return [str(PYTHON), SCRIPT, url, PROJECT, PACKAGE_URI, name]
+
+    def mlv1(job_id: str) -> list[str]:
+        return [*aiptrain_command(), "jobs", "submit", "training", job_id, "--backend", "mlv1", "--api-endpoint", url,
+                "--project", PROJECT, "--packages", PACKAGE_URI, "--module-name", "trainer.task", "--region",
+                "us-central1", "--runtime-version", "2.11", "--stream-logs"]
+
+    def timed(command: object, prefix: str) -> float:
+        assert callable(command)
+        return time_command(command(f"{prefix}_{next(counter)}"), env=env, timeout=600)
+
+    paired = alternate(partial(timed, sdk, "sdk"), partial(timed, mlv1, "mlv1"), ctx.runs(RUNS), warmup=1)
+    row.commands = [ctx.show(sdk("sdk_N"))]
+    row.anchor_commands = [ctx.show(mlv1("mlv1_N"), home=True)]
+    row.notes = ("Whole processes, 1 warm-up pair not counted; the same `local serve --no-auth` runs both, the noop "
+                 "trainer (bench/trainers/noop) staged once in its store. The SDK waits with its own polling.")
+    return [paired_row(row, paired)]
+
+
+def _serve(ctx: BenchContext, env: dict[str, str]) -> str:
+    log = ctx.scratch / "vertex-sdk-serve.log"
+    with open(log, "wb") as sink:
+        process = subprocess.Popen([*aiptrain_command(), "local", "serve", "--port", "0", "--no-auth"], env=env,
+                                   stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    ctx.cleanup.track(process)
+    deadline = time.monotonic() + 60
+    while True:
+        match = _SERVING.search(log.read_text(errors="replace"))
+        if match:
+            return match.group(1)
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise BenchError("aiptrain local serve did not start:\n" + log.read_text(errors="replace")[-2000:])
+        time.sleep(0.1)
