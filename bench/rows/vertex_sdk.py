@@ -61,7 +61,9 @@ def run(ctx: BenchContext) -> list[RowResult]:
     row.commands = [ctx.show(sdk("sdk_N"))]
     row.anchor_commands = [ctx.show(mlv1("mlv1_N"), home=True)]
     row.notes = ("Whole processes, 1 warm-up pair not counted; the same `local serve --no-auth` runs both, the noop "
-                 "trainer (bench/trainers/noop) staged once in its store. The SDK waits with its own polling.")
+                 "trainer (bench/trainers/noop) staged once in its store. `run(sync=True)` reads the job's state "
+                 "every 5 s (the SDK's fixed `_JOB_WAIT_TIME`), so its time is the SDK's import (~3 s) plus whole "
+                 "5 s steps; `--stream-logs` polls adaptively from 0.5 s.")
     return [paired_row(row, paired)]
 
 
