@@ -44,10 +44,8 @@ from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.faults import FaultPlan
 from aiptrain.emulator.guard import RequestGuard
 from aiptrain.emulator.limits import parse_json_body, read_capped_body
-from aiptrain.emulator.projects import ProjectDirectory
 from aiptrain.emulator.schema import Violation
-from aiptrain.emulator.services import Services
-from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TRAINING_PIPELINES, TUNING_JOBS, VertexJobStore
+from aiptrain.emulator.services import Services, make_services
 from aiptrain.errors import AiptrainError
 from aiptrain.job.project_id import project_id_problem
 
@@ -132,16 +130,7 @@ def create_app(
     state_dir:    where Vertex job records are kept (default: the engine home's `emulator`)
     faults:       test-only fault injection (see `faults`)
     """
-    home = _engine_home(engine)
-    records = state_dir or home / "emulator"
-    services = Services(
-        engine=engine,
-        storage_root=storage_root or home / "storage",
-        custom_jobs=VertexJobStore(records / "custom_jobs", CUSTOM_JOBS),
-        tuning_jobs=VertexJobStore(records / "hyperparameter_tuning_jobs", TUNING_JOBS),
-        projects=ProjectDirectory(records / "projects.json"),
-        training_pipelines=VertexJobStore(records / "training_pipelines", TRAINING_PIPELINES),
-    )
+    services = make_services(engine, storage_root=storage_root, state_dir=state_dir)
 
     def by_project_id(handler: Handler, *, remember: bool) -> Handler:
         def resolved(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
@@ -229,12 +218,3 @@ def _pipeline_routes(route: Callable[..., Route], services: Services) -> list[Ro
 
 def _unknown_method(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
     raise ApiError("NOT_FOUND", f"The aiptrain emulator does not serve /{params.get('path', '')}.")
-
-
-def _engine_home(engine: Any) -> Path:
-    home = getattr(engine, "home", None)
-    if isinstance(home, Path):
-        return home
-    from aiptrain.paths import aiptrain_home
-
-    return aiptrain_home()

@@ -69,6 +69,33 @@ class Services:
         return numbered
 
 
+def make_services(engine: LocalEngine, *, storage_root: Path | None = None,
+                  state_dir: Path | None = None) -> Services:
+    """The services over `engine`: `gs://` under `storage_root` (default: the engine home's
+    `storage`, the local store), Vertex records under `state_dir` (default: its `emulator`)."""
+    from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TRAINING_PIPELINES, TUNING_JOBS
+
+    home = _engine_home(engine)
+    records = state_dir or home / "emulator"
+    return Services(
+        engine=engine,
+        storage_root=storage_root or home / "storage",
+        custom_jobs=VertexJobStore(records / "custom_jobs", CUSTOM_JOBS),
+        tuning_jobs=VertexJobStore(records / "hyperparameter_tuning_jobs", TUNING_JOBS),
+        projects=ProjectDirectory(records / "projects.json"),
+        training_pipelines=VertexJobStore(records / "training_pipelines", TRAINING_PIPELINES),
+    )
+
+
+def _engine_home(engine: Any) -> Path:
+    home = getattr(engine, "home", None)
+    if isinstance(home, Path):
+        return home
+    from aiptrain.paths import aiptrain_home
+
+    return aiptrain_home()
+
+
 def wants_int_enums(query: dict[str, str]) -> bool:
     options = [part.strip() for part in query.get("$alt", "").split(";")]
     return "enum-encoding=int" in options

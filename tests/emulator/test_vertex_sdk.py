@@ -60,15 +60,22 @@ def sdk_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]
     package = make_trainer_project(root / "project", SDK_TRAINER)
     sdist = build_package(package, cache_dir=root / "cache").path
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    with running_emulator(root / "home", env=env) as server:
+    with running_emulator(root / "home", env=env, grpc=True) as server:
         server.stage(sdist, PACKAGE)
         yield server
 
 
 def init_sdk(emulator: Emulator, transport: str = "rest") -> None:
-    """The lines docs/clients/vertex-sdk.md shows."""
+    """The lines docs/clients/vertex-sdk.md shows, for either transport."""
     from google.oauth2.credentials import Credentials
 
+    if transport == "grpc":
+        address, certificate = emulator.grpc
+        # Read when the first TLS channel is made: nothing in this module makes one before.
+        os.environ["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = str(certificate)
+        aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=address,
+                        credentials=Credentials(token=emulator.token), staging_bucket="gs://sdk-bucket/staging")
+        return
     aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=emulator.url.rstrip("/"),
                     api_transport=transport, credentials=Credentials(token=emulator.token),
                     staging_bucket="gs://sdk-bucket/staging")
@@ -252,3 +259,50 @@ def test_custom_training_job_stages_its_script_through_gcs(tmp_path: Path, fake_
         backing = job.gca_resource.training_task_metadata["backingCustomJob"].rsplit("/", 1)[-1]
         lines = [entry.message for entry in server.engine().logs(PROJECT, f"customjob_{backing}")]
         assert "script ran with --epochs 1" in lines
+
+
+# -- the SDK's default transport: gRPC ------------------------------------------------------------
+
+
+def test_the_grpc_transport_runs_a_custom_job_a_tuning_job_and_a_pipeline(sdk_emulator: Emulator) -> None:
+    from google.api_core.exceptions import FailedPrecondition, NotFound, Unauthenticated
+    from google.cloud.aiplatform import hyperparameter_tuning as hpt
+    from google.oauth2.credentials import Credentials
+
+    init_sdk(sdk_emulator, "grpc")
+    job = aiplatform.CustomJob(display_name="grpc-gpu", worker_pool_specs=pools(GPU_IMAGE, gpu=True,
+                                                                                env={"POOL_SETTING": "grpc"}),
+                               base_output_dir="gs://sdk-bucket/out/grpc")
+    job.run(sync=True)
+    assert job.state == aiplatform.gapic.JobState.JOB_STATE_SUCCEEDED
+    assert "pool-env=grpc" in job_output(sdk_emulator, f"customjob_{job.name}")
+    assert job.resource_name in [listed.resource_name for listed in aiplatform.CustomJob.list()]
+
+    trial_job = aiplatform.CustomJob(display_name="grpc-trial", worker_pool_specs=pools(),
+                                     base_output_dir="gs://sdk-bucket/out/grpc-hp")
+    tuning = aiplatform.HyperparameterTuningJob(
+        display_name="grpc-tuning", custom_job=trial_job, metric_spec={"loss": "minimize"},
+        parameter_spec={"units": hpt.IntegerParameterSpec(min=1, max=4, scale="linear")},
+        max_trial_count=1, parallel_trial_count=1)
+    tuning.run(sync=True)
+    assert [trial.final_measurement.metrics[0].value for trial in tuning.trials] == [min(LOSSES)]
+
+    pipeline = aiplatform.CustomPythonPackageTrainingJob(
+        display_name="grpc-pipeline", python_package_gcs_uri=PACKAGE, python_module_name="trainer.task",
+        container_uri=CPU_IMAGE)
+    pipeline.run(replica_count=1, machine_type="n1-standard-4", base_output_dir="gs://sdk-bucket/out/grpc-p")
+    assert pipeline.state == aiplatform.gapic.PipelineState.PIPELINE_STATE_SUCCEEDED
+
+    # Errors come back as gRPC statuses with the REST route's message and field.
+    with pytest.raises(NotFound):
+        aiplatform.CustomJob.get(f"projects/{PROJECT}/locations/{LOCATION}/customJobs/1234567890123456789")
+    container = aiplatform.CustomJob(display_name="grpc-container", worker_pool_specs=[{
+        "machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": 1,
+        "container_spec": {"image_uri": "gcr.io/p/t:1"}}], base_output_dir="gs://sdk-bucket/out/c")
+    with pytest.raises(FailedPrecondition, match="container runtime"):
+        container.run(sync=True)
+    address, _ = sdk_emulator.grpc
+    aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=address,
+                    credentials=Credentials(token="not-the-token"))
+    with pytest.raises(Unauthenticated):
+        aiplatform.CustomJob.list()
