@@ -4,8 +4,9 @@
 opens it. The guard (`guard.RequestGuard`) hands this gate every console request that has no
 valid session cookie, and every one that brings `?token=`: a right token is exchanged for an
 HttpOnly, SameSite=Strict session cookie and the browser is sent on to the same URL without the
-token; anything else gets the login page (401), which asks for the token. The stylesheet is
-public, so the login page looks like the rest; nothing else is.
+token (by a page of this site, not a redirect: see `login`); anything else gets the login page
+(401), which asks for the token. The stylesheet is public, so the login page looks like the rest;
+nothing else is.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ import hmac
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse
 
 from aiptrain.emulator.console.assets import STATIC_PREFIX, asset_url
 from aiptrain.emulator.console.html import Html, join, tag
-from aiptrain.emulator.console.responses import NO_STORE, SECURITY_HEADERS, html_page
+from aiptrain.emulator.console.responses import html_page
 from aiptrain.emulator.guard import Receive, Scope, Send
 from aiptrain.emulator.tokens import new_session, session_cookie_name
 
@@ -48,7 +48,11 @@ class ConsoleLogin:
                 given.encode(), self.token.encode()):
             rest = urlencode([(key, value) for key, value in parse_qsl(request.url.query) if key != "token"])
             target = request.url.path + (f"?{rest}" if rest else "")
-            response = RedirectResponse(target, status_code=303, headers={**SECURITY_HEADERS, **NO_STORE})
+            # Not a redirect: a browser sent here by another site (a terminal's link, the page
+            # `local console` opens) would carry that navigation's cross-site-ness through a 303 and
+            # withhold the SameSite=Strict cookie it was just given; a refresh from this page is a
+            # navigation of this site.
+            response = html_page(forward_page(target))
             port = scope["server"][1] if scope.get("server") else request.url.port or 80
             response.set_cookie(session_cookie_name(int(port)), new_session(self.token), httponly=True,
                                 samesite="strict", path="/")
@@ -56,6 +60,14 @@ class ConsoleLogin:
             return
         await html_page(login_page(wrong=given is not None), status=401,
                         headers={"WWW-Authenticate": 'Bearer realm="aiptrain"'})(scope, receive, send)
+
+
+def forward_page(target: str) -> str:
+    head = join([Html('<meta charset="utf-8">'), tag("meta", http_equiv="refresh", content=f"0; url={target}"),
+                 tag("title", "Signed in · aiptrain console"),
+                 tag("link", rel="stylesheet", href=asset_url("console.css"))])
+    body = tag("p", "Signed in: ", tag("a", "on to the console", href=target), class_="narrow")
+    return f"<!doctype html>\n{tag('html', tag('head', head), tag('body', body), lang='en')}"
 
 
 def login_page(*, wrong: bool) -> str:
