@@ -36,18 +36,24 @@ def write_token_file(token: str, port: int, home: Path | None) -> Path:
     """Store `token` for the server on `port`; the file is private from its first byte."""
     path = serve_token_path(port, home)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # No newline: gcloud sends the file's content as it is.
+    write_private_file(path, token, what="the emulator's token file",
+                       hint="check that AIPTRAIN_HOME is writable, or pass --no-auth")
+    return path
+
+
+def write_private_file(path: Path, text: str, *, what: str, hint: str) -> None:
+    """Write `text` to `path`, readable by this user only from its first byte, whole or not at all."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         # O_EXCL with mode 0600: no moment at which the file exists with wider permissions.
         descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(token)  # no newline: gcloud sends the file's content as it is
+            stream.write(text)
         partial.replace(path)
     except OSError as error:
         partial.unlink(missing_ok=True)
-        raise OperationalError(f"cannot write the emulator's token file {path}: {error.strerror or error}",
-                               hint="check that AIPTRAIN_HOME is writable, or pass --no-auth") from None
-    return path
+        raise OperationalError(f"cannot write {what} {path}: {error.strerror or error}", hint=hint) from None
 
 
 def remove_token_file(path: Path, token: str) -> None:

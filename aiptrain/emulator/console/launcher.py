@@ -8,7 +8,6 @@ a notebook server opens itself.
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from aiptrain.emulator.console.html import escape
 from aiptrain.emulator.serve import base_url, console_url
-from aiptrain.emulator.tokens import console_launcher_path
+from aiptrain.emulator.tokens import console_launcher_path, write_private_file
 from aiptrain.errors import OperationalError
 from aiptrain.paths import serve_token_path
 
@@ -52,18 +51,10 @@ def console_address(host: str, port: int, home: Path | None) -> ConsoleAddress:
 
 def write_launcher(token_file: Path, target: str) -> Path:
     path = console_launcher_path(token_file)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     page = (f'<!doctype html>\n<meta charset="utf-8">\n<meta http-equiv="refresh" content="0; url={escape(target)}">\n'
             f'<title>aiptrain console</title>\n<p><a href="{escape(target)}">Open the aiptrain console</a></p>\n')
-    try:
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(page)
-        partial.replace(path)
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        raise OperationalError(f"cannot write {path}: {error.strerror or error}",
-                               hint="check that AIPTRAIN_HOME is writable, or use --no-browser") from None
+    write_private_file(path, page, what="the console's launcher page",
+                       hint="check that AIPTRAIN_HOME is writable, or use --no-browser")
     return path
 
 

@@ -75,6 +75,14 @@ def test_the_list_shows_the_jobs_filters_them_and_follows_the_store(
     page.fill("input[name=filter]", "state=")
     page.click("form.filter button")
     expect(page.locator("p.error")).to_be_visible()
+    # A failed job's page: its errorMessage first, its log narrowed by severity.
+    page.goto(console.page_url(f"/console/projects/{PROJECT}/jobs/list_failed"))
+    expect(page.locator(".error-message")).to_contain_text(console.job("list_failed")["errorMessage"][:40])
+    expect(page.locator("#logs .msg", has_text="tick 0")).to_be_visible(timeout=TIMEOUT_MS)
+    page.select_option("#logs select[name=severity]", "ERROR")
+    expect(page.locator("#logs .msg", has_text="giving up on purpose")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator("#logs .msg", has_text="tick 0")).to_have_count(0)
+    assert set(page.locator("#logs .sev").all_text_contents()) <= {"ERROR", "CRITICAL", "ALERT", "EMERGENCY"}
     # A job created while the page is open appears without a reload.
     page.goto(console.page_url(f"/console/projects/{PROJECT}/jobs"))
     expect(page.locator("tr[data-job=list_ok]")).to_be_visible()
