@@ -39,7 +39,7 @@ demo: $(DEMO_STAMP)
 
 $(CHROMIUM):
 	$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq --no-install-recommends chromium
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
 chromium: $(CHROMIUM)
 
