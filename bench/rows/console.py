@@ -2,7 +2,7 @@
 
 The store is filled through its own API (`store_scale.fill_store`: finished jobs with their state
 history and log lines), not by running 1,000 trainers. `aiptrain local serve` serves that home;
-Debian's Chromium, driven by Playwright (as the browser tests drive it), holds the console's
+Debian's Chromium, launched as the browser tests launch it (tests/fixtures/browser.py), holds the console's
 session cookie and opens the jobs page afresh each run. The subject is the page's first contentful
 paint, measured by the browser from the start of the navigation (the server renders the rows, so
 the first paint shows them); the anchor is `aiptrain jobs list` of the same home, whole command.
@@ -10,7 +10,6 @@ the first paint shows them); the anchor is `aiptrain jobs list` of the same home
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import subprocess
@@ -25,8 +24,6 @@ from bench.rows.store_scale import PROJECT, fill_store
 
 RUNS = 10
 JOBS = 1_000
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 _SERVING = re.compile(r"on (http://127\.0\.0\.1:\d+/)")
 TITLE = (f"Console: the jobs page with {JOBS:,} jobs in the store, first contentful paint in Chromium "
          "(anchor: `aiptrain jobs list` of the same store)")
@@ -35,8 +32,11 @@ TITLE = (f"Console: the jobs page with {JOBS:,} jobs in the store, first content
 def run(ctx: BenchContext) -> list[RowResult]:
     row = RowResult(row_id="14a", group="console", unit="s", title=TITLE, goal=ratio_max(2.0),
                     anchor_label="`aiptrain jobs list` of the same store, wall time")
-    if not os.access(CHROMIUM, os.X_OK):
-        row.status, row.notes = "not measured", f"{CHROMIUM} is missing (`make test` installs it)."
+    from tests.fixtures.browser import chromium_missing, launched_chromium
+
+    reason = chromium_missing()
+    if reason is not None:
+        row.status, row.notes = "not measured", f"No browser: {reason}."
         return [row]
     home = ctx.cleanup.new_home("console")
     fill_store(home, JOBS)
@@ -47,23 +47,17 @@ def run(ctx: BenchContext) -> list[RowResult]:
     listed = run_checked(jobs_list, env=isolated_env(home)).stdout
     page_url = f"{url}console/projects/{PROJECT}/jobs"
 
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context()
-            signed_in = context.new_page()
-            signed_in.goto(f"{url}?token={token}")
-            signed_in.wait_for_selector("table.jobs", timeout=60_000)
-            signed_in.close()
-            shown = _first_paint(context, page_url)[1]
-            if shown == 0 or listed.count("\n") <= 1:
-                raise BenchError(f"the page shows {shown} jobs; `jobs list` printed {listed.count(chr(10))} lines")
-            paired = alternate(lambda: _first_paint(context, page_url)[0],
-                               lambda: time_command(jobs_list, env=isolated_env(home)), ctx.runs(RUNS))
-        finally:
-            browser.close()
+    with launched_chromium() as browser:
+        context = browser.new_context()
+        signed_in = context.new_page()
+        signed_in.goto(f"{url}?token={token}")
+        signed_in.wait_for_selector("table.jobs", timeout=60_000)
+        signed_in.close()
+        shown = _first_paint(context, page_url)[1]
+        if shown == 0 or listed.count("\n") <= 1:
+            raise BenchError(f"the page shows {shown} jobs; `jobs list` printed {listed.count(chr(10))} lines")
+        paired = alternate(lambda: _first_paint(context, page_url)[0],
+                           lambda: time_command(jobs_list, env=isolated_env(home)), ctx.runs(RUNS))
     row.commands = [f"{ctx.show([*aiptrain_command(), 'local', 'serve', '--port', '0'], home=True)}   "
                     f"# home with {JOBS:,} jobs; Chromium opens /console/projects/{PROJECT}/jobs"]
     row.anchor_commands = [ctx.show(jobs_list, home=True) + "   # the same home"]
