@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from aiptrain.backends.vertex.translate import vertex_task_name
 from aiptrain.emulator.console.html import Html, definitions, join, state_badge, tag
 from aiptrain.emulator.console.job_view import JobView
 from aiptrain.emulator.console.jobs_page import BACKEND_TITLES, job_url, jobs_url
@@ -98,7 +99,7 @@ def _replicas(view: JobView) -> Html:
     tuning = any(row.trial for row in view.replicas)
     names = ["Trial"] * tuning + ["Task", "Machine type", "State", "Restarts", "Share of this machine", "GPUs",
                                   "Image"]
-    rows = [tag("tr", *([tag("td", row.trial)] * tuning), tag("td", tag("code", row.task)),
+    rows = [tag("tr", *([tag("td", row.trial)] * tuning), tag("td", _task_name(view, row.task)),
                 tag("td", row.machine_type), tag("td", tag("span", row.state, class_=f"replica {row.state_class}")),
                 tag("td", str(row.restarts)), tag("td", row.share or ("per trial slot, below" if tuning else "")),
                 tag("td", row.gpus), tag("td", tag("code", row.image) if row.image else "the runtime's environment"),
@@ -108,6 +109,13 @@ def _replicas(view: JobView) -> Html:
                 class_="replicas")
     lanes = tag("ul", *(tag("li", line) for line in view.share), class_="shares") if tuning and view.share else ""
     return join([tag("h2", "Replicas"), table, lanes])
+
+
+def _task_name(view: JobView, task: str) -> Html:
+    """The task as the engine and its log name it, and for a Vertex AI job as Vertex's logs do."""
+    shown = tag("code", task)
+    pool = vertex_task_name(task) if view.backend == "vertex" else task
+    return join([shown, " ", tag("span", f"({pool})", class_="hint")]) if pool != task else shown
 
 
 def _logs(view: JobView, base: str) -> Html:

@@ -91,6 +91,20 @@ def test_the_list_shows_the_jobs_filters_them_and_follows_the_store(
     expect(page.locator("tr[data-job=list_later] .state")).to_have_text("SUCCEEDED", timeout=TIMEOUT_MS)
 
 
+def test_a_vertex_custom_job_shows_as_vertex_with_its_own_resource(
+        console: ConsoleServer, console_page: tuple[Page, PageLog]) -> None:
+    page, _ = console_page
+    created = console.create_custom_job("console vertex", "--ticks", "1")
+    signed_in(page, console)
+    row = page.locator("#job-rows tr", has=page.locator("td span", has_text=re.compile("^vertex$")))
+    expect(row).to_have_count(1, timeout=TIMEOUT_MS)
+    row.locator("a").click()
+    expect(page.locator("#overview")).to_contain_text(created["name"])
+    page.click("#resource summary")
+    expect(page.locator("#resource pre")).to_contain_text('"displayName": "console vertex"')
+    expect(page.locator("#replicas")).to_contain_text("workerpool0-0")
+
+
 def test_a_running_jobs_log_lines_appear_live_and_cancel_ends_it(
         console: ConsoleServer, console_page: tuple[Page, PageLog]) -> None:
     page, _ = console_page
