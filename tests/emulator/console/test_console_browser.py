@@ -127,6 +127,25 @@ def test_a_running_jobs_log_lines_appear_live_and_cancel_ends_it(
     expect(page.locator("#logs")).to_have_attribute("data-ended", "true", timeout=TIMEOUT_MS)
 
 
+def test_a_long_log_opens_on_its_last_page_and_pages_back_to_its_start(
+        console: ConsoleServer, console_page: tuple[Page, PageLog]) -> None:
+    page, _ = console_page
+    console.create("long_log", "--ticks", "1200")
+    assert console.wait("long_log")["state"] == "SUCCEEDED"
+    signed_in(page, console, f"/console/projects/{PROJECT}/jobs/long_log")
+    expect(page.locator("#logs")).to_have_attribute("data-ended", "true", timeout=TIMEOUT_MS)
+    lines = page.locator("#logs .line")
+    expect(lines).to_have_count(500)  # one page, not the whole log
+    expect(page.locator("#logs .msg", has_text=re.compile(r"^tick 1199$"))).to_have_count(1)
+    earlier = page.locator("#logs button.earlier")
+    while earlier.is_visible():
+        shown = lines.count()
+        earlier.click()
+        expect(lines).not_to_have_count(shown)
+    ticks = [text for text in page.locator("#logs .msg").all_text_contents() if re.fullmatch(r"tick \d+", text)]
+    assert ticks == [f"tick {n}" for n in range(1200)], "every line once, in order"
+
+
 def _last_tick(page: Page) -> int:
     texts = page.locator("#logs .msg").all_text_contents()
     return max(int(match[1]) for text in texts if (match := re.fullmatch(r"tick (\d+)", text)))
