@@ -193,6 +193,10 @@ def test_a_foreign_origin_is_refused(console: ConsoleServer, console_page: tuple
     refused = httpx.post(cancel, cookies=cookies, headers={"Origin": console.url.rstrip("/")})
     assert refused.status_code == 403 and "CSRF" in refused.text
     assert console.job("target")["state"] == "RUNNING"
+    # A DNS-rebinding page (another name for this address) cannot read the console, cookie or not.
+    rebound = httpx.get(console.page_url(f"/console/projects/{PROJECT}/jobs"), cookies=cookies,
+                        headers={"Host": "rebinding.example:80"})
+    assert rebound.status_code == 400 and "target" not in rebound.text
 
 
 def foreign_site() -> _ForeignSite:
