@@ -18,7 +18,7 @@ from aiptrain.backends.local.store import insert_id_for
 from aiptrain.emulator.console.html import Html, tag
 from aiptrain.emulator.console.log_pages import LogFilter, cursor_text, page_before, parse_cursor
 from aiptrain.emulator.console.summaries import SummaryReader
-from aiptrain.emulator.console.svg_charts import TrialPoint, objective_chart
+from aiptrain.emulator.console.svg_charts import TrialPoint, curves_chart, objective_chart
 from aiptrain.emulator.tokens import csrf_token, new_session, session_is_valid
 from aiptrain.job.logs import LogCursor, LogEntry
 
@@ -128,3 +128,7 @@ def test_the_summary_reader_reads_what_tensorflow_writes(tmp_path: Path) -> None
     assert curves["accuracy"] == {"v1": [(7, 0.5)]}
     # Read again: only what was appended since, and nothing twice.
     assert reader.curves(tmp_path) == curves
+    # One line per run of several points, a dot for a run of one.
+    chart = curves_chart("loss", curves["loss"])
+    assert chart.count("<polyline") == 1 and 'data-run="logs/train"' in chart
+    assert chart.count('<circle') == 1 and "logs/validation: 0.75 at step 4" in chart
