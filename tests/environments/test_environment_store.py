@@ -96,7 +96,7 @@ def test_local_envs_commands_list_build_and_remove(tmp_path: Path, monkeypatch: 
     built = aiptrain("local", "envs", "build", "1.15")
     assert built.returncode == 0, built.stderr
     assert "Building runtime" not in built.stderr  # the session built it already
-    assert "Runtime version 1.15 with Python 2.7 (the service's default): TensorFlow 1.15.5 on Python 3.7" \
+    assert "Runtime version 1.15 with Python 2.7 (the service's default): TensorFlow 1.15.0 on Python 3.7" \
         in built.stderr
     listed = aiptrain("local", "envs", "list", "--format", "json")
     rows = json.loads(listed.stdout)
