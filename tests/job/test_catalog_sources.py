@@ -73,7 +73,7 @@ def test_a_2x_job_without_python_version_is_told_the_one_python_it_runs() -> Non
     assert runtime_warnings(TrainingInput(runtime_version="1.15"), CATALOG) == []  # 2.7 was 1.15's default
 
 
-def _problems(**training_input: Any) -> list[tuple[str, str, str]]:
+def _problems(**training_input: Any) -> list[tuple[str, str, str | None]]:
     base: dict[str, Any] = {"region": "us-central1", "pythonModule": "trainer.task",
                             "packageUris": ["gs://my-bucket/t.tar.gz"], **training_input}
     return [(p.path, p.message, p.hint) for p in validate_job(parse_job({"jobId": "j", "trainingInput": base}),
