@@ -49,6 +49,9 @@ class RuntimeResolution:
     tf1_note: str = ""
     gpu_packages: dict[str, str] = field(default_factory=dict)
     alternatives: tuple[str, ...] = ()  # the runtime's Pythons, best first (what a download may fetch)
+    cutoff: str = ""  # the runtime's day, which its environment is built as of ("": the fallback's, today)
+    # uv's reading of metadata it cannot parse, for packages of the set ("pandas==0.24.2" -> requirements)
+    dependency_metadata: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def version(self) -> str:
@@ -128,7 +131,8 @@ def resolve_runtime(
             asked=training_input.runtime_version, runtime=runtime, python_asked=training_input.python_version,
             name=f"runtime-{runtime.version}", tensorflow=runtime.tensorflow,
             packages=(runtime.tensorflow_requirement, *runtime.packages), python=python, interpreter=found,
-            why=why, problem=problem, gpu_packages=_gpu_variant(runtime), alternatives=tuple(candidates))
+            why=why, problem=problem, gpu_packages=_gpu_variant(runtime), alternatives=tuple(candidates),
+            cutoff=runtime.cutoff, dependency_metadata=dict(runtime.dependency_metadata))
 
     for python in candidates:
         found = find(python, env)

@@ -16,6 +16,9 @@ The part of the API served is what those clients use: bucket get/list/insert; ob
 compose; uploads (media, multipart, resumable in chunks, with `ifGenerationMatch`). Answers and
 errors have the API's shapes; fields the local store cannot know (ACLs, owners) are left out.
 Only processes of the user running the endpoint are served (`peer`); any other user's get 403.
+A request with a bearer token is served when its job's metadata server issued the token
+(`metadata.TokenBook`), else refused with 401; one without credentials is served (emulator clients
+and `gcloud storage` with credentials disabled send none).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.gcs_endpoint.certificates import STORAGE_HOSTS
+from aiptrain.gcs_endpoint.metadata import TokenBook
 from aiptrain.gcs_endpoint.objects import Buckets, ContentHashes, ObjectMeta, StorageError, with_hashes
 from aiptrain.gcs_endpoint.peer import peer_allowed
 from aiptrain.gcs_endpoint.transfer import BLOCK, body_blocks, send_range
@@ -51,6 +55,9 @@ _UNREAD_ANSWERS = re.compile(r"TSL|TensorFlow(/[\w.-]+)?")
 _MAX_MULTIPART = 512 * 1024 * 1024
 _STRANGER = ("This storage endpoint serves only the processes of the job that runs it (the user that "
              "started it); your process belongs to another user.")
+_UNKNOWN_BEARER = ("This storage endpoint accepts the tokens of its job's metadata server only (or no credentials); "
+                  "the request's bearer token is not one of them. Use google.auth.default() or the metadata server's "
+                  "token (a key file's or another job's token does not work here).")
 
 
 def _rfc3339(ns: int) -> str:
@@ -117,10 +124,12 @@ class StorageServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, buckets: Buckets, tls: ssl.SSLContext | None) -> None:
+    def __init__(self, buckets: Buckets, tls: ssl.SSLContext | None, tokens: TokenBook | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.buckets = buckets
         self.tls = tls
+        # The job's metadata server's tokens: a bearer token must be one (None: any is taken).
+        self.tokens = tokens
         self.owner_uid = os.getuid()
         self.uploads: dict[str, _Upload] = {}
         self.uploads_lock = threading.Lock()
@@ -167,15 +176,25 @@ class _Handler(BaseHTTPRequestHandler):
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
-        if self.from_owner:
-            return True
-        # Another user's process: refused before the request is looked at, its body dropped.
+        if not self.from_owner:  # another user's process: refused before the request is looked at
+            return self._refused(403, "forbidden", _STRANGER)
+        if self.command != "CONNECT" and not self._token_accepted():
+            return self._refused(401, "authError", _UNKNOWN_BEARER)
+        return True
+
+    def _token_accepted(self) -> bool:
+        tokens = self.server.tokens
+        scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+        return tokens is None or scheme.lower() != "bearer" or tokens.accepts(token.strip())
+
+    def _refused(self, status: int, reason: str, message: str) -> bool:
+        """Answer `status` without looking at the request; its body is dropped. False (for parse_request)."""
         self.close_connection = True
         length = self.headers.get("Content-Length", "")
         if length.isdigit() and int(length) <= BLOCK:
             self.rfile.read(int(length))
-        self._json(403, {"error": {"code": 403, "message": _STRANGER, "errors": [
-            {"domain": "global", "reason": "forbidden", "message": _STRANGER}]}})
+        self._json(status, {"error": {"code": status, "message": message, "errors": [
+            {"domain": "global", "reason": reason, "message": message}]}})
         return False
 
     # -- the proxy -------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from aiptrain.errors import Problem
+from aiptrain.job import era
 from aiptrain.job.catalog import Catalog, MachineType
 from aiptrain.job.limits import args_problems, object_name_problem
 from aiptrain.job.spec import (
@@ -155,6 +156,9 @@ def check_labels(labels: dict[str, str] | None, catalog: Catalog) -> list[Proble
             problems.append(Problem(path, f"invalid label value {value!r}",
                                     "values hold only lowercase letters, digits, '_' and '-', "
                                     f"at most {limit_value} characters"))
+        elif key == era.LABEL and (why := era.day_problem(value)):
+            problems.append(Problem(path, f"{why}: it moves the day the job's packages resolve as of",
+                                    f"use e.g. {era.LABEL}=2021-06-30, or {era.LABEL}=today"))
     return problems
 
 
