@@ -9,7 +9,11 @@ One server, one port, two ways in:
   terminated with the installation's certificate (`certificates.py`) and the same handler serves
   the requests inside, plus the path-style reads TensorFlow sends to storage.googleapis.com
   (`GET /BUCKET/OBJECT` with a Range). A CONNECT to any other host is refused (403): nothing a
-  replica sends through this proxy leaves the machine.
+  replica sends through this proxy leaves the machine;
+- `GET http://metadata.google.internal/...` (`http://metadata/`, `http://169.254.169.254/`), for
+  clients that only know the VM's metadata server by its name (gsutil's boto plugin, TensorFlow
+  1.x) and honour `http_proxy`: handed to the job's metadata server (`metadata.py`). A plain-HTTP
+  proxy request for another host is refused (403) likewise.
 
 The part of the API served is what those clients use: bucket get/list/insert; object get
 (metadata or media, with ranges), list (prefix, delimiter, pages), delete, patch, copy, rewrite,
@@ -41,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.gcs_endpoint.certificates import STORAGE_HOSTS
-from aiptrain.gcs_endpoint.metadata import TokenBook
+from aiptrain.gcs_endpoint.metadata import METADATA_HOSTS, MetadataServer
 from aiptrain.gcs_endpoint.objects import Buckets, ContentHashes, ObjectMeta, StorageError, with_hashes
 from aiptrain.gcs_endpoint.peer import peer_allowed
 from aiptrain.gcs_endpoint.transfer import BLOCK, body_blocks, send_range
@@ -124,12 +128,14 @@ class StorageServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, buckets: Buckets, tls: ssl.SSLContext | None, tokens: TokenBook | None = None) -> None:
+    def __init__(self, buckets: Buckets, tls: ssl.SSLContext | None, metadata: MetadataServer | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.buckets = buckets
         self.tls = tls
-        # The job's metadata server's tokens: a bearer token must be one (None: any is taken).
-        self.tokens = tokens
+        # The job's metadata server: its tokens are the bearer tokens served (None: any is taken),
+        # and proxy requests for its host names go to it.
+        self.metadata = metadata
+        self.tokens = metadata.tokens if metadata is not None else None
         self.owner_uid = os.getuid()
         self.uploads: dict[str, _Upload] = {}
         self.uploads_lock = threading.Lock()
@@ -251,6 +257,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         self.body_read = False
         split = urllib.parse.urlsplit(self.path)
+        if split.scheme and not isinstance(self.connection, ssl.SSLSocket):  # a plain-HTTP proxy request
+            self._proxied(method, split)
+            return
         query = {key: values[-1] for key, values in urllib.parse.parse_qs(split.query, keep_blank_values=True).items()}
         parts = split.path.split("/")[1:]
         try:
@@ -269,6 +278,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(error)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _proxied(self, method: str, request: urllib.parse.SplitResult) -> None:
+        """`GET http://HOST/...`: the metadata server's when HOST is one of its names, else refused."""
+        self._drain()
+        metadata = self.server.metadata
+        if metadata is None or (request.hostname or "").lower() not in METADATA_HOSTS or method not in ("GET", "HEAD"):
+            self.close_connection = True
+            self._plain(403, f"aiptrain: http://{request.netloc} is not reachable from a local job; only Cloud "
+                        f"Storage and the job's metadata server are served. Put the host in NO_PROXY to reach it "
+                        "directly.")
+            return
+        metadata.respond(self, request, head=method == "HEAD")
 
     def _json_api(self, method: str, rest: list[str], query: dict[str, str]) -> None:
         buckets = self.server.buckets

@@ -19,12 +19,12 @@ region's (`Catalog.zone_of`). Tokens are random strings the job's storage endpoi
 (`TokenBook`), and nothing else does: no Google service, no other job's endpoint.
 
 Clients find the server through variables (`metadata_variables`): google-auth reads GCE_METADATA_HOST
-(before 1.x: GCE_METADATA_ROOT) and pings GCE_METADATA_IP; oauth2client, gcloud and apitools read
-GCE_METADATA_ROOT. gsutil's boto plugin and TensorFlow 1.x know only `http://metadata.google.internal`
-and `http://metadata`: `http_proxy` points them here, and the server answers proxy requests for those
-names. A proxy request for any other host is refused (403), as the storage endpoint's HTTPS proxy
-refuses hosts other than storage: put the host in NO_PROXY to reach it directly. Only processes of
-the job's own user are served (`peer`).
+(its first releases: GCE_METADATA_ROOT) and pings GCE_METADATA_IP; oauth2client, gcloud and apitools
+read GCE_METADATA_ROOT. gsutil's boto plugin and TensorFlow 1.x know only
+`http://metadata.google.internal` and `http://metadata`: they reach the server through the job's
+storage endpoint, which is their `http_proxy` too and hands proxy requests for those names to
+`answer` (gsutil takes `http_proxy` for HTTPS as well, so it must be the storage endpoint). Only
+processes of the job's own user are served (`peer`).
 """
 
 from __future__ import annotations
@@ -119,8 +119,6 @@ def metadata_variables(address: str) -> dict[str, str]:
         "GCE_METADATA_HOST": address,
         "GCE_METADATA_ROOT": address,
         "GCE_METADATA_IP": address,
-        "http_proxy": f"http://{address}",
-        "HTTP_PROXY": f"http://{address}",
     }
 
 
@@ -173,6 +171,14 @@ class MetadataServer(ThreadingHTTPServer):
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
+    def respond(self, handler: BaseHTTPRequestHandler, request: urllib.parse.SplitResult, *,
+                head: bool = False) -> None:
+        """Answer a GET (or HEAD) for `request` (a path, or a proxy request's URL) on `handler`'s
+        connection: the storage endpoint's proxy hands requests for the metadata hosts here."""
+        query = {key: values[-1] for key, values in urllib.parse.parse_qs(request.query).items()}
+        headers = {key.lower(): value for key, value in handler.headers.items()}
+        _send(handler, self.answer(request.path, query, headers), head=head)
+
     # -- what the VM answered ----------------------------------------------------------------
 
     def answer(self, path: str, query: dict[str, str], headers: dict[str, str]) -> _Answer:
@@ -212,6 +218,7 @@ class MetadataServer(ThreadingHTTPServer):
         }
         return {
             "project": {"project-id": vm.project_id, "numeric-project-id": vm.project_number, "attributes": {}},
+            "universe": {"universe-domain": "googleapis.com"},
             "instance": {
                 "id": vm.instance_id,
                 "hostname": vm.hostname,
@@ -295,28 +302,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(403, _STRANGER + "\n")
             return
         split = urllib.parse.urlsplit(self.path)
-        if split.scheme:  # a proxy request: http://metadata.google.internal/... (or another host)
-            host = (split.hostname or "").lower()
-            if host not in METADATA_HOSTS:
-                self._refuse(403, f"aiptrain: http://{split.netloc} is not reachable from a local job through its "
-                             "proxy; only the metadata server is served. Put the host in NO_PROXY to reach it "
-                             "directly.\n")
-                return
-        query = {key: values[-1] for key, values in urllib.parse.parse_qs(split.query).items()}
-        headers = {key.lower(): value for key, value in self.headers.items()}
-        self._send(self.server.answer(split.path, query, headers), head=head)
+        if split.scheme and (split.hostname or "").lower() not in METADATA_HOSTS:
+            self._refuse(403, f"aiptrain: {split.netloc} is not the metadata server.\n")
+            return
+        self.server.respond(self, split, head=head)
 
     def _refuse(self, status: int, text: str) -> None:
         self.close_connection = True
-        self._send(_Answer(status, text))
+        _send(self, _Answer(status, text))
 
-    def _send(self, answer: _Answer, *, head: bool = False) -> None:
-        payload = answer.body.encode()
-        self.send_response(answer.status)
-        self.send_header("Metadata-Flavor", "Google")
-        self.send_header("Content-Type", "application/json" if answer.json else "application/text")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        if not head:
-            self.wfile.write(payload)
+
+def _send(handler: BaseHTTPRequestHandler, answer: _Answer, *, head: bool = False) -> None:
+    payload = answer.body.encode()
+    handler.send_response(answer.status)
+    handler.send_header("Metadata-Flavor", "Google")
+    handler.send_header("Content-Type", "application/json" if answer.json else "application/text")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    if not head:
+        handler.wfile.write(payload)
 

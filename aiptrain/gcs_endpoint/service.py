@@ -24,7 +24,9 @@ Trainers then get their `gs://` arguments and `--job-dir` unchanged, as on the s
 
 A submitted job also gets its VM's metadata server (`metadata`, `job_metadata_server`), started
 first: its tokens are the ones the storage endpoint accepts, and TensorFlow's bearer token
-(`GOOGLE_AUTH_TOKEN_FOR_TESTING`) is one of them, good for the job's life. Its replicas then see no
+(`GOOGLE_AUTH_TOKEN_FOR_TESTING`) is one of them, good for the job's life. The storage endpoint is
+then also the replicas' `http_proxy`, for clients that know the metadata server only by its host
+name (gsutil's boto plugin, which also takes `http_proxy` for HTTPS). Its replicas then see no
 credentials of the user who submitted (GOOGLE_APPLICATION_CREDENTIALS is dropped, CLOUDSDK_CONFIG is
 an empty directory of the job's), as the VM had none: `google.auth.default()` finds the metadata
 server. `host_endpoints` lists both servers, with the variables that lead a replica to each, for a
@@ -48,7 +50,7 @@ from pathlib import Path
 from aiptrain.gcs_endpoint import system_trust
 from aiptrain.gcs_endpoint.api import StorageServer
 from aiptrain.gcs_endpoint.certificates import ServerIdentity, extended_system_bundle, storage_identity
-from aiptrain.gcs_endpoint.metadata import MetadataServer, TokenBook, VmIdentity, metadata_variables
+from aiptrain.gcs_endpoint.metadata import MetadataServer, VmIdentity, metadata_variables
 from aiptrain.gcs_endpoint.objects import Buckets, DirectoryBuckets
 from aiptrain.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
 from aiptrain.gcs_endpoint.upstream import EmulatorBuckets
@@ -86,10 +88,11 @@ class HostEndpoint:
 
 class ReplicaStorage:
     """A running storage endpoint over `storage_root` (or the GCS emulator `upstream`); `close()` stops it.
-    With `tokens` (the job's metadata server's), a request's bearer token must be one of them."""
+    With the job's `metadata` server, a request's bearer token must be one of its tokens, and the
+    endpoint is the replicas' `http_proxy` that leads clients knowing only the VM's metadata host there."""
 
     def __init__(self, home: Path, storage_root: Path, upstream: str | None = None, *,
-                 extend_system_trust: bool = False, tokens: TokenBook | None = None) -> None:
+                 extend_system_trust: bool = False, metadata: MetadataServer | None = None) -> None:
         identity = storage_identity(home)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(identity.certificate_path, identity.key_path)
@@ -109,9 +112,10 @@ class ReplicaStorage:
             _system_trust(identity) if extend_system_trust else (None, None))
         buckets: Buckets = (EmulatorBuckets(upstream, home / "tmp" / "storage-uploads") if upstream
                             else DirectoryBuckets(storage_root))
-        self.server = StorageServer(buckets, context, tokens)
+        self.server = StorageServer(buckets, context, metadata)
+        self.proxies_metadata = metadata is not None
         # TensorFlow's bearer token: one of the metadata server's, for the job's whole life.
-        self.client_token = tokens.issue(_JOB_LIFETIME_SECONDS) if tokens is not None else _TEST_TOKEN
+        self.client_token = metadata.tokens.issue(_JOB_LIFETIME_SECONDS) if metadata is not None else _TEST_TOKEN
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="replica-storage", daemon=True)
         self._thread.start()
@@ -126,7 +130,8 @@ class ReplicaStorage:
         endpoint = endpoint or self.endpoint
         tuning = {} if _READ_BLOCK_VARIABLE in inherited else {_READ_BLOCK_VARIABLE: _READ_BLOCK_MB}
         trust = {} if self.system_bundle is None else {TRUST_VARIABLE: str(self.system_bundle)}
-        return tuning | trust | loopback_exempt(inherited) | {
+        metadata_names = {"http_proxy": endpoint, "HTTP_PROXY": endpoint} if self.proxies_metadata else {}
+        return tuning | trust | metadata_names | loopback_exempt(inherited) | {
             # google-cloud-storage and gcsfs talk to a GCS emulator directly; TensorFlow goes through us.
             "STORAGE_EMULATOR_HOST": self.upstream or endpoint,
             "HTTPS_PROXY": endpoint,
@@ -187,17 +192,17 @@ def _system_trust(identity: ServerIdentity) -> tuple[Path | None, str | None]:
 @contextlib.contextmanager
 def replica_storage(
     home: Path, storage_root: Path, mode: str, say: Callable[[str], None], *, extend_system_trust: bool = False,
-    tokens: TokenBook | None = None,
+    metadata: MetadataServer | None = None,
 ) -> Iterator[ReplicaStorage | None]:
     """The job's endpoint while the block runs (None when `mode`, AIPTRAIN_LOCAL_GCS, is `rewrite`);
     `extend_system_trust` for a runtime whose TensorFlow ignores CURL_CA_BUNDLE (`system_trust`);
-    `tokens`: the job's metadata server's, the only bearer tokens it accepts."""
+    `metadata`: the job's metadata server, whose tokens are the only bearer tokens it accepts."""
     if mode != "endpoint":
         yield None
         return
     upstream = os.environ.get(UPSTREAM_VARIABLE) or None
     with ReplicaStorage(home, storage_root, upstream, extend_system_trust=extend_system_trust,
-                        tokens=tokens) as storage:
+                        metadata=metadata) as storage:
         where = f"the storage emulator {upstream}" if upstream else f"the local store {storage_root}"
         say(f"gs:// is served to the replicas from {where} (storage endpoint {storage.endpoint}).")
         yield storage
@@ -222,10 +227,6 @@ class JobMetadata:
 
     server: MetadataServer
     gcloud_config: Path
-
-    @property
-    def tokens(self) -> TokenBook:
-        return self.server.tokens
 
     def environment(self, inherited: Mapping[str, str]) -> dict[str, str]:
         """The variables to set in every replica process of this machine."""

@@ -227,7 +227,7 @@ class Supervisor:
                                training_input.service_account, catalog)
         with job_metadata_server(identity, self.home, self.say) as metadata, \
                 replica_storage(self.home, self.home / "storage", settings.gcs, self.say,
-                                extend_system_trust=needs_system_trust, tokens=metadata.tokens) as storage:
+                                extend_system_trust=needs_system_trust, metadata=metadata.server) as storage:
             context = JobContext(
                 store=self.store,
                 record=self.store.get_by_key(self.key),
