@@ -45,7 +45,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,7 +181,7 @@ def as_of_arguments(cutoff: str) -> list[str]:
     return ["--exclude-newer", exclude_newer(cutoff), *exempt]
 
 
-def uv_config_text(dependency_metadata: dict[str, tuple[str, ...]]) -> str:
+def uv_config_text(dependency_metadata: Mapping[str, Sequence[str]]) -> str:
     """uv's `dependency-metadata` entries (TOML) for packages whose own metadata it cannot parse."""
     entries = []
     for pin, requires in sorted(dependency_metadata.items()):
