@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-MARKER = "AIPTRAIN_RUNTIME"
+MARKER = "aiptrain-runtime"
 _CPU_BUILD = "tensorflow-cpu"
 
 

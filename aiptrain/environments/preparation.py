@@ -321,6 +321,7 @@ class _Install:
         too_new = trainer_install.published_after_the_day(package, lines, day)
         if too_new is not None:
             return too_new
+        why = trainer_install.failure_reason_line(lines)
         if not trainer_install.uv_refused(lines):
             pin = trainer_install.missing_pin(lines)
             if pin is None:
@@ -330,7 +331,9 @@ class _Install:
                 return (f"Installing the trainer package {package.name} failed: its requirement {pin.name}=="
                         f"{pin.version} has no file on the package index{when}. Hint: check the version, or run "
                         f"the job as of a later day (--labels {LABEL}=YYYY-MM-DD, or {SETTING}).")
-        return fallback.install(readable, package, site, staging, trainer_install.failure_reason_line(lines))
+            # The index has it, uv found none: it skips files whose metadata it cannot read.
+            why = f"uv reads no file of {pin.name}=={pin.version}, which the index has: uv refuses its metadata"
+        return fallback.install(readable, package, site, staging, why)
 
 
 class _PipFallback:

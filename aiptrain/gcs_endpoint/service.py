@@ -209,9 +209,13 @@ def replica_storage(
 
 
 @contextlib.contextmanager
-def job_metadata_server(identity: VmIdentity, home: Path, say: Callable[[str], None]) -> Iterator[JobMetadata]:
+def job_metadata_server(identity: VmIdentity, home: Path, say: Callable[[str], None], *,
+                        enabled: bool = True) -> Iterator[JobMetadata | None]:
     """The job's metadata server while the block runs, with the empty gcloud configuration its
-    replicas get (removed after)."""
+    replicas get (removed after); None when not `enabled` (AIPTRAIN_LOCAL_METADATA=off)."""
+    if not enabled:
+        yield None
+        return
     scratch = home / "tmp"
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gcloud-config-", dir=scratch) as config, \

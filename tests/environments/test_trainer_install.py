@@ -88,7 +88,7 @@ def test_pins_replace_the_runtimes_packages_and_open_requirements_resolve_as_of_
             "image; the runtime's copies stay underneath.") in lines
     assert "Trainer packages resolve as of 2020-12-19 (the test's day): nothing published later is installed; " \
            "move the day with the label aiptrain-resolve-as-of or AIPTRAIN_RESOLVE_AS_OF." in lines
-    assert not list((tmp_path / "site").glob("*/AIPTRAIN_RUNTIME"))  # nothing of the runtime's shown is left
+    assert not list((tmp_path / "site").glob("*/aiptrain-runtime"))  # nothing of the runtime's shown is left
 
 
 def test_the_install_cache_keys_on_the_day(small_runtime: Environment, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from aiptrain.errors import UsageError
 from aiptrain.gcs_endpoint.metadata import vm_identity
 from aiptrain.gcs_endpoint.service import (
     JobMetadata,
@@ -29,6 +30,7 @@ from aiptrain.gcs_endpoint.service import (
 )
 from aiptrain.job.catalog import load_catalog
 from aiptrain.job.project_id import project_number_for
+from aiptrain.replicas.settings import ReplicaSettings
 
 PROJECT = "era-project"
 
@@ -41,8 +43,8 @@ def servers(tmp_path: Path) -> Iterator[tuple[JobMetadata, ReplicaStorage]]:
     identity = vm_identity(PROJECT, "job_1", "us-east1", None, load_catalog())
     with job_metadata_server(identity, tmp_path, lambda _line: None) as metadata, \
             replica_storage(tmp_path, tmp_path / "storage", "endpoint", lambda _line: None,
-                            metadata=metadata.server) as storage:
-        assert storage is not None
+                            metadata=metadata.server if metadata else None) as storage:
+        assert storage is not None and metadata is not None
         yield metadata, storage
 
 
@@ -83,6 +85,7 @@ def test_a_jobs_service_account_is_the_vms(tmp_path: Path) -> None:
     identity = vm_identity(PROJECT, "job_2", "europe-west4", "trainer@era-project.iam.gserviceaccount.com",
                            load_catalog())
     with job_metadata_server(identity, tmp_path, lambda _line: None) as metadata:
+        assert metadata is not None
         address = metadata.server.address
         assert _get(address, "/computeMetadata/v1/instance/service-accounts/default/email", FLAVOR)[1] == \
             "trainer@era-project.iam.gserviceaccount.com"
@@ -182,3 +185,15 @@ def test_gsutil_with_a_boto_service_account_default_uses_the_vms_token(
     assert done.stdout.split() == ["gs://vmbucket/in/a.csv"]
     assert "/" in seen  # the boto plugin's ping of http://metadata.google.internal, through the endpoint
     assert "/computeMetadata/v1/instance/service-accounts/default/token" in seen
+
+
+def test_with_the_metadata_server_off_the_replicas_keep_the_submitters_credentials(tmp_path: Path) -> None:
+    identity = vm_identity(PROJECT, "job_3", "us-central1", None, load_catalog())
+    with job_metadata_server(identity, tmp_path, lambda _line: None, enabled=False) as metadata:
+        assert metadata is None
+        env = replica_base_environment({"GOOGLE_APPLICATION_CREDENTIALS": "/keys/mine.json"}, None, metadata)
+    assert env == {"GOOGLE_APPLICATION_CREDENTIALS": "/keys/mine.json"}
+    assert ReplicaSettings.from_env({"AIPTRAIN_LOCAL_METADATA": "off"}).metadata == "off"
+    assert ReplicaSettings.from_env({}).metadata == "on"
+    with pytest.raises(UsageError, match="AIPTRAIN_LOCAL_METADATA='maybe' is not one of on, off"):
+        ReplicaSettings.from_env({"AIPTRAIN_LOCAL_METADATA": "maybe"})

@@ -225,9 +225,10 @@ class Supervisor:
             return
         identity = vm_identity(self.record.project, self.record.job_id, training_input.region,
                                training_input.service_account, catalog)
-        with job_metadata_server(identity, self.home, self.say) as metadata, \
+        with job_metadata_server(identity, self.home, self.say, enabled=settings.metadata == "on") as metadata, \
                 replica_storage(self.home, self.home / "storage", settings.gcs, self.say,
-                                extend_system_trust=needs_system_trust, metadata=metadata.server) as storage:
+                                extend_system_trust=needs_system_trust,
+                                metadata=metadata.server if metadata else None) as storage:
             context = JobContext(
                 store=self.store,
                 record=self.store.get_by_key(self.key),

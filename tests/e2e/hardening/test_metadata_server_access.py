@@ -44,8 +44,8 @@ def servers(tmp_path: Path) -> Iterator[tuple[JobMetadata, ReplicaStorage]]:
     identity = vm_identity("guarded-project", "guarded", "us-central1", None, load_catalog())
     with job_metadata_server(identity, tmp_path, lambda _line: None) as metadata, \
             replica_storage(tmp_path, tmp_path / "storage", "endpoint", lambda _line: None,
-                            metadata=metadata.server) as storage:
-        assert storage is not None
+                            metadata=metadata.server if metadata else None) as storage:
+        assert storage is not None and metadata is not None
         yield metadata, storage
 
 
