@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aiptrain.errors import UsageError
 from aiptrain.job.catalog import Runtime
 
 LABEL = "aiptrain-resolve-as-of"
@@ -79,6 +80,13 @@ def setting_problem(env: Mapping[str, str]) -> str | None:
     """Why AIPTRAIN_RESOLVE_AS_OF (when set) cannot be used, or None."""
     value = env.get(SETTING, "").strip()
     return day_problem(value) if value else None
+
+
+def check_setting(env: Mapping[str, str]) -> None:
+    """A UsageError for a bad AIPTRAIN_RESOLVE_AS_OF (what `setting_problem` says)."""
+    why = setting_problem(env)
+    if why:
+        raise UsageError(f"{SETTING}: {why}", hint=f"set {SETTING}=2021-06-30 (a day), or {SETTING}=today, or unset it")
 
 
 def resolve_day(runtime: Runtime, labels: Mapping[str, str] | None, env: Mapping[str, str], *,

@@ -35,10 +35,10 @@ def _job(ctx: BenchContext, env: dict[str, str], home: Path, project: str, extra
     return service_marks(home, job_id)
 
 
-def _install_seconds(ctx: BenchContext, envs: Path, uv_cache: Path, labels: list[str]) -> float:
+def _install_seconds(ctx: BenchContext, envs: Path, labels: list[str]) -> float:
     """PREPARING to RUNNING of a with_deps job on runtime 1.15, in a new home (its install cache empty)."""
     home = ctx.cleanup.new_home(f"era-install-{next(_numbers)}")
-    env = isolated_env(home, {"UV_CACHE_DIR": str(uv_cache)}, runtime_envs=envs)
+    env = isolated_env(home, runtime_envs=envs)
     marks = _job(ctx, env, home, "with_deps", ["--runtime-version", RUNTIME, "--python-version", "3.7", *labels])
     return marks["Job RUNNING."] - marks["Job PREPARING."]
 
@@ -50,14 +50,13 @@ def _running_seconds(ctx: BenchContext, home: Path, metadata: str) -> float:
 
 
 def run(ctx: BenchContext) -> list[RowResult]:
-    envs = ctx.scratch / "era-envs"
-    uv_cache = ctx.scratch / "era-uv-cache"
-    build_env = isolated_env(ctx.cleanup.new_home("era-build"), {"UV_CACHE_DIR": str(uv_cache)}, runtime_envs=envs)
+    envs = ctx.scratch / "era-envs"  # built with the machine's uv cache, which the build fills
+    build_env = isolated_env(ctx.cleanup.new_home("era-build"), runtime_envs=envs)
     run_checked([*aiptrain_command(), "local", "envs", "build", RUNTIME, "--python-version", "3.7"], env=build_env,
                 timeout=3600)
     today = ["--labels", "aiptrain-resolve-as-of=today"]
-    paired = alternate(lambda: _install_seconds(ctx, envs, uv_cache, []),
-                       lambda: _install_seconds(ctx, envs, uv_cache, today), ctx.runs(7))
+    paired = alternate(lambda: _install_seconds(ctx, envs, []), lambda: _install_seconds(ctx, envs, today),
+                       ctx.runs(7))
     command = [*aiptrain_command(), "jobs", "submit", "training", "era_N", "--package-path",
                ctx.package_path("with_deps"), "--module-name", "trainer.task", "--region", "us-central1",
                "--runtime-version", RUNTIME, "--python-version", "3.7"]

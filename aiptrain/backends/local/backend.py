@@ -176,9 +176,11 @@ def _day_problems() -> list[Problem]:
     """A bad AIPTRAIN_RESOLVE_AS_OF, refused at submit (the job's label is checked with the job)."""
     from aiptrain.job import era
 
-    why = era.setting_problem(os.environ)
-    return [Problem("environment", f"{era.SETTING}: {why}", f"set {era.SETTING}=2021-06-30 (a day), or "
-                    f"{era.SETTING}=today, or unset it")] if why else []
+    try:
+        era.check_setting(os.environ)
+    except AiptrainError as error:
+        return [Problem("environment", error.message, error.hint)]
+    return []
 
 
 def _arg_problems(job: Job) -> list[Problem]:

@@ -50,6 +50,7 @@ from aiptrain.environments.store import BuildCancelled
 from aiptrain.errors import AiptrainError
 from aiptrain.gcs_endpoint.metadata import vm_identity
 from aiptrain.gcs_endpoint.service import job_metadata_server, replica_storage, system_trust_problem
+from aiptrain.job import era
 from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.spec import JobState, TrainingInput
 from aiptrain.replicas.clock import utc_now
@@ -158,6 +159,7 @@ class Supervisor:
     def _lifecycle(self) -> None:
         try:
             settings = ReplicaSettings.from_env()
+            era.check_setting(os.environ)  # a `local serve` that took the job over REST has not checked it
         except AiptrainError as error:
             self._finish(ReplicaSetOutcome(JobState.FAILED, f"{error.message} ({error.hint})"))
             return
