@@ -347,3 +347,21 @@ def test_dry_run_says_how_each_way_to_the_runtime_packages_runs(monkeypatch):
     monkeypatch.setenv("AIPTRAIN_RAY_RUNTIME_PACKAGES", "conda")
     refused = CliRunner().invoke(root, [*SUBMIT, "--dry-run"], catch_exceptions=False)
     assert refused.exit_code == 2 and "AIPTRAIN_RAY_RUNTIME_PACKAGES" in refused.stderr
+
+
+def test_each_node_resolves_the_trainers_packages_as_of_the_jobs_day() -> None:
+    import datetime
+
+    from aiptrain.backends.ray.plan import planned_resolution
+    from aiptrain.backends.ray.runtime_spec import runtime_spec, spec_catalog, spec_day, spec_training_input
+
+    catalog = load_catalog()
+    training_input = TrainingInput(runtime_version="1.15", python_version="3.7")
+    spec = json.loads(json.dumps(runtime_spec(training_input, catalog, {"team": "a"})))  # as it travels
+    resolution = planned_resolution(spec_training_input(spec), spec_catalog(spec))
+    assert resolution.cutoff == "2020-12-19"  # the runtime's entry carries its day to the node
+    assert spec_day(spec, resolution).day == datetime.date(2020, 12, 19)
+    spec["resolveAsOf"] = "2021-02-01"  # the submitter's AIPTRAIN_RESOLVE_AS_OF
+    assert spec_day(spec, resolution).day == datetime.date(2021, 2, 1)
+    labelled = runtime_spec(training_input, catalog, {"aiptrain-resolve-as-of": "2021-03-01"})
+    assert spec_day({**labelled, "resolveAsOf": "2021-02-01"}, resolution).day == datetime.date(2021, 3, 1)
