@@ -33,7 +33,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import ssl
 import sys
 import threading
@@ -47,7 +46,7 @@ from typing import Any
 from aiptrain.gcs_endpoint.certificates import STORAGE_HOSTS
 from aiptrain.gcs_endpoint.metadata import METADATA_HOSTS, MetadataServer
 from aiptrain.gcs_endpoint.objects import Buckets, ContentHashes, ObjectMeta, StorageError, with_hashes
-from aiptrain.gcs_endpoint.peer import peer_allowed
+from aiptrain.gcs_endpoint.peer import served_peer
 from aiptrain.gcs_endpoint.transfer import BLOCK, body_blocks, send_range
 
 _MAX_PAGE = 1000
@@ -175,9 +174,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        host, port = self.server.server_address[:2]
-        self.from_owner = peer_allowed(socket.AF_INET, self.client_address, (str(host), int(port)),
-                                       self.server.owner_uid)
+        self.from_owner = served_peer(self.server.server_address, self.client_address, self.server.owner_uid)
 
     def parse_request(self) -> bool:
         if not super().parse_request():

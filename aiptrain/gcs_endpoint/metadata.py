@@ -34,7 +34,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import sys
 import threading
 import time
@@ -43,7 +42,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from aiptrain.gcs_endpoint.peer import peer_allowed
+from aiptrain.gcs_endpoint.peer import served_peer
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.project_id import project_number_for
 
@@ -278,9 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        host, port = self.server.server_address[:2]
-        self.from_owner = peer_allowed(socket.AF_INET, self.client_address, (str(host), int(port)),
-                                       self.server.owner_uid)
+        self.from_owner = served_peer(self.server.server_address, self.client_address, self.server.owner_uid)
 
     def do_GET(self) -> None:
         self._serve()

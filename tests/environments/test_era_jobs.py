@@ -27,13 +27,18 @@ def _logs(result: Any) -> str:
     return str(result.stdout) + str(result.stderr)
 
 
-def test_a_tensorflow_patch_pin_with_open_requirements_trains_on_the_packages_of_its_day(
-        runtime_envs: Path, home: Path) -> None:
-    result = submit("era115", "era_1_15", "--runtime-version", "1.15", "--python-version", "3.7",
-                    "--job-dir", "gs://envtests/era115")
+def _succeeded(job_id: str, trainer: str, runtime: str, home: Path) -> tuple[str, dict[str, Any]]:
+    """Run the trainer's job on `runtime` (Python 3.7) to success: its log, and the report it wrote."""
+    result = submit(job_id, trainer, "--runtime-version", runtime, "--python-version", "3.7",
+                    "--job-dir", f"gs://envtests/{job_id}")
     logs = _logs(result)
     assert result.returncode == 0, logs[-4000:]
-    report = _report(home, "era115", "report.json")
+    return logs, _report(home, job_id, "report.json")
+
+
+def test_a_tensorflow_patch_pin_with_open_requirements_trains_on_the_packages_of_its_day(
+        runtime_envs: Path, home: Path) -> None:
+    logs, report = _succeeded("era115", "era_1_15", "1.15", home)
     # The pin runs; the open requirements are what pip found on 2020-12-19 (today's tensorflow-hub
     # needs TensorFlow 2, and protobuf 4 would not even import with TensorFlow 1.15).
     assert report["tensorflow"] == "1.15.2" and report["protobuf"] == "3.14.0", report
@@ -57,11 +62,7 @@ def test_a_tensorflow_patch_pin_with_open_requirements_trains_on_the_packages_of
 
 def test_a_tensorflow_1_pin_on_runtime_2_1_runs_tensorflow_1_and_the_image_of_2_1(
         runtime_envs: Path, home: Path) -> None:
-    result = submit("era21", "era_2_1", "--runtime-version", "2.1", "--python-version", "3.7",
-                    "--job-dir", "gs://envtests/era21")
-    logs = _logs(result)
-    assert result.returncode == 0, logs[-4000:]
-    report = _report(home, "era21", "report.json")
+    logs, report = _succeeded("era21", "era_2_1", "2.1", home)
     assert (report["tensorflow"], report["contrib"], report["sum"]) == ("1.15.0", True, 42.0), report
     assert {name: report[name] for name in ("numpy", "pandas", "sklearn", "storage")} == {
         "numpy": "1.18.0", "pandas": "0.25.3", "sklearn": "0.22.1", "storage": "1.23.0"}
