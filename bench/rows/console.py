@@ -1,4 +1,4 @@
-"""Row 14: the console's jobs page with 1,000 jobs in the store, against `aiptrain jobs list`.
+"""Row 15: the console's jobs page with 1,000 jobs in the store, against `aiptrain jobs list`.
 
 The store is filled through its own API (`store_scale.fill_store`: finished jobs with their state
 history and log lines), not by running 1,000 trainers. `aiptrain local serve` serves that home;
@@ -30,7 +30,7 @@ TITLE = (f"Console: the jobs page with {JOBS:,} jobs in the store, first content
 
 
 def run(ctx: BenchContext) -> list[RowResult]:
-    row = RowResult(row_id="14a", group="console", unit="s", title=TITLE, goal=ratio_max(2.0),
+    row = RowResult(row_id="15a", group="console", unit="s", title=TITLE, goal=ratio_max(2.0),
                     anchor_label="`aiptrain jobs list` of the same store, wall time")
     from tests.fixtures.browser import chromium_missing, launched_chromium
 
