@@ -29,7 +29,9 @@ def main(out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="aiptrain-console-shots-") as scratch:
         root = Path(scratch)
         os.environ["AIPTRAIN_HOME"] = str(root / "home")
-        os.environ.setdefault("AIPTRAIN_LOCAL_PYTHON", sys.executable)  # the trainer needs TensorFlow
+        # The trainers run with this interpreter (they need TensorFlow), under a neutral path: the job
+        # page shows it.
+        os.environ.setdefault("AIPTRAIN_LOCAL_PYTHON", str(_python_alias(root / "python")))
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
         sdist = build_console_trainer(root / "trainer")
         with console_server(root / "home", sdist) as server, launched_chromium() as browser:
@@ -66,6 +68,16 @@ def main(out: Path) -> None:
             page.locator("#curves").screenshot(path=str(out / "console-curves.png"))
     for name in sorted(out.glob("console-*.png")):
         print(name.relative_to(REPO) if name.is_relative_to(REPO) else name)
+
+
+def _python_alias(folder: Path) -> Path:
+    """This virtual environment's interpreter seen from `folder` (its pyvenv.cfg and lib/ linked there)."""
+    venv = Path(sys.prefix)
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").symlink_to(sys.executable)
+    (folder / "lib").symlink_to(venv / "lib")
+    (folder / "pyvenv.cfg").write_bytes((venv / "pyvenv.cfg").read_bytes())
+    return folder / "bin" / "python"
 
 
 if __name__ == "__main__":
