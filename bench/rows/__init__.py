@@ -21,6 +21,7 @@ def all_groups() -> list[RowGroup]:
     # Imported here so `--only` of one group does not import the others' dependencies.
     from bench.rows import (
         cli_start,
+        console,
         dry_run,
         engine_overhead,
         era,
@@ -51,4 +52,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("gcs-endpoint", "12", "gs:// from trainer code on the local backend", gcs_endpoint.run),
         RowGroup("ray", "13", "Ray backend", ray.run),
         RowGroup("era", "14", "The runtime's day and the VM's metadata server", era.run),
+        RowGroup("console", "15", "The console in the browser", console.run),
     ]
