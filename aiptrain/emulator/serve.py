@@ -84,6 +84,24 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def console_url(url: str, token: str | None) -> str:
+    """The console's address with the token to exchange for a session, as a notebook server prints it."""
+    from urllib.parse import quote
+
+    return f"{url}?token={quote(token, safe='')}" if token else url
+
+
+@dataclass
+class ShuttingDown:
+    """Whether the server is shutting down (uvicorn's `should_exit`, set on SIGINT or SIGTERM): it
+    waits for open connections, so the console's event streams must end when they see it."""
+
+    server: Any = None
+
+    def is_set(self) -> bool:
+        return bool(self.server is not None and self.server.should_exit)
+
+
 @dataclass(frozen=True)
 class Served:
     """What a listening server tells its caller."""
@@ -93,6 +111,7 @@ class Served:
     grpc_address: str | None = None  # host:port of the aiplatform v1 gRPC services (None: not served)
     grpc_certificate: Path | None = None  # the certificate gRPC clients trust (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)
     grpc_missing: bool = False  # gRPC was asked for but grpcio / google-cloud-aiplatform are not installed
+    console: str = ""  # the console's URL, with the token to exchange for a session cookie
 
 
 def serve(
@@ -136,7 +155,9 @@ def serve(
         os.environ[UPSTREAM_VARIABLE] = os.environ["STORAGE_EMULATOR_HOST"]
     allow_forking(False)  # a long-lived, threaded server execs its jobs' supervisors
     engine = LocalEngine(home=home)
-    app = create_app(engine, token=token, bind_host=host, faults=faults or FaultPlan.from_environment())
+    stopping = ShuttingDown()
+    app = create_app(engine, token=token, bind_host=host, faults=faults or FaultPlan.from_environment(),
+                     stopping=stopping)
     sock = bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
     grpc_server, grpc_served = None, Served("", None, grpc_missing=grpc_port is not None)
@@ -154,10 +175,12 @@ def serve(
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             http=GuardedH11Protocol, **UVICORN_LIMITS)
     server = uvicorn.Server(config)
+    stopping.server = server
     try:
         if on_ready is not None:
-            on_ready(Served(base_url(host, actual_port), token_file, grpc_served.grpc_address,
-                            grpc_served.grpc_certificate, grpc_served.grpc_missing))
+            url = base_url(host, actual_port)
+            on_ready(Served(url, token_file, grpc_served.grpc_address, grpc_served.grpc_certificate,
+                            grpc_served.grpc_missing, console_url(url, token)))
         server.run(sockets=[sock])
     finally:
         sock.close()
