@@ -101,10 +101,7 @@ def present(services: Services, record: VertexJobRecord) -> dict[str, Any]:
 
 
 def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:
-    record = services.training_pipelines.get(project, location, numeric_id)
-    if record is None:
-        raise _not_found(f"projects/{project}/locations/{location}/trainingPipelines/{numeric_id}")
-    return record
+    return vertex_api.find_record(services.training_pipelines, project, location, numeric_id, _not_found)
 
 
 def get_training_pipeline(services: Services, project: str, location: str, numeric_id: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from aiptrain.emulator.vertex_api import (
     cancel_vertex_job,
     check_chief_program,
     check_pools,
+    find_record,
     list_vertex_jobs,
     present_vertex_job,
     submit_to_engine,
@@ -141,10 +142,7 @@ def present(services: Services, record: VertexJobRecord) -> dict[str, Any]:
 
 
 def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:
-    record = services.tuning_jobs.get(project, location, numeric_id)
-    if record is None:
-        raise _not_found(f"projects/{project}/locations/{location}/hyperparameterTuningJobs/{numeric_id}")
-    return record
+    return find_record(services.tuning_jobs, project, location, numeric_id, _not_found)
 
 
 def get_tuning_job(services: Services, project: str, location: str, numeric_id: str) -> dict[str, Any]:

@@ -162,11 +162,17 @@ def submit_to_engine(services: Services, store: VertexJobStore, project: str, lo
     return record
 
 
-def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:
-    record = services.custom_jobs.get(project, location, numeric_id)
+def find_record(store: VertexJobStore, project: str, location: str, numeric_id: str,
+                not_found: Callable[[str], ApiError]) -> VertexJobRecord:
+    """The record of `store`'s collection with this ID, or the collection's NOT_FOUND."""
+    record = store.get(project, location, numeric_id)
     if record is None:
-        raise _not_found(f"projects/{project}/locations/{location}/customJobs/{numeric_id}")
+        raise not_found(f"projects/{project}/locations/{location}/{store.collection}/{numeric_id}")
     return record
+
+
+def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:
+    return find_record(services.custom_jobs, project, location, numeric_id, _not_found)
 
 
 def present(services: Services, record: VertexJobRecord, job: Job | None = None) -> dict[str, Any]:

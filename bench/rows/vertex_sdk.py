@@ -9,21 +9,17 @@ to the same server. Both name a package already in the server's local store.
 from __future__ import annotations
 
 import importlib.util
-import re
 import shutil
-import subprocess
-import time
 from functools import partial
 
 from bench.context import BenchContext
-from bench.environment import PYTHON, BenchError, aiptrain_command, isolated_env, time_command
+from bench.environment import PYTHON, aiptrain_command, isolated_env, start_local_serve, time_command
 from bench.harness import RowResult, alternate, paired_row, ratio_max
 
 RUNS = 5
 PROJECT = "bench-sdk-project"
 PACKAGE_URI = "gs://bench-sdk/packages/noop.tar.gz"
 SCRIPT = "bench/scripts/sdk_custom_job.py"
-_SERVING = re.compile(r"on (http://127\.0\.0\.1:\d+/)")
 TITLE = "Vertex AI SDK CustomJob via `local serve`, create to SUCCEEDED, vs `jobs submit training --backend mlv1`"
 
 
@@ -42,7 +38,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
     staged = home / "storage" / PACKAGE_URI.removeprefix("gs://")
     staged.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(sdist, staged)
-    url = _serve(ctx, env)
+    url = start_local_serve(ctx.cleanup, env, ctx.scratch / "vertex-sdk-serve.log", "--no-auth", "--no-grpc")
     counter = iter(range(10**6))
 
     def sdk(name: str) -> list[str]:
@@ -65,19 +61,3 @@ def run(ctx: BenchContext) -> list[RowResult]:
                  "every 5 s (the SDK's fixed `_JOB_WAIT_TIME`), so its time is the SDK's import (~3 s) plus whole "
                  "5 s steps; `--stream-logs` polls adaptively from 0.5 s.")
     return [paired_row(row, paired)]
-
-
-def _serve(ctx: BenchContext, env: dict[str, str]) -> str:
-    log = ctx.scratch / "vertex-sdk-serve.log"
-    with open(log, "wb") as sink:
-        process = subprocess.Popen([*aiptrain_command(), "local", "serve", "--port", "0", "--no-auth"], env=env,
-                                   stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    ctx.cleanup.track(process)
-    deadline = time.monotonic() + 60
-    while True:
-        match = _SERVING.search(log.read_text(errors="replace"))
-        if match:
-            return match.group(1)
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise BenchError("aiptrain local serve did not start:\n" + log.read_text(errors="replace")[-2000:])
-        time.sleep(0.1)
