@@ -73,7 +73,7 @@ def init_sdk(emulator: Emulator, transport: str = "rest") -> None:
         address, certificate = emulator.grpc
         # Read when the first TLS channel is made: nothing in this module makes one before.
         os.environ["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = str(certificate)
-        aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=address,
+        aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=address, api_transport="grpc",
                         credentials=Credentials(token=emulator.token), staging_bucket="gs://sdk-bucket/staging")
         return
     aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=emulator.url.rstrip("/"),
@@ -302,7 +302,7 @@ def test_the_grpc_transport_runs_a_custom_job_a_tuning_job_and_a_pipeline(sdk_em
     with pytest.raises(FailedPrecondition, match="container runtime"):
         container.run(sync=True)
     address, _ = sdk_emulator.grpc
-    aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=address,
+    aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=address, api_transport="grpc",
                     credentials=Credentials(token="not-the-token"))
     with pytest.raises(Unauthenticated):
         aiplatform.CustomJob.list()
