@@ -41,6 +41,7 @@ from aiptrain.gcs_endpoint.certificates import ServerIdentity, extended_system_b
 from aiptrain.gcs_endpoint.objects import Buckets, DirectoryBuckets
 from aiptrain.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
 from aiptrain.gcs_endpoint.upstream import EmulatorBuckets
+from aiptrain.replicas.containers.endpoints import HostEndpoint
 from aiptrain.replicas.private_env import without_secrets
 from aiptrain.replicas.processes import TOKEN_VARIABLE
 
@@ -114,6 +115,13 @@ class ReplicaStorage:
             "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",
             "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE": str(self.ca_path),
         }
+
+    def host_endpoint(self) -> HostEndpoint:
+        """The endpoint as container replicas reach it (through the job's relays, at the same address)."""
+        host, port = self.server.server_address[:2]
+        env = self.environment({})
+        env.pop(TRUST_VARIABLE, None)  # a process replica's mount namespace; a container has its own files
+        return HostEndpoint("storage", str(host), int(port), env, files=(self.ca_path,))
 
     def close(self) -> None:
         self.server.shutdown()

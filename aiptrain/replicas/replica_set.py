@@ -181,14 +181,22 @@ class ReplicaSetSpec:
     # Each replica's share of this machine (task name -> share: its threads, cores, GPUs); None
     # leaves the replicas the whole machine (the Ray backend, whose nodes schedule their own).
     shares: Mapping[str, ReplicaShare] | None = None
-    # False: the shares set no GPU variables (`local train`, whose replicas ask for no GPUs).
+    # False: the shares set no GPU variables (`local train`, whose replicas ask for no GPUs; container
+    # replicas, which get their GPUs as device requests).
     share_gpus: bool = True
+    # Each replica's command line where it is not `command()`: a container replica's image and args.
+    task_commands: Mapping[str, list[str]] | None = None
 
     def command(self) -> list[str]:
         argv = [self.python, "-m", self.module, *self.args]
         if self.job_dir and self.job_dir_argument:
             argv += ["--job-dir", self.job_dir]
         return argv
+
+    def command_for(self, task_name: str) -> list[str]:
+        if self.task_commands is not None and task_name in self.task_commands:
+            return list(self.task_commands[task_name])
+        return self.command()
 
 
 @dataclass(frozen=True)
@@ -307,7 +315,6 @@ class _ReplicaSetRun:
         spec = self.spec
         addresses = spec.addresses if spec.addresses is not None else free_addresses(spec.groups)
         environments = (spec.cluster_environment or service_environment)(spec, addresses)
-        argv = spec.command()
         for task in sorted(replica_tasks(spec.groups), key=lambda t: _START_ORDER[t.role]):
             env = dict(spec.base_env)
             env.update(environments[task.task_name])
@@ -318,7 +325,7 @@ class _ReplicaSetRun:
             # One token per replica, under the set's: its strays can be swept when it exits.
             env[TOKEN_VARIABLE] = f"{spec.run_token}/{task.task_name}"
             cwd = spec.shared_cwd or spec.work_dir / task.task_name
-            self.replicas.append(_Replica(task, argv, env, cwd))
+            self.replicas.append(_Replica(task, spec.command_for(task.task_name), env, cwd))
 
     def start(self, replica: _Replica) -> None:
         self.stopped = False
@@ -371,11 +378,10 @@ class _ReplicaSetRun:
     def run(self) -> ReplicaSetOutcome:
         self.build()
         primary = next(r for r in self.replicas if r.task.is_primary)
-        command = shlex.join(self.spec.command())
         for replica in self.replicas:
             if self.stop.is_set():
                 return self.cancelled()
-            self.say(f"Starting {replica.task.task_name}: {command}")
+            self.say(f"Starting {replica.task.task_name}: {shlex.join(replica.argv)}")
             try:
                 self.start(replica)
             except OSError as error:

@@ -53,6 +53,10 @@ from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.spec import JobState, TrainingInput
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.cluster_plan import plan_cluster
+from aiptrain.replicas.containers.cleanup import record_engine, remove_job_containers
+from aiptrain.replicas.containers.engine import Engine, find_engine
+from aiptrain.replicas.containers.images import runs_containers
+from aiptrain.replicas.containers.settings import ContainerSettings
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.processes import (
     kill_tokened_processes,
@@ -168,6 +172,49 @@ class Supervisor:
         if not self.move(JobState.PREPARING, "Job PREPARING.", allowed_from=frozenset({JobState.QUEUED})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
+        engine: Engine | None = None
+        needs_system_trust = False
+        if runs_containers(training_input):  # the image brings its runtime: nothing to build or install
+            engine = self._container_engine()
+            if engine is None:
+                return
+        else:
+            prepared = self._prepare_runtime(training_input, catalog, settings)
+            if prepared is None:
+                return
+            settings, needs_system_trust = prepared
+        plan = plan_cluster(training_input, catalog, settings, lambda: claim.machine.gpus)
+        for warning in plan.warnings:
+            self.say(warning, "WARNING")
+        share = recorded_share(self.store.get_by_key(self.key).machine_share)
+        for line in share_lines(share, os.environ):
+            self.say(line)
+        if not self.move(JobState.RUNNING, "Job RUNNING.", allowed_from=frozenset({JobState.PREPARING})):
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return
+        with replica_storage(self.home, self.home / "storage", settings.gcs, self.say,
+                             extend_system_trust=needs_system_trust) as storage:
+            context = JobContext(
+                store=self.store,
+                record=self.store.get_by_key(self.key),
+                home=self.home,
+                layout=self.layout,
+                settings=settings,
+                plan=plan,
+                sink=self.sink,
+                stop=self.stop,
+                storage=storage,
+                share=share,
+                engine=engine,
+            )
+            self._finish(job_body_for(context.record)(context))
+
+    def _prepare_runtime(
+        self, training_input: TrainingInput, catalog: Catalog, settings: ReplicaSettings,
+    ) -> tuple[ReplicaSettings, bool] | None:
+        """PREPARING for a Python package: the runtime's environment, then the job's packages into
+        its site; (the settings the replicas run with, whether they need the system's trust
+        extended), or None when the job ended instead (recorded)."""
         record = self.store.get_by_key(self.key)
         try:
             environment, resolution = environment_for_job(
@@ -176,11 +223,11 @@ class Supervisor:
             )
         except BuildCancelled:
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
-            return
+            return None
         except JobEnvironmentFailed as failed:
             self.say(failed.message, "ERROR")
             self._finish(ReplicaSetOutcome(JobState.FAILED, failed.message))
-            return
+            return None
         self.store.set_runtime_environment(self.key, ran_in(resolution, environment, settings))
         needs_system_trust = environment is not None and not resolution.honours_ca_bundle
         if needs_system_trust and settings.gcs == "endpoint" and (why := system_trust_problem(self.home)):
@@ -206,35 +253,26 @@ class Supervisor:
         )
         if self.stop.is_set():
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
-            return
+            return None
         if problem is not None:
             self.say(problem, "ERROR")
             self._finish(ReplicaSetOutcome(JobState.FAILED, problem))
-            return
-        plan = plan_cluster(training_input, catalog, settings, lambda: claim.machine.gpus)
-        for warning in plan.warnings:
-            self.say(warning, "WARNING")
-        share = recorded_share(self.store.get_by_key(self.key).machine_share)
-        for line in share_lines(share, os.environ):
-            self.say(line)
-        if not self.move(JobState.RUNNING, "Job RUNNING.", allowed_from=frozenset({JobState.PREPARING})):
-            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
-            return
-        with replica_storage(self.home, self.home / "storage", settings.gcs, self.say,
-                             extend_system_trust=needs_system_trust) as storage:
-            context = JobContext(
-                store=self.store,
-                record=self.store.get_by_key(self.key),
-                home=self.home,
-                layout=self.layout,
-                settings=settings,
-                plan=plan,
-                sink=self.sink,
-                stop=self.stop,
-                storage=storage,
-                share=share,
-            )
-            self._finish(job_body_for(context.record)(context))
+            return None
+        return settings, needs_system_trust
+
+    def _container_engine(self) -> Engine | None:
+        """The container engine of a job whose replicas are containers, recorded in its files before it
+        creates anything there (`cleanup`); None when there is none any more (the job FAILED)."""
+        try:
+            engine = find_engine(ContainerSettings.from_env())
+        except AiptrainError as error:
+            message = f"{error.message} ({error.hint})" if error.hint else error.message
+            self.say(message, "ERROR")
+            self._finish(ReplicaSetOutcome(JobState.FAILED, message))
+            return None
+        record_engine(self.layout.container_engine, engine)
+        self.say(f"The replicas run as containers of {engine.name} {engine.version} ({engine.binary}).")
+        return engine
 
     def _take_slot(
         self, settings: ReplicaSettings, catalog: Catalog, training_input: TrainingInput,
@@ -292,6 +330,7 @@ class Supervisor:
         mine = self.record.run_token
         kill_descendants(spare=lambda pid: (run_token_of(pid) or mine).split("/")[0] != mine)
         kill_tokened_processes(self.record.run_token)
+        remove_job_containers(self.layout.container_engine, mine)  # each set removed its own; nothing else
         outcome = self._with_storage_failure(outcome)
         deadline = time.monotonic() + _FINAL_STATE_RETRY_SECONDS
         while True:

@@ -1,0 +1,52 @@
+"""Removing what a job created on the container engine, whatever ended it.
+
+Everything aiptrain creates there carries the job's label (its run token) and its set's; a set
+removes its own at its end (`ContainerLauncher.close`). A supervisor that was killed removes
+nothing, so before a job creates anything the engine it uses (command line and daemon
+variables) is written into the job's files (`record_engine`), and whoever finds the job's
+supervisor dead (the local backend's reaper) removes everything with the job's label from that
+engine (`remove_job_containers`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+from aiptrain.replicas.containers.command import JOB_LABEL
+from aiptrain.replicas.containers.engine import Engine, EngineCallFailed
+
+
+def remove_labelled(engine: Engine, label: str) -> None:
+    """Remove the containers (with their anonymous volumes), networks and volumes labelled `label`."""
+    containers = engine.output(["ps", "--all", "--quiet", "--filter", f"label={label}"], check=False).split()
+    if containers:
+        engine.run(["rm", "--force", "--volumes", *containers], check=False, timeout=300)
+    networks = engine.output(["network", "ls", "--quiet", "--filter", f"label={label}"], check=False).split()
+    if networks:
+        engine.run(["network", "rm", *networks], check=False)
+    volumes = engine.output(["volume", "ls", "--quiet", "--filter", f"label={label}"], check=False).split()
+    if volumes:
+        engine.run(["volume", "rm", "--force", *volumes], check=False)
+
+
+def record_engine(path: Path, engine: Engine) -> None:
+    """Say, in the job's files, which engine its containers run on (read by `remove_job_containers`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    made = path.with_name(f"{path.name}.{os.getpid()}")
+    made.write_text(json.dumps(engine.to_json()))
+    os.replace(made, path)
+
+
+def remove_job_containers(path: Path, job_token: str) -> bool:
+    """Remove everything the job of `job_token` created on the engine `path` names; False when the
+    job never recorded one (it started no container)."""
+    try:
+        engine = Engine.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError):
+        return False
+    with contextlib.suppress(EngineCallFailed):
+        remove_labelled(engine, f"{JOB_LABEL}={job_token}")
+    return True
