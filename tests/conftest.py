@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 # Which tests share an xdist worker (markers for the expensive session fixtures): see that module.
-pytest_plugins = ["tests.fixtures.worker_groups"]
+pytest_plugins = ["tests.fixtures.worker_groups", "tests.fixtures.containers"]
 
 GOOGLE_SUFFIXES = ("googleapis.com", "google.com", "gcr.io", "pkg.dev")
 
@@ -31,6 +31,11 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     # runtime environments (tests/environments), which build them once per session.
     monkeypatch.setenv("AIPTRAIN_LOCAL_PYTHON", sys.executable)
     monkeypatch.delenv("AIPTRAIN_ENVS_DIR", raising=False)
+    # No test reaches this machine's own container engine: the `containers` tests point at the
+    # suite's daemon (tests/fixtures/containers.py), the others find none.
+    monkeypatch.setenv("AIPTRAIN_CONTAINER_ENGINE", "docker")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{home}/no-docker-here.sock")
+    monkeypatch.delenv("AIPTRAIN_CONTAINER_PULL", raising=False)
     # gcloud's configuration fills in project, region and endpoints: none of this machine's.
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path_factory.mktemp("cloudsdk")))
     for name in ("AIPTRAIN_BACKEND", "AIPTRAIN_PROJECT", "AIPTRAIN_REGION", "AIPTRAIN_API_ENDPOINT",

@@ -89,7 +89,7 @@ class ContainerLimits:
         if self.cpuset:
             options += ["--cpuset-cpus", ",".join(str(core) for core in self.cpuset)]
         if self.memory_bytes:
-            options += ["--memory", str(self.memory_bytes)]
+            options += ["--memory", f"{self.memory_bytes // 1024**2}m"]
         if self.gpus and engine_kind == "podman":
             for index in self.gpus:  # the Container Device Interface's names
                 options += ["--device", f"nvidia.com/gpu={index}"]

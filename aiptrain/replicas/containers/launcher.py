@@ -235,6 +235,8 @@ class ContainerLauncher:
                                   f"{self.engine.name}'s environment files cannot carry")
                 file.write(f"{name}={value}\n")
         owner = self.names.network_owner("set" if self.shared_namespace else task_name)
+        share = " ".join(replica.limits.engine_options(self.engine.kind)) or "no limits"
+        self.say(f"Creating the container of {task_name} ({self.names.replica(task_name)}): {share}.")
         try:
             self.engine.run(replica_create_arguments(
                 engine_kind=self.engine.kind, name=self.names.replica(task_name), network_owner=owner,

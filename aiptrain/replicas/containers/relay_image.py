@@ -40,9 +40,9 @@ def _python_files(python: Path) -> list[Path]:
     return [python, *modules]
 
 
-def _libraries(binaries: list[Path]) -> list[Path]:
+def shared_libraries(binaries: list[Path]) -> list[Path]:
     """The shared libraries `ldd` resolves for the ELF files among `binaries`, the loader included."""
-    elves = [path for path in binaries if path.suffix == ".so" or path == binaries[0]]
+    elves = [path for path in binaries if ".so" in path.name or path == binaries[0]]
     done = subprocess.run(["ldd", *map(str, elves)], capture_output=True, text=True, timeout=60, check=False)
     found: set[Path] = set()
     for line in done.stdout.splitlines():
@@ -57,7 +57,7 @@ def _libraries(binaries: list[Path]) -> list[Path]:
 def _rootfs_files() -> list[Path]:
     python = relay_python()
     files = _python_files(python)
-    return files + _libraries(files)
+    return files + shared_libraries(files)
 
 
 def relay_tag(files: list[Path]) -> str:
@@ -68,7 +68,7 @@ def relay_tag(files: list[Path]) -> str:
     return f"{RELAY_REPOSITORY}:{digest.hexdigest()[:16]}"
 
 
-def _add_file(archive: tarfile.TarFile, source: Path, name: str) -> None:
+def add_file(archive: tarfile.TarFile, source: Path, name: str) -> None:
     """`source` (symlinks followed) at `name`, with every directory above it."""
     parts = Path(name.lstrip("/")).parts
     for depth in range(1, len(parts)):
@@ -88,8 +88,8 @@ def _rootfs_tar(files: list[Path]) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for path in files:
-            _add_file(archive, path, str(path))
-        _add_file(archive, Path(relay_program.__file__), PROGRAM_INSIDE)
+            add_file(archive, path, str(path))
+        add_file(archive, Path(relay_program.__file__), PROGRAM_INSIDE)
         tmp = tarfile.TarInfo("tmp")
         tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
         archive.addfile(tmp)
