@@ -6,7 +6,7 @@ import pytest
 
 from aiptrain.errors import UsageError
 from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
+from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.spec import TrainingInput
 from aiptrain.replicas.containers.command import (
     ContainerCommand,
@@ -19,13 +19,13 @@ from aiptrain.replicas.containers.command import (
 from aiptrain.replicas.containers.settings import ContainerSettings
 
 
-def _groups(**fields: object) -> tuple[TrainingInput, list]:
+def _groups(**fields: object) -> tuple[TrainingInput, list[ReplicaGroup]]:
     training_input = TrainingInput.model_validate({"region": "us-central1", "scaleTier": "CUSTOM",
                                                    "masterType": "n1-standard-4", **fields})
     return training_input, resolve_cluster(training_input, load_catalog())
 
 
-def _command(training_input: TrainingInput, group: object, **kwargs: object) -> ContainerCommand:
+def _command(training_input: TrainingInput, group: ReplicaGroup, **kwargs: object) -> ContainerCommand:
     options = {"args": training_input.args or [], "job_dir": "gs://b/out", "job_dir_argument": True, **kwargs}
     return container_command(training_input, group, **options)  # type: ignore[arg-type]
 
@@ -50,7 +50,7 @@ def test_the_job_args_follow_the_image_entrypoint_then_job_dir() -> None:
     ({"containerCommand": ["sh", "-c"], "containerArgs": ["echo hi"]},
      ["--entrypoint=sh", "gcr.io/p/t:1", "-c", "echo hi"]),
 ])
-def test_container_command_and_args_follow_kubernetes_rules(config: dict, expected: list[str]) -> None:
+def test_container_command_and_args_follow_kubernetes_rules(config: dict[str, list[str]], expected: list[str]) -> None:
     ti, groups = _groups(masterConfig={"imageUri": "gcr.io/p/t:1", **config})
     assert _command(ti, groups[0]).engine_arguments() == expected  # no --job-dir: they are the whole line
 
