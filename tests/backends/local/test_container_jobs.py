@@ -163,3 +163,22 @@ def test_a_custom_cluster_trains_across_containers_that_reach_each_other_by_thei
                                  "worker": ["worker-replica-0:2222", "worker-replica-1:2222"],
                                  "ps": ["ps-replica-0:2222"]}
     assert "worker 1 serving on worker-replica-1" in lines(backend, "cluster", "worker-replica-1")
+
+
+def test_an_image_that_is_not_here_is_refused_at_submit_and_nothing_is_created(
+    home: Path, docker: SuiteDocker, images: SuiteImages,
+) -> None:
+    from click.testing import CliRunner
+
+    from aiptrain.cli.main import root
+
+    before = docker.output("ps", "--all", "--quiet")
+    result = CliRunner().invoke(root, ["--project", "test-project", "jobs", "submit", "training", "absent",
+                                       "--region", "us-central1", "--master-image-uri", "gcr.io/p/absent:1",
+                                       "--", "--epochs", "1"], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert "trainingInput.masterConfig.imageUri: the image gcr.io/p/absent:1 is not on this machine" in result.output
+    assert "docker build -t gcr.io/p/absent:1" in result.output and "docker pull gcr.io/p/absent:1" in result.output
+    assert "AIPTRAIN_CONTAINER_PULL=missing" in result.output
+    assert "absent" not in CliRunner().invoke(root, ["--project", "test-project", "jobs", "list"]).output
+    assert docker.output("ps", "--all", "--quiet") == before
