@@ -163,14 +163,3 @@ def replica_create_arguments(
         target, _, mode = inside.partition(":")
         options += ["--volume", f"{host}:{target}:{mode or 'ro'}"]
     return [*options, *extra_options, *command.engine_arguments()]
-
-
-def dry_run_lines(engine_name: str, commands: Mapping[str, ContainerCommand],
-                  limits: Mapping[str, ContainerLimits]) -> list[str]:
-    """Each replica's container as dry-run shows it: `master-replica-0: IMAGE ARGS (limits)`."""
-    lines = []
-    for task, command in commands.items():
-        options = limits[task].engine_options(engine_name.lower()) if task in limits else []
-        shown = f" [{' '.join(options)}]" if options else ""
-        lines.append(f"{task}: {command.describe()}{shown}")
-    return lines

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.spec import TrainingInput
-from aiptrain.replicas.containers.command import container_command, machine_limits
+from aiptrain.replicas.containers.command import REPLICA_PORT, container_command, machine_limits
 from aiptrain.replicas.containers.launcher import ReplicaContainer
 from aiptrain.replicas.machine_share import ReplicaShare
 
@@ -48,3 +48,19 @@ def replica_containers(
                                     pinned=share.cores if share else (), gpus=share.gpus if share else ())
             containers.append(ReplicaContainer(task_name, command, limits))
     return containers
+
+
+def container_lines(training_input: TrainingInput, groups: Sequence[ReplicaGroup], catalog: Catalog) -> list[str]:
+    """Each replica's container as a dry run shows it: `task: IMAGE ARGS [limits]` (its machine
+    type's: the GPUs it gets are known once the job holds its share)."""
+    lines = []
+    for replica in replica_containers(training_input, groups, catalog, args=training_input.args or [],
+                                      job_dir=training_input.job_dir, job_dir_argument=True):
+        options = " ".join(replica.limits.engine_options("docker"))
+        lines.append(f"{replica.task_name}: {replica.command.describe()}" + (f" [{options}]" if options else ""))
+    return lines
+
+
+def container_addresses(groups: Sequence[ReplicaGroup]) -> dict[str, list[str]]:
+    """Where each replica listens on Docker (its own hostname, one port), as TF_CONFIG names it."""
+    return {group.task_type: [f"{name}:{REPLICA_PORT}" for name in group.task_names()] for group in groups}

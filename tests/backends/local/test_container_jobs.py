@@ -182,3 +182,30 @@ def test_an_image_that_is_not_here_is_refused_at_submit_and_nothing_is_created(
     assert "AIPTRAIN_CONTAINER_PULL=missing" in result.output
     assert "absent" not in CliRunner().invoke(root, ["--project", "test-project", "jobs", "list"]).output
     assert docker.output("ps", "--all", "--quiet") == before
+
+
+def test_a_dry_run_shows_each_replica_container_and_its_address(docker: SuiteDocker, images: SuiteImages) -> None:
+    from click.testing import CliRunner
+
+    from aiptrain.cli.main import root
+
+    result = CliRunner().invoke(root, [
+        "--project", "test-project", "--format", "json", "jobs", "submit", "training", "shown", "--dry-run",
+        "--region", "us-central1", "--master-image-uri", images["shell"], "--scale-tier", "custom",
+        "--master-machine-type", "n1-standard-4", "--worker-count", "1", "--worker-machine-type", "n1-highmem-2",
+        "--job-dir", "gs://out-bucket/shown", "--", "--epochs", "3"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    cores = min(len(os.sched_getaffinity(0)), 4)
+    assert document["localContainers"][0] == (
+        f"master-replica-0: {images['shell']} --epochs 3 --job-dir gs://out-bucket/shown "
+        f"[--cpus {cores} --memory {min(15 * 1024, _memory_mib())}m]")
+    assert document["localContainers"][1].startswith(f"worker-replica-0: {images['shell']} --epochs 3")
+    assert document["tfConfig"]["worker-replica-0"]["cluster"] == {
+        "master": ["master-replica-0:2222"], "worker": ["worker-replica-0:2222"]}
+    assert docker.output("ps", "--all", "--quiet") == ""
+
+
+def _memory_mib() -> int:
+    with open("/proc/meminfo") as meminfo:
+        return int(next(line for line in meminfo if line.startswith("MemTotal:")).split()[1]) // 1024
