@@ -209,3 +209,23 @@ def test_a_dry_run_shows_each_replica_container_and_its_address(docker: SuiteDoc
 def _memory_mib() -> int:
     with open("/proc/meminfo") as meminfo:
         return int(next(line for line in meminfo if line.startswith("MemTotal:")).split()[1]) // 1024
+
+
+@pytest.mark.slow
+def test_tuning_trials_get_their_parameters_as_flags_and_report_through_hypertune_inside(
+    backend: LocalBackend, docker: SuiteDocker, images: SuiteImages,
+) -> None:
+    tuning = {"goal": "MAXIMIZE", "hyperparameterMetricTag": "accuracy", "maxTrials": 2, "maxParallelTrials": 2,
+              "algorithm": "RANDOM_SEARCH",
+              "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.1, "maxValue": 0.5}]}
+    backend.create_job(make_job("tuned", container_input(images["tensorflow"], args=["--mode", "metric"],
+                                                         hyperparameters=tuning)))
+    done = wait_for_end(backend.engine, "tuned", timeout=600)
+    assert done.state == JobState.SUCCEEDED, done.error_message
+    assert done.training_output is not None and done.training_output.trials is not None
+    trials = done.training_output.trials
+    assert len(trials) == 2
+    for trial in trials:
+        assert trial.hyperparameters is not None and trial.final_metric is not None
+        lr = float(trial.hyperparameters["lr"])
+        assert trial.final_metric.objective_value == pytest.approx(1.0 - (lr - 0.3) ** 2)
