@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from collections.abc import Iterator
@@ -20,6 +21,22 @@ class RealGoogleEndpointReached(AssertionError):
     """A test tried to reach a real Google service; point it at an emulator instead."""
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_container_engine_of_this_machine() -> Iterator[None]:
+    """No test reaches this machine's own container engine (Docker's default socket, Podman): the
+    `containers` tests point at the suite's daemon (tests/fixtures/containers.py), every other test
+    and the servers and supervisors they start (module fixtures included) find none."""
+    saved = {name: os.environ.get(name) for name in ("AIPTRAIN_CONTAINER_ENGINE", "DOCKER_HOST")}
+    os.environ["AIPTRAIN_CONTAINER_ENGINE"] = "docker"
+    os.environ["DOCKER_HOST"] = "unix:///nonexistent/aiptrain-tests/docker.sock"
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("aiptrain-home")
@@ -31,10 +48,6 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     # runtime environments (tests/environments), which build them once per session.
     monkeypatch.setenv("AIPTRAIN_LOCAL_PYTHON", sys.executable)
     monkeypatch.delenv("AIPTRAIN_ENVS_DIR", raising=False)
-    # No test reaches this machine's own container engine: the `containers` tests point at the
-    # suite's daemon (tests/fixtures/containers.py), the others find none.
-    monkeypatch.setenv("AIPTRAIN_CONTAINER_ENGINE", "docker")
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{home}/no-docker-here.sock")
     monkeypatch.delenv("AIPTRAIN_CONTAINER_PULL", raising=False)
     # gcloud's configuration fills in project, region and endpoints: none of this machine's.
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path_factory.mktemp("cloudsdk")))
