@@ -15,8 +15,8 @@ import json
 import os
 from pathlib import Path
 
-from aiptrain.replicas.containers.command import JOB_LABEL
 from aiptrain.replicas.containers.engine import Engine, EngineCallFailed
+from aiptrain.replicas.containers.labels import JOB_LABEL
 
 
 def remove_labelled(engine: Engine, label: str) -> None:

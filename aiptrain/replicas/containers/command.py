@@ -29,12 +29,6 @@ from aiptrain.job.spec import ROLE, TrainingInput
 # refuses mixed ports).
 REPLICA_PORT = 2222
 
-# Labels of everything aiptrain creates: the job (its run token), the replica set, the task.
-JOB_LABEL = "aiptrain.job"
-RUN_LABEL = "aiptrain.run"
-TASK_LABEL = "aiptrain.task"
-KIND_LABEL = "aiptrain.kind"  # replica | network-owner
-SHARED_FILES_DIR = "/run/aiptrain/files"
 
 
 @dataclass(frozen=True)
@@ -135,16 +129,6 @@ class ContainerNames:
 
     def network_owner(self, task_name: str) -> str:
         return f"{self.prefix}-{task_name}-net"
-
-
-def labels(job_token: str, run_token: str, task_name: str | None = None, kind: str | None = None) -> list[str]:
-    """`--label` options naming the job and the set (what the reaper and the end of the set remove)."""
-    pairs = {JOB_LABEL: job_token, RUN_LABEL: run_token}
-    if task_name:
-        pairs[TASK_LABEL] = task_name
-    if kind:
-        pairs[KIND_LABEL] = kind
-    return [option for key, value in pairs.items() for option in ("--label", f"{key}={value}")]
 
 
 def replica_create_arguments(

@@ -37,11 +37,9 @@ from pathlib import Path
 
 from aiptrain.replicas.containers.command import (
     REPLICA_PORT,
-    RUN_LABEL,
     ContainerCommand,
     ContainerLimits,
     ContainerNames,
-    labels,
     replica_create_arguments,
 )
 from aiptrain.replicas.containers.endpoints import (
@@ -51,6 +49,7 @@ from aiptrain.replicas.containers.endpoints import (
     container_environment,
 )
 from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine_message
+from aiptrain.replicas.containers.labels import RUN_LABEL, labels
 from aiptrain.replicas.containers.relay_image import ensure_relay_image
 from aiptrain.replicas.containers.relay_program import READY
 from aiptrain.replicas.processes import TOKEN_VARIABLE, ManagedProcess, kill_tokened_processes, process_start_ticks
@@ -285,12 +284,8 @@ class ContainerLauncher:
                 process.reap()
 
     def sweep(self, token: str) -> None:
-        """The command-line clients carrying `token`; for the whole set, also its containers still running."""
-        if token == self.run_token and self._created:
-            running = self.engine.output(["ps", "--quiet", "--filter", f"label={RUN_LABEL}={self.run_token}",
-                                          "--filter", "label=aiptrain.kind=replica"], check=False)
-            if running:
-                self.engine.run(["kill", *running.split()], check=False)
+        """The command-line clients carrying `token` (a container whose client is gone is removed,
+        running or not, when the set closes)."""
         kill_tokened_processes(token)
 
     # -- the end --------------------------------------------------------------------------------
@@ -299,9 +294,13 @@ class ContainerLauncher:
         """Remove every container and the network of the set, and the relays; idempotent."""
         from aiptrain.replicas.containers.cleanup import remove_labelled
 
-        if self._created or self._network:
-            remove_labelled(self.engine, f"{RUN_LABEL}={self.run_token}")
+        if self._created:
+            done = self.engine.run(["rm", "--force", "--volumes", *sorted(self._created)], check=False, timeout=300)
+            if done.returncode != 0:  # whatever was not removed by name goes by the set's label
+                remove_labelled(self.engine, f"{RUN_LABEL}={self.run_token}")
             self._created.clear()
+        if self._network:
+            self.engine.run(["network", "rm", self.names.network], check=False)
             self._network = False
         for client in self._owner_clients:
             with contextlib.suppress(subprocess.TimeoutExpired):
