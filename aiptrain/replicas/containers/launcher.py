@@ -32,6 +32,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +61,8 @@ from aiptrain.replicas.replica_set import ReplicaProcess
 _METRIC_FILE_VARIABLE = "CLOUD_ML_HP_METRIC_FILE"
 _METRIC_DIR_INSIDE = "/tmp/hypertune"  # noqa: S108 - the path inside the container, as on the service
 _OWNER_READY_SECONDS = 60.0
+# Engine calls made side by side (creating a set's network owners).
+_PARALLEL_CALLS = 4
 # Variables of the replica set that concern this machine's processes, not a container.
 _HOST_ONLY = (TOKEN_VARIABLE, "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 _NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy", "no_grpc_proxy")
@@ -120,7 +123,9 @@ class ContainerLauncher:
         self.shared_namespace = engine.is_podman
         self.images: dict[str, ImageFacts] = {}
         self._relays: HostRelays | None = None
-        self._owner_clients: list[subprocess.Popen[bytes]] = []
+        # Each network owner's `start --attach` (its first line says its relays listen), and those heard.
+        self._owners: dict[str, subprocess.Popen[bytes]] = {}
+        self._ready: set[str] = set()
         self._created: set[str] = set()
         self._network = False
         self._workspace = Path(tempfile.mkdtemp(prefix="aiptrain-containers-"))
@@ -147,7 +152,8 @@ class ContainerLauncher:
     # -- setting up -----------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Check the images, then make the network, the relays and every replica's network owner."""
+        """Check the images, then make the network, the relays and every replica's network owner
+        (started here; a replica's start waits until its owner's relays listen)."""
         try:
             for image in dict.fromkeys(replica.command.image for replica in self.replicas.values()):
                 self.images[image] = self._image_facts(image)
@@ -157,8 +163,7 @@ class ContainerLauncher:
             if not self.shared_namespace:
                 self.engine.run(["network", "create", *labels(self.job_token, self.run_token), self.names.network])
                 self._network = True
-            owners = ([self.names.network_owner("set")] if self.shared_namespace
-                      else [self.names.network_owner(task) for task in self.replicas])
+            owners = list(dict.fromkeys(self._owner_of(task) for task in self.replicas))
             self._start_owners(relay_image, owners)
         except (EngineCallFailed, OSError) as error:
             self.close()
@@ -181,29 +186,40 @@ class ContainerLauncher:
     def _start_owners(self, relay_image: str, owners: list[str]) -> None:
         relays = [endpoint.relay_argument() for endpoint in self.endpoints]
         volume = ["--volume", f"{self._relays.directory}:{SOCKETS_INSIDE}:ro"] if self._relays else []
-        for owner in owners:
+        def create(owner: str) -> None:
             task = owner.removeprefix(self.names.prefix + "-").removesuffix("-net")
             network = (["--network", "none"] if self.shared_namespace else
                        ["--network", self.names.network, "--hostname", task, "--network-alias", task])
             self.engine.run(["create", "--pull", "never", "--name", owner, *network,
                              *labels(self.job_token, self.run_token, task, "network-owner"),
                              *self.engine.create_options(), *volume, relay_image, *relays])
-            self._created.add(owner)
-        # Started together: each `start --attach` says `ready` once its relays listen.
-        clients = [subprocess.Popen([self.engine.binary, "start", "--attach", owner], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=self.engine.process_environment(), start_new_session=True)
-                   for owner in owners]
-        self._owner_clients.extend(clients)
-        for owner, client in zip(owners, clients, strict=True):
-            assert client.stdout is not None
-            line = _read_line(client.stdout, _OWNER_READY_SECONDS)
-            if line.strip() != READY:
-                error = b""
-                if client.poll() is not None and client.stderr is not None:
-                    error = client.stderr.read()
-                raise EngineCallFailed(f"the network owner {owner} did not start: "
-                                       f"{engine_message(error) if error else line.strip() or 'no answer'}")
+            with self._lock:
+                self._created.add(owner)
+
+        with ThreadPoolExecutor(max_workers=min(len(owners), _PARALLEL_CALLS)) as pool:
+            for created in [pool.submit(create, owner) for owner in owners]:
+                created.result()
+        # Started together, not waited for: each `start --attach` says `ready` once its relays listen,
+        # which a replica's start waits for (its container is created meanwhile).
+        for owner in owners:
+            self._owners[owner] = subprocess.Popen(
+                [self.engine.binary, "start", "--attach", owner], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=self.engine.process_environment(), start_new_session=True)
+
+    def _await_owner(self, owner: str) -> None:
+        """Return once the network owner's relays listen; EngineCallFailed if it did not start."""
+        client = self._owners[owner]
+        if owner in self._ready:
+            return
+        assert client.stdout is not None
+        line = _read_line(client.stdout, _OWNER_READY_SECONDS)
+        if line.strip() != READY:
+            error = b""
+            if client.poll() is not None and client.stderr is not None:
+                error = client.stderr.read()
+            raise EngineCallFailed(f"the network owner {owner} did not start: "
+                                   f"{engine_message(error) if error else line.strip() or 'no answer'}")
+        self._ready.add(owner)
 
     # -- ReplicaLauncher ------------------------------------------------------------------------
 
@@ -216,11 +232,18 @@ class ContainerLauncher:
             if name not in self._created:
                 self._create(task_name, env)
                 self._created.add(name)
+        try:
+            self._await_owner(self._owner_of(task_name))
+        except EngineCallFailed as error:
+            raise OSError(error.message) from None
         token = env.get(TOKEN_VARIABLE, self.run_token)
         popen = subprocess.Popen([self.engine.binary, "start", "--attach", name], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                                  env=self.engine.process_environment({TOKEN_VARIABLE: token}))
         return ContainerProcess(popen, process_start_ticks(popen.pid), container=name)
+
+    def _owner_of(self, task_name: str) -> str:
+        return self.names.network_owner("set" if self.shared_namespace else task_name)
 
     def _create(self, task_name: str, env: Mapping[str, str]) -> None:
         replica = self.replicas[task_name]
@@ -233,7 +256,7 @@ class ContainerLauncher:
                     raise OSError(f"the variable {name} of {task_name} holds a line break, which "
                                   f"{self.engine.name}'s environment files cannot carry")
                 file.write(f"{name}={value}\n")
-        owner = self.names.network_owner("set" if self.shared_namespace else task_name)
+        owner = self._owner_of(task_name)
         share = " ".join(replica.limits.engine_options(self.engine.kind)) or "no limits"
         self.say(f"Creating the container of {task_name} ({self.names.replica(task_name)}): {share}.")
         try:
@@ -302,13 +325,14 @@ class ContainerLauncher:
         if self._network:
             self.engine.run(["network", "rm", self.names.network], check=False)
             self._network = False
-        for client in self._owner_clients:
+        for client in self._owners.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 client.wait(timeout=10)
             for stream in (client.stdout, client.stderr):
                 if stream is not None:
                     stream.close()
-        self._owner_clients.clear()
+        self._owners.clear()
+        self._ready.clear()
         if self._relays is not None:
             self._relays.close()
             self._relays = None

@@ -60,11 +60,13 @@ def _rootfs_files() -> list[Path]:
     return files + shared_libraries(files)
 
 
-def relay_tag(files: list[Path]) -> str:
+def relay_tag() -> str:
+    """The image's tag: a digest of the relay program and the interpreter (its path, size, time
+    and version), cheap enough to ask for every job; the files are gathered only to make it."""
+    python = relay_python()
+    info = python.stat()
     digest = hashlib.sha256(Path(relay_program.__file__).read_bytes())
-    for path in files:
-        info = path.stat()
-        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    digest.update(f"{python}\0{info.st_size}\0{info.st_mtime_ns}\0{sys.version}".encode())
     return f"{RELAY_REPOSITORY}:{digest.hexdigest()[:16]}"
 
 
@@ -98,13 +100,13 @@ def _rootfs_tar(files: list[Path]) -> bytes:
 
 def ensure_relay_image(engine: Engine) -> str:
     """The relay image's tag on `engine`, imported first if it is not there yet."""
+    tag = relay_tag()
+    if engine.run(["image", "inspect", "--format", "{{.Id}}", tag], check=False).returncode == 0:
+        return tag
     try:
         files = _rootfs_files()
     except (OSError, subprocess.SubprocessError) as error:
         raise EngineCallFailed(f"the relay image cannot be made from {relay_python()}: {error}") from None
-    tag = relay_tag(files)
-    if engine.run(["image", "inspect", "--format", "{{.Id}}", tag], check=False).returncode == 0:
-        return tag
     entrypoint = json.dumps([str(files[0]), "-I", "-S", PROGRAM_INSIDE])
     done = engine.run(["import", "--change", f"ENTRYPOINT {entrypoint}", "--change", "ENV PYTHONUNBUFFERED=1",
                        "-", tag], input=_rootfs_tar(files), check=False, timeout=300)
