@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,14 @@ GOOGLE_SUFFIXES = ("googleapis.com", "google.com", "gcr.io", "pkg.dev")
 
 class RealGoogleEndpointReached(AssertionError):
     """A test tried to reach a real Google service; point it at an emulator instead."""
+
+
+# A shell starts background commands (`make test &`, nohup) with SIGINT ignored, and children inherit
+# that: the trainers and commands the Ctrl-C tests interrupt would never see the signal. A handler
+# (unlike SIG_IGN) is reset to the default at exec, so every process the suite starts can be
+# interrupted again, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -13,19 +13,14 @@ import pytest
 from aiptrain.job.catalog import load_catalog
 from aiptrain.job.spec import ReplicaConfig, TrainingInput
 from aiptrain.job.validate import runtime_warnings
+from tests.fixtures.tiny_trainer import trainer
+
+__all__ = ["trainer"]  # the fixture
 
 
 def _aiptrain(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "aiptrain", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=300)
-
-
-def _package(tmp_path: Path) -> Path:
-    package = tmp_path / "proj" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text("print('trained', flush=True)\n")
-    return package
 
 
 def test_a_job_without_runtime_version_is_told_once_which_runtime_it_runs() -> None:
@@ -42,9 +37,9 @@ def test_a_job_without_runtime_version_is_told_once_which_runtime_it_runs() -> N
 
 
 def test_dry_run_without_runtime_version_shows_the_default_and_its_one_warning(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, trainer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AIPTRAIN_LOCAL_PYTHON", raising=False)
-    package = _package(tmp_path)
+    package = trainer
     done = _aiptrain("jobs", "submit", "training", "no_runtime", "--package-path", str(package),
                      "--module-name", "trainer.task", "--region", "us-central1", "--dry-run", "--format", "json",
                      cwd=tmp_path)
@@ -56,8 +51,8 @@ def test_dry_run_without_runtime_version_shows_the_default_and_its_one_warning(
     assert plan["localRuntime"][0].startswith("Runtime version 1.0 (the service's default when none is given)")
 
 
-def test_a_submitted_job_without_runtime_version_warns_on_stderr(tmp_path: Path) -> None:
-    package = _package(tmp_path)
+def test_a_submitted_job_without_runtime_version_warns_on_stderr(tmp_path: Path, trainer: Path) -> None:
+    package = trainer
     done = _aiptrain("jobs", "submit", "training", "no_runtime_real", "--package-path", str(package),
                      "--module-name", "trainer.task", "--region", "us-central1", "--stream-logs", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -21,6 +21,8 @@ from aiptrain.cli.main import root
 from aiptrain.job.spec import JobState
 from tests.tuning.harness import PROJECT, job_log, trials_of
 
+pytestmark = pytest.mark.slow
+
 TEMPLATE = Path(__file__).resolve().parents[2] / "trainer_template"
 TRAIN_STEPS = 30
 

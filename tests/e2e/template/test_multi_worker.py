@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import signal
 
+import pytest
+
 from tests.fixtures.template import (
     TINY_HYPERPARAMETERS,
     assert_trained_job,
@@ -20,6 +22,8 @@ from tests.fixtures.template import (
     trainer_environment,
     wait_for,
 )
+
+pytestmark = pytest.mark.slow
 
 TRAIN_STEPS = 120
 TRIAL = "2"

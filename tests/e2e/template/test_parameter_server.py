@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.fixtures.template import (
     TINY_HYPERPARAMETERS,
     assert_trained_job,
@@ -13,6 +15,8 @@ from tests.fixtures.template import (
     tf_config,
     trainer_environment,
 )
+
+pytestmark = pytest.mark.slow
 
 TRAIN_STEPS = 120
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import signal
 
+import pytest
+
 from tests.fixtures.template import (
     TINY_HYPERPARAMETERS,
     checkpoint_steps,
@@ -13,6 +15,8 @@ from tests.fixtures.template import (
     trainer_environment,
     wait_for,
 )
+
+pytestmark = pytest.mark.slow
 
 ENDLESS = "1000000"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.fixtures.template import (
     TINY_HYPERPARAMETERS,
     assert_trained_job,
@@ -9,6 +11,8 @@ from tests.fixtures.template import (
     logged_steps,
     trainer_environment,
 )
+
+pytestmark = pytest.mark.slow
 
 TRAIN_STEPS = 150
 
