@@ -12,7 +12,11 @@ DEMO_STAMP := $(DEMO_VENV)/.installed
 # worker), then the `ray_cluster` tests alone.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test fuzz lint bench docs clean venv
+# The `containers` tests start a Docker daemon of their own and import their images from
+# busybox-static: Debian's packages, installed here when missing (as root; apt is not run otherwise).
+CONTAINER_PACKAGES := docker.io busybox-static
+
+.PHONY: demo test fuzz lint bench docs clean venv container-packages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +37,15 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	bash scripts/demo.sh $(DEMO_VENV)/bin
 
-test: $(STAMP)
+container-packages:
+	@if command -v dockerd >/dev/null && [ -x /bin/busybox ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing $(CONTAINER_PACKAGES) for the container tests"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(CONTAINER_PACKAGES); \
+	else echo "$(CONTAINER_PACKAGES) missing and not root: the container tests will be skipped (a failure in CI)"; fi
+
+test: $(STAMP) container-packages
 	$(BIN)/ruff check aiptrain tests bench trainer_template
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not ray_cluster"
@@ -53,7 +65,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(STAMP) container-packages
 	$(BIN)/python -m bench.run
 
 # The generated page of the manual: docs/reference/cli.md, from the click commands and the submit flag
