@@ -50,3 +50,45 @@ def remove_job_containers(path: Path, job_token: str) -> bool:
     with contextlib.suppress(EngineCallFailed):
         remove_labelled(engine, f"{JOB_LABEL}={job_token}")
     return True
+
+
+class RemovalGuard:
+    """A process that removes everything labelled `label` from `engine` once its owner is gone.
+
+    For owners no reaper watches (a Ray replica's actor, whose node may lose it at any moment): the
+    guard waits for the end of a pipe only its owner holds, which the kernel closes however the
+    owner ends; `close()` ends it on purpose. It lives in a session of its own, so signals to the
+    owner's process group do not reach it.
+    """
+
+    def __init__(self, engine: Engine, label: str) -> None:
+        import subprocess
+        import sys
+
+        root = str(Path(__file__).resolve().parents[3])  # the directory holding the aiptrain package
+        env = engine.process_environment({"PYTHONPATH": root})
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+             "from aiptrain.replicas.containers.cleanup import main; main(sys.argv[2:])", root,
+             json.dumps(engine.to_json()), label],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+            start_new_session=True)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+        with contextlib.suppress(Exception):
+            self.process.wait(timeout=60)
+
+
+def main(argv: list[str]) -> None:
+    """The guard: wait for the end of stdin, then remove what carries the label."""
+    import sys
+
+    engine, label = Engine.from_json(json.loads(argv[0])), argv[1]
+    with contextlib.suppress(OSError):
+        while sys.stdin.buffer.read(4096):
+            pass
+    with contextlib.suppress(EngineCallFailed):
+        remove_labelled(engine, label)

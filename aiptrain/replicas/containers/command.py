@@ -48,6 +48,15 @@ class ContainerCommand:
     def describe(self) -> str:
         return shlex.join(self.engine_arguments())
 
+    @classmethod
+    def from_engine_arguments(cls, arguments: Sequence[str]) -> ContainerCommand:
+        """The command `engine_arguments` gave (what a replica set hands its launcher as argv)."""
+        if arguments and arguments[0].startswith("--entrypoint="):
+            image, *rest = arguments[1:]
+            return cls(image, (arguments[0].removeprefix("--entrypoint="), *rest), None)
+        image, *rest = arguments
+        return cls(image, None, tuple(rest) if rest else None)
+
 
 def container_command(
     training_input: TrainingInput, group: ReplicaGroup, *, args: Sequence[str], job_dir: str | None,
@@ -132,16 +141,17 @@ class ContainerNames:
 
 
 def replica_create_arguments(
-    *, engine_kind: str, name: str, network_owner: str, command: ContainerCommand, limits: ContainerLimits,
+    *, engine_kind: str, name: str, network: str, command: ContainerCommand, limits: ContainerLimits,
     label_options: Sequence[str], env_file: str, mounts: Mapping[str, str], pull: bool,
     extra_options: Sequence[str] = (),
 ) -> list[str]:
-    """`create ...` for a replica: in its network owner's namespace (hostname, address, relays),
-    with `--init` (so SIGTERM reaches the trainer and zombies are reaped, as for a process
-    replica), its limits, its variables from `env_file` and its mounts (host path -> container
-    path, read-only unless the container path ends in `:rw`)."""
+    """`create ...` for a replica: on `network` (its network owner's namespace, `container:OWNER`,
+    which gives it its hostname, address and relays; or `host` on a Ray node), with `--init` (so
+    SIGTERM reaches the trainer and zombies are reaped, as for a process replica), its limits, its
+    variables from `env_file` and its mounts (host path -> container path, read-only unless the
+    container path ends in `:rw`)."""
     options = ["create", "--pull", "missing" if pull else "never", "--init", "--name", name,
-               "--network", f"container:{network_owner}", *label_options, *limits.engine_options(engine_kind),
+               "--network", network, *label_options, *limits.engine_options(engine_kind),
                "--env-file", env_file]
     for host, inside in mounts.items():
         target, _, mode = inside.partition(":")

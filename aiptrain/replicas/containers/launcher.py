@@ -109,6 +109,7 @@ class ContainerLauncher:
         mounts: Mapping[str, str] | None = None,
         pull: bool = False,
         say: Callable[[str], None] | None = None,
+        host_network: bool = False,
     ) -> None:
         self.engine = engine
         self.replicas = {replica.task_name: replica for replica in replicas}
@@ -121,6 +122,8 @@ class ContainerLauncher:
         self.names = ContainerNames.for_run(run_token)
         # Podman: one owner without a network for the whole set (see the module).
         self.shared_namespace = engine.is_podman
+        # A Ray node's replica: the node's own network, no owner (its endpoints are the node's).
+        self.host_network = host_network
         self.images: dict[str, ImageFacts] = {}
         self._relays: HostRelays | None = None
         # Each network owner's `start --attach` (its first line says its relays listen), and those heard.
@@ -157,6 +160,8 @@ class ContainerLauncher:
         try:
             for image in dict.fromkeys(replica.command.image for replica in self.replicas.values()):
                 self.images[image] = self._image_facts(image)
+            if self.host_network:
+                return
             relay_image = ensure_relay_image(self.engine)
             if self.endpoints:
                 self._relays = HostRelays(self.endpoints)
@@ -224,16 +229,21 @@ class ContainerLauncher:
     # -- ReplicaLauncher ------------------------------------------------------------------------
 
     def start(self, task_name: str, argv: list[str], env: dict[str, str], cwd: Path) -> ReplicaProcess:
-        """Start the replica's container (created the first time). `argv` and `cwd` are the set's
-        process command and directory: a container runs its image's command, in its WORKDIR."""
-        del argv, cwd
+        """Start the replica's container (created the first time). `argv` is its image and arguments
+        (`ContainerCommand.engine_arguments`); `cwd` is ignored: a container runs in its WORKDIR."""
+        del cwd
+        if self.host_network:  # a Ray replica's command is known when it starts
+            replica = self.replicas[task_name]
+            self.replicas[task_name] = ReplicaContainer(task_name, ContainerCommand.from_engine_arguments(argv),
+                                                        replica.limits)
         name = self.names.replica(task_name)
         with self._lock:
             if name not in self._created:
                 self._create(task_name, env)
                 self._created.add(name)
         try:
-            self._await_owner(self._owner_of(task_name))
+            if not self.host_network:
+                self._await_owner(self._owner_of(task_name))
         except EngineCallFailed as error:
             raise OSError(error.message) from None
         token = env.get(TOKEN_VARIABLE, self.run_token)
@@ -261,7 +271,8 @@ class ContainerLauncher:
         self.say(f"Creating the container of {task_name} ({self.names.replica(task_name)}): {share}.")
         try:
             self.engine.run(replica_create_arguments(
-                engine_kind=self.engine.kind, name=self.names.replica(task_name), network_owner=owner,
+                engine_kind=self.engine.kind, name=self.names.replica(task_name),
+                network="host" if self.host_network else f"container:{owner}",
                 command=replica.command, limits=replica.limits,
                 label_options=labels(self.job_token, self.run_token, task_name, "replica"),
                 env_file=str(env_file), mounts=mounts, pull=False, extra_options=self.engine.create_options(),
