@@ -121,7 +121,7 @@ class ReplicaStorage:
         host, port = self.server.server_address[:2]
         env = self.environment({})
         env.pop(TRUST_VARIABLE, None)  # a process replica's mount namespace; a container has its own files
-        return HostEndpoint("storage", str(host), int(port), env, files=(self.ca_path,))
+        return HostEndpoint("storage", str(host), int(port), env, files=(self.ca_path,), trusted=(self.ca_path,))
 
     def close(self) -> None:
         self.server.shutdown()

@@ -240,7 +240,8 @@ class JobContext:
         launcher = ContainerLauncher(
             self.engine, replicas, job_token=self.record.run_token, run_token=spec.run_token,
             endpoints=self.container_endpoints(), mounts=mounts, pull=self.container_settings.pulls,
-            say=lambda line: self.say(line, trial_id=spec.trial_id))
+            say=lambda line: self.say(line, trial_id=spec.trial_id),
+            trust_cache=self.home / "cache" / "container-trust")
         try:
             launcher.open()
         except ContainerSetupFailed as failed:

@@ -39,6 +39,9 @@ class HostEndpoint:
     # The host files the variables name (a CA bundle): mounted into the container, the variables
     # that name them changed to the mounted path.
     files: Sequence[Path] = ()
+    # CA certificates clients must trust to reach it: added to the image's own system bundle, for
+    # clients that read only that (TensorFlow before 2.4).
+    trusted: Sequence[Path] = ()
 
     def relay_argument(self) -> str:
         """The network owner's relay argument: listen on the same port, forward to the socket."""

@@ -53,6 +53,7 @@ from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine
 from aiptrain.replicas.containers.labels import RUN_LABEL, labels
 from aiptrain.replicas.containers.relay_image import ensure_relay_image
 from aiptrain.replicas.containers.relay_program import READY
+from aiptrain.replicas.containers.trust import extended_bundle
 from aiptrain.replicas.processes import TOKEN_VARIABLE, ManagedProcess, kill_tokened_processes, process_start_ticks
 from aiptrain.replicas.replica_set import ReplicaProcess
 
@@ -110,6 +111,7 @@ class ContainerLauncher:
         pull: bool = False,
         say: Callable[[str], None] | None = None,
         host_network: bool = False,
+        trust_cache: Path | None = None,
     ) -> None:
         self.engine = engine
         self.replicas = {replica.task_name: replica for replica in replicas}
@@ -124,6 +126,9 @@ class ContainerLauncher:
         self.shared_namespace = engine.is_podman
         # A Ray node's replica: the node's own network, no owner (its endpoints are the node's).
         self.host_network = host_network
+        # Where images' system bundles extended with the endpoints' CA are kept (`trust`); None: not made.
+        self.trust_cache = trust_cache
+        self._trust: dict[str, tuple[Path, str]] = {}  # image -> (extended bundle here, its path inside)
         self.images: dict[str, ImageFacts] = {}
         self._relays: HostRelays | None = None
         # Each network owner's `start --attach` (its first line says its relays listen), and those heard.
@@ -162,6 +167,7 @@ class ContainerLauncher:
                 self.images[image] = self._image_facts(image)
             if self.host_network:
                 return
+            self._extend_trust()
             relay_image = ensure_relay_image(self.engine)
             if self.endpoints:
                 self._relays = HostRelays(self.endpoints)
@@ -174,6 +180,17 @@ class ContainerLauncher:
             self.close()
             message = error.message if isinstance(error, EngineCallFailed) else str(error)
             raise ContainerSetupFailed(message) from None
+
+    def _extend_trust(self) -> None:
+        """Each image's system bundle with the endpoints' CA added (for TensorFlow before 2.4)."""
+        certificates = [path for endpoint in self.endpoints for path in endpoint.trusted]
+        if not certificates or self.trust_cache is None:
+            return
+        for index, facts in enumerate(self.images.values()):
+            made = extended_bundle(self.engine, facts.image, facts.id, certificates, self.trust_cache,
+                                   f"{self.names.prefix}-trust-{index}", labels(self.job_token, self.run_token))
+            if made is not None:
+                self._trust[facts.image] = made
 
     def _image_facts(self, image: str) -> ImageFacts:
         found = self.engine.run(["image", "inspect", image], check=False)
@@ -298,6 +315,9 @@ class ContainerLauncher:
             path = Path(metric_file)
             mounts[str(path.parent)] = f"{_METRIC_DIR_INSIDE}:rw"
             variables[_METRIC_FILE_VARIABLE] = f"{_METRIC_DIR_INSIDE}/{path.name}"
+        if replica.command.image in self._trust:
+            bundle, inside = self._trust[replica.command.image]
+            mounts[str(bundle)] = inside
         image_env = self.images[replica.command.image].environment if replica.command.image in self.images else ()
         if any(entry.startswith("PYTHONUNBUFFERED=") for entry in image_env):
             variables.pop("PYTHONUNBUFFERED", None)  # the image's own setting stands

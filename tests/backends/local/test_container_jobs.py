@@ -229,3 +229,24 @@ def test_tuning_trials_get_their_parameters_as_flags_and_report_through_hypertun
         assert trial.hyperparameters is not None and trial.final_metric is not None
         lr = float(trial.hyperparameters["lr"])
         assert trial.final_metric.objective_value == pytest.approx(1.0 - (lr - 0.3) ** 2)
+
+
+def test_the_image_system_bundle_trusts_the_storage_endpoint_too(
+    backend: LocalBackend, home: Path, docker: SuiteDocker, images: SuiteImages,
+) -> None:
+    # TensorFlow before 2.4 reads only the system's bundle: the image's own, with the job's CA added.
+    bundle = "/etc/ssl/certs/ca-certificates.crt"
+    inputs = container_input(images["tensorflow"], masterConfig={
+        "imageUri": images["tensorflow"], "containerCommand": ["sh", "-c"],
+        "containerArgs": [f"grep -c 'BEGIN CERTIFICATE' {bundle}; tail -n 2 {bundle} | head -n 1"]})
+    backend.create_job(make_job("trust", inputs))
+    done = wait_for_end(backend.engine, "trust")
+    assert done.state == JobState.SUCCEEDED, done.error_message
+    count, last_line = lines(backend, "trust")[:2]
+    image_count = Path(bundle).read_text().count("BEGIN CERTIFICATE")  # the image copied this machine's
+    assert int(count) == image_count + 1
+    from aiptrain.gcs_endpoint.certificates import storage_identity
+
+    ca = storage_identity(home).ca_path.read_text().strip().splitlines()
+    assert last_line == ca[-2]
+    assert list((home / "cache" / "container-trust").glob("*.pem"))  # made once, kept for the next job
