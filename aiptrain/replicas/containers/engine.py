@@ -32,6 +32,7 @@ ENGINE_HOST_VARIABLES = (
 )
 _CHECK_SECONDS = 20.0
 ENGINE_NAMES = {"docker": "Docker", "podman": "Podman"}
+_PODMAN_INITS = ("/usr/libexec/podman/catatonit", "/usr/bin/catatonit", "/usr/local/libexec/podman/catatonit")
 
 
 class EngineUnavailable(OperationalError):
@@ -86,15 +87,24 @@ class Engine:
 
         Podman gives containers default limits above what the host allows an unprivileged
         process, and runc then fails to start them ("error setting rlimit"): they are lowered to
-        this process's own hard limits, never raised. Docker containers inherit the daemon's.
+        this process's own hard limits, never raised. Docker containers inherit the daemon's. Podman's
+        `--init` is catatonit, which its Debian package does not bring: tini (Docker's init, a
+        dependency of docker.io) stands in where it is the one found.
         """
         if not self.is_podman:
             return []
         options = []
-        for name, limit in (("nofile", resource.RLIMIT_NOFILE), ("nproc", resource.RLIMIT_NPROC)):
+        if not any(os.path.exists(path) for path in _PODMAN_INITS):
+            tini = shutil.which("tini-static") or shutil.which("tini")
+            if tini is not None:
+                options += ["--init-path", tini]
+        for name, limit, ceiling in (("nofile", resource.RLIMIT_NOFILE, "/proc/sys/fs/nr_open"),
+                                     ("nproc", resource.RLIMIT_NPROC, "/proc/sys/kernel/pid_max")):
             _soft, hard = resource.getrlimit(limit)
-            if hard != resource.RLIM_INFINITY:
-                options += ["--ulimit", f"{name}={hard}:{hard}"]
+            # runc refuses a process limit above the kernel's pid_max (measured: 32768 here).
+            value = min(hard if hard != resource.RLIM_INFINITY else _kernel_value(ceiling), _kernel_value(ceiling))
+            if value:
+                options += ["--ulimit", f"{name}={value}:{value}"]
         return options
 
     def to_json(self) -> dict[str, Any]:
@@ -104,6 +114,15 @@ class Engine:
     def from_json(cls, data: Mapping[str, Any]) -> Engine:
         return cls(kind=str(data["kind"]), binary=str(data["binary"]),
                    environment=tuple(sorted(dict(data.get("environment") or {}).items())))
+
+
+def _kernel_value(path: str) -> int:
+    """A number from /proc/sys (0 where it cannot be read)."""
+    try:
+        with open(path) as file:
+            return int(file.read().strip())
+    except (OSError, ValueError):
+        return 0
 
 
 def engine_message(stderr: bytes) -> str:

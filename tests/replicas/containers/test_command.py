@@ -114,3 +114,17 @@ def test_settings_refuse_what_they_do_not_know() -> None:
         ContainerSettings.from_env({"AIPTRAIN_CONTAINER_ENGINE": "rkt"})
     with pytest.raises(UsageError, match="AIPTRAIN_CONTAINER_PULL='always'"):
         ContainerSettings.from_env({"AIPTRAIN_CONTAINER_PULL": "always"})
+
+
+def test_podman_gets_limits_runc_accepts_and_an_init_it_can_find() -> None:
+    import resource
+
+    from aiptrain.replicas.containers.engine import Engine
+
+    assert Engine("docker", "/usr/bin/docker").create_options() == []
+    options = Engine("podman", "/usr/bin/podman").create_options()
+    limits = dict(option.split("=", 1) for option in options[1::2] if "=" in option)
+    hard_files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    with open("/proc/sys/kernel/pid_max") as pid_max:
+        assert int(limits["nproc"].split(":")[0]) <= int(pid_max.read())  # never above what runc accepts
+    assert int(limits["nofile"].split(":")[0]) <= hard_files  # never raised
