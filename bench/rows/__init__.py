@@ -50,5 +50,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("gcloud", "11", "aiptrain vs Google's gcloud", gcloud_compare.run),
         RowGroup("gcs-endpoint", "12", "gs:// from trainer code on the local backend", gcs_endpoint.run),
         RowGroup("ray", "13", "Ray backend", ray.run),
-        RowGroup("containers", "14", "Container jobs", containers.run),
+        RowGroup("containers", "15", "Container jobs", containers.run),
     ]
