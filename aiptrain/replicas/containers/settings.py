@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aiptrain.errors import UsageError
+from aiptrain.replicas.settings import choice_setting
 
 ENGINE_VARIABLE = "AIPTRAIN_CONTAINER_ENGINE"
 PULL_VARIABLE = "AIPTRAIN_CONTAINER_PULL"
@@ -40,8 +41,4 @@ class ContainerSettings:
             raise UsageError(f"{ENGINE_VARIABLE}={engine!r} is not an engine",
                              hint=f"set {ENGINE_VARIABLE} to auto, docker, podman or the path of a "
                                   "Docker-compatible command line")
-        pull = source.get(PULL_VARIABLE, "").strip().lower() or "never"
-        if pull not in PULL_CHOICES:
-            raise UsageError(f"{PULL_VARIABLE}={pull!r} is not one of {', '.join(PULL_CHOICES)}",
-                             hint=f"unset {PULL_VARIABLE}, or set it to missing to let jobs pull their images")
-        return cls(engine=engine, pull=pull)
+        return cls(engine=engine, pull=choice_setting(source, PULL_VARIABLE, PULL_CHOICES))
