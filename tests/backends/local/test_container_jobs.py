@@ -250,3 +250,23 @@ def test_the_image_system_bundle_trusts_the_storage_endpoint_too(
     ca = storage_identity(home).ca_path.read_text().strip().splitlines()
     assert last_line == ca[-2]
     assert list((home / "cache" / "container-trust").glob("*.pem"))  # made once, kept for the next job
+
+
+def test_a_killed_worker_container_is_started_again_with_its_disk_and_hostname(
+    backend: LocalBackend, docker: SuiteDocker, images: SuiteImages, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AIPTRAIN_LOCAL_RESTART_DELAY", "0.2")
+    # The worker kills itself the first time (as a VM lost: retryable), and finds its own file again after.
+    worker = ("if [ -f /tmp/ran-before ]; then echo \"restarted on $(hostname)\"; sleep 60; "
+              "else touch /tmp/ran-before; kill -9 $$; fi")
+    master = "while ! nslookup worker-replica-0 >/dev/null 2>&1; do sleep 0.1; done; sleep 4; echo master done"
+    inputs = container_input(images["shell"], scaleTier="CUSTOM", masterType="n1-standard-4",
+                             workerType="n1-standard-4", workerCount=1,
+                             masterConfig={"imageUri": images["shell"], "containerArgs": [master]},
+                             workerConfig={"containerArgs": [worker]})
+    backend.create_job(make_job("restarts", inputs))
+    done = wait_for_end(backend.engine, "restarts")
+    assert done.state == JobState.SUCCEEDED, done.error_message
+    assert "restarted on worker-replica-0" in lines(backend, "restarts", "worker-replica-0")
+    said = lines(backend, "restarts", "service")
+    assert any(line.startswith("worker-replica-0 exited with a non-zero status of 137; restarting it") for line in said)
