@@ -24,6 +24,7 @@ def all_groups() -> list[RowGroup]:
         containers,
         dry_run,
         engine_overhead,
+        era,
         gcloud_compare,
         gcs_endpoint,
         log_latency,
@@ -50,5 +51,6 @@ def all_groups() -> list[RowGroup]:
         RowGroup("gcloud", "11", "aiptrain vs Google's gcloud", gcloud_compare.run),
         RowGroup("gcs-endpoint", "12", "gs:// from trainer code on the local backend", gcs_endpoint.run),
         RowGroup("ray", "13", "Ray backend", ray.run),
+        RowGroup("era", "14", "The runtime's day and the VM's metadata server", era.run),
         RowGroup("containers", "15", "Container jobs", containers.run),
     ]

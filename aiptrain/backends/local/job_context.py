@@ -22,7 +22,7 @@ from aiptrain.backends.local.layout import JobLayout, path_list_entry
 from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobRecord, JobStore
 from aiptrain.backends.local.store_errors import is_out_of_space, note
-from aiptrain.gcs_endpoint.service import replica_base_environment
+from aiptrain.gcs_endpoint.service import host_endpoints, replica_base_environment
 from aiptrain.job.spec import Job, JobState, TrainingInput
 from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
@@ -37,7 +37,7 @@ from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, Repl
 from aiptrain.replicas.settings import ReplicaSettings
 
 if TYPE_CHECKING:
-    from aiptrain.gcs_endpoint.service import ReplicaStorage
+    from aiptrain.gcs_endpoint.service import JobMetadata, ReplicaStorage
     from aiptrain.tuning.metrics import MetricReport
 
 
@@ -94,6 +94,8 @@ class JobContext:
     stop: threading.Event
     # The replicas' gs:// endpoint; None when gs:// is rewritten to local paths (AIPTRAIN_LOCAL_GCS=rewrite).
     storage: ReplicaStorage | None = None
+    # The VM's metadata server (credentials, project, zone); containers reach it through their relays.
+    metadata: JobMetadata | None = None
     # The job's part of the machine: one set of replica shares per cluster running at once (a
     # tuning job's trials take a free set each); None runs replicas on the whole machine.
     share: JobShare | None = None
@@ -148,7 +150,7 @@ class JobContext:
 
     def replica_base_env(self) -> dict[str, str]:
         """The environment every replica starts from (TF_CONFIG and the rest come on top)."""
-        base_env = replica_base_environment(os.environ, self.storage)
+        base_env = replica_base_environment(os.environ, self.storage, self.metadata)
         base_env["PYTHONPATH"] = str(path_list_entry(self.layout.site_dir))
         return base_env
 
@@ -221,8 +223,8 @@ class JobContext:
                 self._free_lanes.put(lane)
 
     def container_endpoints(self) -> list[HostEndpoint]:
-        """The job's host-side servers its containers reach (its storage endpoint)."""
-        return [self.storage.host_endpoint()] if self.storage is not None else []
+        """The job's host-side servers its containers reach (its metadata server, its storage endpoint)."""
+        return host_endpoints(self.storage, self.metadata)
 
     def _run_containers(self, spec: ReplicaSetSpec, policy: ReplicaPolicy, observer: _StoreObserver,
                         stop: threading.Event | None, extra_args: Sequence[str]) -> ReplicaSetOutcome:
