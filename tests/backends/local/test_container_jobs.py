@@ -16,7 +16,7 @@ import pytest
 from aiptrain.backends.local.backend import LocalBackend
 from aiptrain.job.spec import JobState
 from tests.fixtures.containers import SuiteDocker, SuiteImages
-from tests.fixtures.local_jobs import make_job, wait_for_end, wait_until
+from tests.fixtures.local_jobs import PROJECT, make_job, wait_for_end, wait_until
 
 pytestmark = pytest.mark.containers
 
@@ -50,7 +50,7 @@ def test_a_basic_job_gets_what_the_service_gave_its_container(
     (home / "storage" / "data" / "hello.txt").write_text("hello from the store")
     script = ("echo args: \"$@\"; echo host: $(hostname); echo TF_CONFIG=$TF_CONFIG; echo CLUSTER_SPEC=$CLUSTER_SPEC; "
               "echo JOB=$CLOUD_ML_JOB_ID UNBUFFERED=$PYTHONUNBUFFERED; "
-              "echo gs: $(wget -qO- \"$STORAGE_EMULATOR_HOST/storage/v1/b/data/o/hello.txt?alt=media\"); "
+              "echo gs: $(wget -Y off -qO- \"$STORAGE_EMULATOR_HOST/storage/v1/b/data/o/hello.txt?alt=media\"); "
               "echo quota: $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) memory: "
               "$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes); echo to stderr >&2")
     backend.create_job(make_job("basic", container_input(images["shell"], args=[script, "zero", "--epochs", "3"],
@@ -270,3 +270,22 @@ def test_a_killed_worker_container_is_started_again_with_its_disk_and_hostname(
     assert "restarted on worker-replica-0" in lines(backend, "restarts", "worker-replica-0")
     said = lines(backend, "restarts", "service")
     assert any(line.startswith("worker-replica-0 exited with a non-zero status of 137; restarting it") for line in said)
+
+
+def test_google_auth_default_inside_a_container_finds_the_jobs_vm_and_its_token_opens_gs(
+    backend: LocalBackend, home: Path, docker: SuiteDocker, images: SuiteImages,
+) -> None:
+    (home / "storage" / "vmdata").mkdir(parents=True)
+    (home / "storage" / "vmdata" / "seen.txt").write_text("from the VM")
+    account = "trainer@example-project.iam.gserviceaccount.com"
+    backend.create_job(make_job("vm", container_input(images["tensorflow"], args=["--mode", "auth", "--bucket",
+                                                                                  "vmdata"],
+                                                      serviceAccount=account)))
+    done = wait_for_end(backend.engine, "vm")
+    assert done.state == JobState.SUCCEEDED, done.error_message
+    found = json.loads(next(line for line in lines(backend, "vm") if line.startswith("{")))
+    # The job's own metadata server, reached through the relay at its host address: its project and
+    # account, and a token the storage endpoint accepts (it refuses any other bearer token).
+    assert found["kind"] == "google.auth.compute_engine.credentials"
+    assert (found["project"], found["email"]) == (PROJECT, account)
+    assert (found["listing"], found["names"]) == (200, ["seen.txt"])
