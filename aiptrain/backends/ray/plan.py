@@ -26,6 +26,7 @@ from aiptrain.environments.resolution import RuntimeResolution, package_label, r
 from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
+from aiptrain.job.prebuilt import prebuilt_image_of
 from aiptrain.job.spec import Job, TrainingInput
 from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.cluster_plan import is_tpu
@@ -84,6 +85,12 @@ def ray_problems(job: Job, catalog: Catalog) -> list[Problem]:
     if not training_input.python_module and not runs_containers(training_input):
         problems.append(Problem("trainingInput.pythonModule", "the ray backend needs a Python module to run",
                                 "pass --module-name, e.g. --module-name trainer.task"))
+    prebuilt = prebuilt_image_of(training_input, catalog)
+    if prebuilt is not None and not prebuilt.runtime:
+        problems.append(Problem("trainingInput.masterConfig.imageUri",
+                                f"the ray backend does not build the environments of Google's pre-built images "
+                                f"({prebuilt.name})", "run the job on the local backend (--backend local), or "
+                                "build an image with the job's packages and name it instead"))
     problems += [
         Problem(f"trainingInput.packageUris[{index}]", f"{uri!r} is a path on this machine, not a staged package",
                 "give packages as gs:// URIs or pass them with --packages, which stages them")

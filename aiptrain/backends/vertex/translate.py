@@ -405,8 +405,9 @@ def _program_into(ti: dict[str, Any], pool: dict[str, Any], job_dir: str | None,
         args.pop()
     if args:
         ti["args"] = args
-    image = package.get("executorImageUri")
-    for runtime in catalog.runtimes.values():
-        if runtime.vertex_images and image in runtime.vertex_images.values():
-            ti["runtimeVersion"] = runtime.version
-            break
+    image = str(package.get("executorImageUri") or "")
+    prebuilt = catalog.prebuilt_image(image)
+    if prebuilt is not None and prebuilt.runtime:  # a TensorFlow executor image is its runtime version
+        ti["runtimeVersion"] = prebuilt.runtime
+    elif image:  # PyTorch, scikit-learn, XGBoost: the image runs the module (`job.prebuilt`)
+        ti.setdefault("masterConfig", {})["imageUri"] = image

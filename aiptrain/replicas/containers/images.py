@@ -5,7 +5,9 @@ and evaluator images default to the master's). At submit, before anything is bui
 created, it is refused (exit 2) when no engine runs here (naming Docker and Podman), when one
 of its images is not on this machine and pulling is off (naming the image and the command that
 builds or pulls it), and when it names one of Google's built-in algorithm images, whose contents
-were never published, unless an image of that name exists here.
+were never published, unless an image of that name exists here. One of Google's pre-built images
+running the job's Python module is no container: it runs in an environment of the image's
+packages (`job.prebuilt`); a module on a pre-built image the catalog does not know is refused.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiptrain.errors import Problem
+from aiptrain.job.catalog import Catalog, load_catalog
+from aiptrain.job.prebuilt import master_image, names_prebuilt_registry, prebuilt_image_of
 from aiptrain.job.spec import ROLES, TrainingInput
 from aiptrain.replicas.containers.engine import Engine, EngineUnavailable, find_engine
 from aiptrain.replicas.containers.settings import PULL_VARIABLE, ContainerSettings
@@ -37,9 +41,13 @@ def job_images(training_input: TrainingInput) -> list[NamedImage]:
     return found
 
 
-def runs_containers(training_input: TrainingInput) -> bool:
-    master = training_input.master_config
-    return bool(master is not None and master.image_uri)
+def runs_containers(training_input: TrainingInput, catalog: Catalog | None = None) -> bool:
+    """Whether the job's replicas are containers: its master names an image, which is not one of
+    Google's pre-built images running the job's Python module (those run in an environment of the
+    image's packages: `job.prebuilt`)."""
+    if not master_image(training_input):
+        return False
+    return prebuilt_image_of(training_input, catalog or load_catalog()) is None
 
 
 def image_present(engine: Engine, image: str) -> bool:
@@ -54,9 +62,19 @@ def container_problems(
     images = job_images(training_input)
     if not images:
         return []
+    catalog = load_catalog()
+    if training_input.python_module and names_prebuilt_registry(training_input, catalog):
+        known = sorted(catalog.prebuilt_images)
+        return [Problem(images[0].field, f"{images[0].image} is not one of the pre-built images aiptrain knows, so "
+                        "the environment its Python package ran in cannot be built",
+                        f"name one of {', '.join(known)} (prebuilt_images.yaml; Vertex's tf-cpu/tf-gpu images are the "
+                        "runtime versions of runtimes.yaml), or use --runtime-version instead")]
     try:
         engine = engine_finder(settings)
     except EngineUnavailable as error:
+        algorithm = next((named for named in images if named.image.startswith(BUILT_IN_ALGORITHMS)), None)
+        if algorithm is not None:
+            return [_built_in_algorithm(algorithm, "docker")]
         return [Problem(images[0].field, f"custom containers need a container engine, and {error.message}",
                         error.hint)]
     problems = []
@@ -68,13 +86,7 @@ def container_problems(
         if image_present(engine, named.image):
             continue
         if named.image.startswith(BUILT_IN_ALGORITHMS):
-            problems.append(Problem(
-                named.field,
-                f"{named.image} is one of AI Platform's built-in algorithms, whose images and code Google never "
-                "published, so it cannot run outside the service",
-                f"train with your own trainer package or image instead, or make an image named {named.image} "
-                f"with {engine.kind} build -t {named.image} DIR",
-            ))
+            problems.append(_built_in_algorithm(named, engine.kind))
         elif not settings.pulls:
             problems.append(Problem(
                 named.field,
@@ -84,3 +96,13 @@ def container_problems(
                 f"or set {PULL_VARIABLE}=missing to let the job pull it",
             ))
     return problems
+
+
+def _built_in_algorithm(named: NamedImage, engine_kind: str) -> Problem:
+    return Problem(
+        named.field,
+        f"{named.image} is one of AI Platform's built-in algorithms, whose images and code Google never "
+        "published, so it cannot run outside the service",
+        f"train with your own trainer package or image instead, or make an image named {named.image} "
+        f"with {engine_kind} build -t {named.image} DIR",
+    )

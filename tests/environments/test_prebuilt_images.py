@@ -1,0 +1,61 @@
+"""Google's pre-built training images run as environments (prebuilt_images.yaml): a job naming
+one with a Python package gets an environment of the image's packages, built by the runtime
+versions' builder as of the image's day, its package installed and its module run, with no
+container engine; the same image under Vertex AI's name is the same environment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiptrain.backends.local.engine import LocalEngine
+
+from .conftest import describe, submit
+
+pytestmark = [pytest.mark.slow, pytest.mark.runtime_envs]
+
+PYTORCH = "gcr.io/cloud-ml-public/training/pytorch-cpu.1-4"
+SKLEARN = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.0-23:latest"
+
+
+@pytest.fixture
+def image_envs(monkeypatch: pytest.MonkeyPatch, shared_envs_dir: Path, engine: LocalEngine) -> Path:
+    """The session's environments directory, replicas in built environments, and no engine at all."""
+    monkeypatch.delenv("AIPTRAIN_LOCAL_PYTHON", raising=False)
+    monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(shared_envs_dir))
+    monkeypatch.setenv("AIPTRAIN_CONTAINER_ENGINE", "/nonexistent/docker")  # pre-built images need none
+    return shared_envs_dir
+
+
+def _result(home: Path, bucket: str, *parts: str) -> dict[str, object]:
+    return json.loads(home.joinpath("storage", bucket, *parts, "result.json").read_text())
+
+
+def test_the_pre_built_pytorch_image_runs_the_package_on_its_torch_and_python(image_envs: Path,
+                                                                              home: Path) -> None:
+    result = submit("pt14", "prebuilt_pytorch", "--master-image-uri", PYTORCH, "--job-dir", "gs://images/pt14")
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-4000:]
+    assert f"The pre-built image {PYTORCH} (PyTorch 1.4) runs in an environment of its packages on Python 3.7" in logs
+    assert "nearest set that installs" in logs and "as of 2020-04-20" in logs
+    report = _result(home, "images", "pt14")
+    assert report["torch"] == "1.4.0" and report["python"] == "3.7"
+    assert float(report["last_loss"]) < float(report["first_loss"]) / 10  # it trained
+    assert report["tqdm"] <= "4.45.0"  # the package's own open requirement, as of the image's day
+    assert home.joinpath("storage", "images", "pt14", "model.pt").stat().st_size > 0
+    described = describe("pt14")
+    assert "masterConfig" in described["trainingInput"] and "runtimeVersion" not in described["trainingInput"]
+
+
+def test_vertex_pre_built_scikit_learn_image_runs_the_package_with_its_scikit_learn(image_envs: Path,
+                                                                                      home: Path) -> None:
+    result = submit("sk023", "prebuilt_sklearn", "--master-image-uri", SKLEARN, "--job-dir", "gs://images/sk023")
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-4000:]
+    assert f"The pre-built image {SKLEARN} (scikit-learn 0.23)" in logs
+    report = _result(home, "images", "sk023")
+    assert str(report["sklearn"]).startswith("0.23.") and report["python"] == "3.7"
+    assert report["accuracy"] == 1.0
+    assert str(report["pandas"]) < "1.2"  # pandas 1.2.0 came 2020-12-26, after the image's day
