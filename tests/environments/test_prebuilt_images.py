@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from googleapiclient import discovery
 
 from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.packaging import build_package
+from tests.fixtures.emulator import running_emulator, wait_until
 
-from .conftest import describe, submit
+from .conftest import TRAINERS, describe, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.runtime_envs]
 
@@ -59,3 +63,29 @@ def test_vertex_pre_built_scikit_learn_image_runs_the_package_with_its_scikit_le
     assert str(report["sklearn"]).startswith("0.23.") and report["python"] == "3.7"
     assert report["accuracy"] == 1.0
     assert str(report["pandas"]) < "1.2"  # pandas 1.2.0 came 2020-12-26, after the image's day
+
+
+def test_a_vertex_python_package_on_a_pre_built_executor_image_runs_through_local_serve(
+        image_envs: Path, tmp_path: Path) -> None:
+    sdist = build_package(TRAINERS / "prebuilt_sklearn" / "trainer", cache_dir=tmp_path / "sdists").path
+    image = "europe-docker.pkg.dev/vertex-ai/training/scikit-learn-cpu.0-23:latest"  # gcloud's name, another region
+    with running_emulator(tmp_path / "served") as served:
+        uri = served.stage(sdist, f"gs://served-bucket/packages/{sdist.name}")
+        jobs = discovery.build("aiplatform", "v1", static_discovery=True, cache_discovery=False,
+                               credentials=served.credentials(),
+                               client_options={"api_endpoint": served.url}).projects().locations().customJobs()
+        package = {"executorImageUri": image, "packageUris": [uri], "pythonModule": "trainer.task",
+                   "args": ["--job-dir", "gs://served-bucket/vertex-sk"]}
+        body = {"displayName": "sklearn on its image", "jobSpec": {"workerPoolSpecs": [
+            {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1", "pythonPackageSpec": package}]}}
+        created = jobs.create(parent="projects/envs-project/locations/us-central1", body=body).execute()
+
+        def finished() -> dict[str, Any] | None:
+            job: dict[str, Any] = jobs.get(name=created["name"]).execute()
+            return job if job["state"] in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED") else None
+
+        job = wait_until(finished, timeout=600)
+        assert job["state"] == "JOB_STATE_SUCCEEDED", job
+        assert job["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["executorImageUri"] == image
+        report = json.loads((served.storage / "served-bucket" / "vertex-sk" / "result.json").read_text())
+        assert str(report["sklearn"]).startswith("0.23.")  # the image's scikit-learn, not a runtime version's
