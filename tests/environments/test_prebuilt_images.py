@@ -33,8 +33,9 @@ def image_envs(monkeypatch: pytest.MonkeyPatch, shared_envs_dir: Path, engine: L
     return shared_envs_dir
 
 
-def _result(home: Path, bucket: str, *parts: str) -> dict[str, object]:
-    return json.loads(home.joinpath("storage", bucket, *parts, "result.json").read_text())
+def _result(home: Path, bucket: str, *parts: str) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(home.joinpath("storage", bucket, *parts, "result.json").read_text())
+    return report
 
 
 def test_the_pre_built_pytorch_image_runs_the_package_on_its_torch_and_python(image_envs: Path,
