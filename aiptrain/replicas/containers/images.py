@@ -64,11 +64,11 @@ def container_problems(
         return []
     catalog = load_catalog()
     if training_input.python_module and names_prebuilt_registry(training_input, catalog):
-        known = sorted(catalog.prebuilt_images)
+        known = sorted(name for name, image in catalog.prebuilt_images.items() if not image.runtime)
         return [Problem(images[0].field, f"{images[0].image} is not one of the pre-built images aiptrain knows, so "
                         "the environment its Python package ran in cannot be built",
-                        f"name one of {', '.join(known)} (prebuilt_images.yaml; Vertex's tf-cpu/tf-gpu images are the "
-                        "runtime versions of runtimes.yaml), or use --runtime-version instead")]
+                        f"name one of {', '.join(known)} (prebuilt_images.yaml), Vertex's tf-cpu.X-Y or "
+                        "tf-gpu.X-Y of a runtime version, or use --runtime-version instead")]
     try:
         engine = engine_finder(settings)
     except EngineUnavailable as error:
