@@ -33,19 +33,20 @@ def image_envs(monkeypatch: pytest.MonkeyPatch, shared_envs_dir: Path, engine: L
     return shared_envs_dir
 
 
-def _result(home: Path, bucket: str, *parts: str) -> dict[str, Any]:
-    report: dict[str, Any] = json.loads(home.joinpath("storage", bucket, *parts, "result.json").read_text())
-    return report
+def _run(home: Path, job_id: str, trainer: str, image: str) -> tuple[str, dict[str, Any]]:
+    """Submit the trainer on `image` (its result in gs://images/JOB_ID), wait: (its log, its result)."""
+    result = submit(job_id, trainer, "--master-image-uri", image, "--job-dir", f"gs://images/{job_id}")
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-4000:]
+    report: dict[str, Any] = json.loads(home.joinpath("storage", "images", job_id, "result.json").read_text())
+    return logs, report
 
 
 def test_the_pre_built_pytorch_image_runs_the_package_on_its_torch_and_python(image_envs: Path,
                                                                               home: Path) -> None:
-    result = submit("pt14", "prebuilt_pytorch", "--master-image-uri", PYTORCH, "--job-dir", "gs://images/pt14")
-    logs = result.stdout + result.stderr
-    assert result.returncode == 0, logs[-4000:]
+    logs, report = _run(home, "pt14", "prebuilt_pytorch", PYTORCH)
     assert f"The pre-built image {PYTORCH} (PyTorch 1.4) runs in an environment of its packages on Python 3.7" in logs
     assert "nearest set that installs" in logs and "as of 2020-04-20" in logs
-    report = _result(home, "images", "pt14")
     assert report["torch"] == "1.4.0" and report["python"] == "3.7"
     assert float(report["last_loss"]) < float(report["first_loss"]) / 10  # it trained
     assert report["tqdm"] <= "4.45.0"  # the package's own open requirement, as of the image's day
@@ -56,11 +57,8 @@ def test_the_pre_built_pytorch_image_runs_the_package_on_its_torch_and_python(im
 
 def test_vertex_pre_built_scikit_learn_image_runs_the_package_with_its_scikit_learn(image_envs: Path,
                                                                                       home: Path) -> None:
-    result = submit("sk023", "prebuilt_sklearn", "--master-image-uri", SKLEARN, "--job-dir", "gs://images/sk023")
-    logs = result.stdout + result.stderr
-    assert result.returncode == 0, logs[-4000:]
+    logs, report = _run(home, "sk023", "prebuilt_sklearn", SKLEARN)
     assert f"The pre-built image {SKLEARN} (scikit-learn 0.23)" in logs
-    report = _result(home, "images", "sk023")
     assert str(report["sklearn"]).startswith("0.23.") and report["python"] == "3.7"
     assert report["accuracy"] == 1.0
     assert str(report["pandas"]) < "1.2"  # pandas 1.2.0 came 2020-12-26, after the image's day
