@@ -48,11 +48,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
+from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import ReplicaGroup
+from aiptrain.job.prebuilt import prebuilt_image_of
 from aiptrain.job.spec import Job, JobState
 from aiptrain.job.tf_config import (
     ReplicaTask,
     cluster_specs_for,
+    pytorch_variables,
     replica_environment,
     replica_tasks,
     tf_configs_for,
@@ -92,6 +95,7 @@ def service_environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -
     """What AI Platform gave each replica: TF_CONFIG, CLUSTER_SPEC, AIP_* and CLOUD_ML_JOB_ID."""
     tf_configs = tf_configs_for(spec.job, spec.groups, addresses, spec.trial_id)
     cluster_specs = cluster_specs_for(spec.groups, addresses)
+    pytorch = pytorch_variables(spec.groups, addresses) if _runs_prebuilt_pytorch(spec.job) else {}
     return {
         name: replica_environment(
             job_id=spec.visible_job_id or spec.job.job_id or "",
@@ -99,9 +103,14 @@ def service_environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -
             cluster_spec=cluster_specs[name],
             job_dir=spec.job_dir,
             trial=spec.trial_id,
-        )
+        ) | pytorch.get(name, {})
         for name in tf_configs
     }
+
+
+def _runs_prebuilt_pytorch(job: Job) -> bool:
+    image = prebuilt_image_of(job.training_input, load_catalog()) if job.training_input is not None else None
+    return image is not None and image.framework.startswith("PyTorch")
 
 
 class ReplicaProcess(Protocol):

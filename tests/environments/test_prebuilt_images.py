@@ -51,6 +51,9 @@ def test_the_pre_built_pytorch_image_runs_the_package_on_its_torch_and_python(im
     assert float(report["last_loss"]) < float(report["first_loss"]) / 10  # it trained
     assert report["tqdm"] <= "4.45.0"  # the package's own open requirement, as of the image's day
     assert home.joinpath("storage", "images", "pt14", "model.pt").stat().st_size > 0
+    rendezvous = report["rendezvous"]  # torch.distributed's env://, as the service set it on these images
+    assert (rendezvous["WORLD_SIZE"], rendezvous["RANK"], rendezvous["MASTER_ADDR"]) == ("1", "0", "localhost")
+    assert int(rendezvous["MASTER_PORT"]) > 0
     described = describe("pt14")
     assert "masterConfig" in described["trainingInput"] and "runtimeVersion" not in described["trainingInput"]
 

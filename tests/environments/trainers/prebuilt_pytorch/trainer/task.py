@@ -5,6 +5,7 @@ what it ran on written beside it."""
 import argparse
 import io
 import json
+import os
 import sys
 
 import torch
@@ -36,7 +37,8 @@ def main():
     bucket.blob(f"{prefix}/model.pt").upload_from_string(weights.getvalue())
     bucket.blob(f"{prefix}/result.json").upload_from_string(json.dumps({
         "torch": torch.__version__, "python": "%d.%d" % sys.version_info[:2], "first_loss": losses[0],
-        "last_loss": losses[-1], "tqdm": tqdm.__version__}))
+        "last_loss": losses[-1], "tqdm": tqdm.__version__,
+        "rendezvous": {name: os.environ.get(name) for name in ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT")}}))
     print("torch %s loss %.4f -> %.4f" % (torch.__version__, losses[0], losses[-1]))
 
 
