@@ -366,3 +366,11 @@ def test_a_python_package_on_a_pre_built_executor_image_keeps_its_image() -> Non
     # A TensorFlow executor image is its runtime version, in any of its regions' registries.
     tensorflow = back("europe-docker.pkg.dev/vertex-ai/training/tf-cpu.2-1:latest").training_input
     assert tensorflow.runtime_version == "2.1" and tensorflow.master_config is None
+
+
+def test_a_module_on_a_pre_built_image_is_a_python_package_on_that_executor_image() -> None:
+    image = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-10:latest"
+    pools = translate(runtimeVersion=None, masterConfig={"imageUri": image}, args=["--epochs", "2"])[
+        "jobSpec"]["workerPoolSpecs"]
+    assert pools == [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+                      "pythonPackageSpec": program(image, ["--epochs", "2"])}]
