@@ -16,7 +16,11 @@ TEST_WORKERS ?= 2
 # busybox-static: Debian's packages, installed here when missing (as root; apt is not run otherwise).
 CONTAINER_PACKAGES := docker.io busybox-static
 
-.PHONY: demo test fuzz lint bench docs clean venv container-packages
+.PHONY: demo test fuzz lint bench docs clean venv chromium container-packages
+
+# The console's browser tests (marker `browser`) drive Debian's chromium through Playwright, which
+# cannot download a browser of its own here: installed with apt when missing (as root, or with sudo).
+CHROMIUM := /usr/bin/chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,7 +49,13 @@ container-packages:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(CONTAINER_PACKAGES); \
 	else echo "$(CONTAINER_PACKAGES) missing and not root: the container tests will be skipped (a failure in CI)"; fi
 
-test: $(STAMP) container-packages
+$(CHROMIUM):
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+
+chromium: $(CHROMIUM)
+
+test: $(STAMP) $(CHROMIUM) container-packages
 	$(BIN)/ruff check aiptrain tests bench trainer_template
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not ray_cluster"

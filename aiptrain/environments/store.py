@@ -54,6 +54,7 @@ from aiptrain.cache_eviction import mark_used, remove_unused
 from aiptrain.environments.pip_config import pip_settings
 from aiptrain.environments.resolution import RuntimeResolution, package_label
 from aiptrain.environments.uv import environment_python, failure_reason, uv_binary, uv_environment
+from aiptrain.job.era import first_instant_after
 from aiptrain.replicas.processes import dying_with_this_thread
 
 ENVS_SETTING = "AIPTRAIN_ENVS_DIR"
@@ -168,17 +169,12 @@ def environment_key(packages: list[str], python: str, *, cutoff: str = "",
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def exclude_newer(cutoff: str) -> str:
-    """uv's `--exclude-newer` for a day: the next midnight, UTC (a bare date is read in local time)."""
-    return f"{datetime.date.fromisoformat(cutoff) + datetime.timedelta(days=1)}T00:00:00Z"
-
-
 def as_of_arguments(cutoff: str) -> list[str]:
     """uv's arguments that build an environment as of `cutoff` (none for "": today's index)."""
     if not cutoff:
         return []
     exempt = [argument for tool in _BUILD_TOOLS for argument in ("--exclude-newer-package", f"{tool}=false")]
-    return ["--exclude-newer", exclude_newer(cutoff), *exempt]
+    return ["--exclude-newer", first_instant_after(datetime.date.fromisoformat(cutoff)), *exempt]
 
 
 def uv_config_text(dependency_metadata: Mapping[str, Sequence[str]]) -> str:

@@ -35,9 +35,7 @@ class ResolveDay:
     def exclude_newer(self) -> str | None:
         """uv's `--exclude-newer`: the first instant after the day, in UTC (a bare date would be
         read in the machine's time zone), or None for today's index."""
-        if self.day is None:
-            return None
-        return f"{self.day + datetime.timedelta(days=1)}T00:00:00Z"
+        return None if self.day is None else first_instant_after(self.day)
 
     @property
     def label(self) -> str:
@@ -52,6 +50,12 @@ class ResolveDay:
 
     def to_json(self) -> dict[str, Any]:
         return {"day": self.label, "origin": self.origin}
+
+
+def first_instant_after(day: datetime.date) -> str:
+    """uv's `--exclude-newer` for `day`: the next midnight, in UTC (a bare date would be read in
+    the machine's time zone)."""
+    return f"{day + datetime.timedelta(days=1)}T00:00:00Z"
 
 
 def parse_day(text: str) -> datetime.date | None:

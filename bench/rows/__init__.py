@@ -21,6 +21,7 @@ def all_groups() -> list[RowGroup]:
     # Imported here so `--only` of one group does not import the others' dependencies.
     from bench.rows import (
         cli_start,
+        console,
         containers,
         dry_run,
         engine_overhead,
@@ -52,5 +53,6 @@ def all_groups() -> list[RowGroup]:
         RowGroup("gcs-endpoint", "12", "gs:// from trainer code on the local backend", gcs_endpoint.run),
         RowGroup("ray", "13", "Ray backend", ray.run),
         RowGroup("era", "14", "The runtime's day and the VM's metadata server", era.run),
-        RowGroup("containers", "15", "Container jobs", containers.run),
+        RowGroup("console", "15", "The console in the browser", console.run),
+        RowGroup("containers", "16", "Container jobs", containers.run),
     ]

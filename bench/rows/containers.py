@@ -1,12 +1,12 @@
-"""Row 15: container jobs on the local backend, against the same containers started by hand.
+"""Row 16: container jobs on the local backend, against the same containers started by hand.
 
 Both sides run on a Docker daemon of the group's own (started hermetic, as the test suite's:
 tests/fixtures/containers.py) and the suite's TensorFlow image (this machine's Python and
 TensorFlow, ENTRYPOINT `python3 /opt/trainer/task.py`, tests/fixtures/container_trainer.py).
 
-15a: a BASIC job of the image training a small Keras model (`--mode train`), `jobs submit training
+16a: a BASIC job of the image training a small Keras model (`--mode train`), `jobs submit training
 --master-image-uri` + `jobs wait`, against `docker run --rm --init` of the same image and args.
-15b: a CUSTOM cluster of 4 containers (master as chief, 2 workers, a parameter server;
+16b: a CUSTOM cluster of 4 containers (master as chief, 2 workers, a parameter server;
 ParameterServerStrategy), against the same 4 containers started by hand: a network, `docker run
 -d` of each with its TF_CONFIG and its hostname, `docker wait` of the chief, then the others and the
 network removed (as the job removes them before it ends). Goal of both: at most 1.3x.
@@ -107,7 +107,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
               "--master-image-uri", shown_image, "--", *TRAIN_ARGS]
     return [
         paired_row(RowResult(
-            row_id="15a", group="containers", unit="s", goal=ratio_max(1.3),
+            row_id="16a", group="containers", unit="s", goal=ratio_max(1.3),
             title="BASIC container job (TensorFlow image, small Keras fit), submit to SUCCEEDED",
             commands=[ctx.show(submit, home=True), ctx.show([*aiptrain_command(), "jobs", "wait", "container_basic_N"],
                                                             home=True)],
@@ -119,7 +119,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
                   "replica's network owner (its relay) and removing everything before SUCCEEDED.",
         ), basic),
         paired_row(RowResult(
-            row_id="15b", group="containers", unit="s", goal=ratio_max(1.3),
+            row_id="16b", group="containers", unit="s", goal=ratio_max(1.3),
             title="4-container CUSTOM cluster (chief, 2 workers, ps; ParameterServerStrategy), submit to SUCCEEDED",
             commands=[ctx.show([*aiptrain_command(), "jobs", "submit", "training", "container_cluster_N",
                                 "--region", "us-central1", "--master-image-uri", shown_image, *CLUSTER_FLAGS, "--",
