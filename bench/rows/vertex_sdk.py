@@ -1,6 +1,6 @@
-"""Row 16: the Vertex AI SDK driving `aiptrain local serve`, against aiptrain's own mlv1 client.
+"""Row 18: the Vertex AI SDK driving `aiptrain local serve`, against aiptrain's own mlv1 client.
 
-16a: a CustomJob created with `google-cloud-aiplatform` (REST transport) and waited for with its
+18a: a CustomJob created with `google-cloud-aiplatform` (REST transport) and waited for with its
 `run(sync=True)`, create to SUCCEEDED, whole process (the SDK's import included); the anchor is
 the same noop trainer submitted by `aiptrain jobs submit training --backend mlv1 --stream-logs`
 to the same server. Both name a package already in the server's local store.
@@ -24,7 +24,7 @@ TITLE = "Vertex AI SDK CustomJob via `local serve`, create to SUCCEEDED, vs `job
 
 
 def run(ctx: BenchContext) -> list[RowResult]:
-    row = RowResult(row_id="16a", group="vertex-sdk", title=TITLE, unit="s", goal=ratio_max(1.3),
+    row = RowResult(row_id="18a", group="vertex-sdk", title=TITLE, unit="s", goal=ratio_max(1.3),
                     anchor_label="`aiptrain jobs submit training --backend mlv1 --stream-logs`, same server")
     if importlib.util.find_spec("google.cloud.aiplatform") is None:
         row.status = "not measured"
