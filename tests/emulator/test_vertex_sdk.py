@@ -204,9 +204,7 @@ def test_custom_python_package_training_job_runs_as_a_pipeline(sdk_emulator: Emu
     assert job.resource_name in listed
 
 
-def test_a_pipeline_with_a_managed_dataset_or_a_container_is_refused(sdk_emulator: Emulator) -> None:
-    from google.api_core.exceptions import BadRequest, FailedPrecondition
-
+def test_a_pipeline_with_a_managed_dataset_or_automl_is_refused(sdk_emulator: Emulator) -> None:
     init_sdk(sdk_emulator)
     url = f"{sdk_emulator.url}v1/projects/{PROJECT}/locations/{LOCATION}/trainingPipelines"
     spec = {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
@@ -225,10 +223,9 @@ def test_a_pipeline_with_a_managed_dataset_or_a_container_is_refused(sdk_emulato
         assert automl.status_code == 400 and "custom training pipelines only" in automl.text
         missing = http.get(f"{url}/1234567890123456789")
         assert missing.status_code == 404
-    container = aiplatform.CustomContainerTrainingJob(display_name="sdk-container", container_uri="gcr.io/p/t:1")
-    with pytest.raises((BadRequest, FailedPrecondition)) as raised:
-        container.run(replica_count=1, machine_type="n1-standard-4", base_output_dir="gs://sdk-bucket/out/c")
-    assert "container runtime" in str(raised.value)
+    # Nothing was created for the refused pipelines.
+    assert [p.display_name for p in aiplatform.CustomPythonPackageTrainingJob.list()
+            if p.display_name in ("with-dataset",)] == []
 
 
 def test_custom_training_job_stages_its_script_through_gcs(tmp_path: Path, fake_gcs: Any) -> None:
@@ -265,7 +262,7 @@ def test_custom_training_job_stages_its_script_through_gcs(tmp_path: Path, fake_
 
 
 def test_the_grpc_transport_runs_a_custom_job_a_tuning_job_and_a_pipeline(sdk_emulator: Emulator) -> None:
-    from google.api_core.exceptions import FailedPrecondition, NotFound, Unauthenticated
+    from google.api_core.exceptions import InvalidArgument, NotFound, Unauthenticated
     from google.cloud.aiplatform import hyperparameter_tuning as hpt
     from google.oauth2.credentials import Credentials
 
@@ -296,11 +293,11 @@ def test_the_grpc_transport_runs_a_custom_job_a_tuning_job_and_a_pipeline(sdk_em
     # Errors come back as gRPC statuses with the REST route's message and field.
     with pytest.raises(NotFound):
         aiplatform.CustomJob.get(f"projects/{PROJECT}/locations/{LOCATION}/customJobs/1234567890123456789")
-    container = aiplatform.CustomJob(display_name="grpc-container", worker_pool_specs=[{
-        "machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": 1,
-        "container_spec": {"image_uri": "gcr.io/p/t:1"}}], base_output_dir="gs://sdk-bucket/out/c")
-    with pytest.raises(FailedPrecondition, match="container runtime"):
-        container.run(sync=True)
+    twice = aiplatform.CustomJob(display_name="grpc-env-twice", worker_pool_specs=pools(
+        env={"A": "1"}), base_output_dir="gs://sdk-bucket/out/twice")
+    twice.job_spec.worker_pool_specs[0].python_package_spec.env.append({"name": "A", "value": "2"})
+    with pytest.raises(InvalidArgument, match="set twice"):
+        twice.run(sync=True)
     address, _ = sdk_emulator.grpc
     aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=address, api_transport="grpc",
                     credentials=Credentials(token="not-the-token"))
