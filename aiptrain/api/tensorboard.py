@@ -27,7 +27,7 @@ from aiptrain.errors import OperationalError, UsageError
 from aiptrain.paths import aiptrain_home
 
 _URL = re.compile(r"(http://[^\s]+:\d+/)")
-START_TIMEOUT_SECONDS = 60.0
+START_TIMEOUT_SECONDS = 180.0  # TensorBoard imports TensorFlow when it is installed: slow on a busy machine
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,9 @@ def test_tensorboard_serves_the_jobs_scalars_from_the_local_store(tmp_path: Path
     try:
         assert command.stdout is not None
         url = command.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
+        if not url.startswith("http://127.0.0.1:"):
+            command.wait(timeout=30)
+            raise AssertionError(f"no URL printed: {command.stderr.read() if command.stderr else ''}")
         runs = _get(url + "data/runs")
         assert runs == ["."]
         scalars = _get(url + "data/plugin/scalars/scalars?run=.&tag=loss")
