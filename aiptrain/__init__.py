@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import TYPE_CHECKING, Any
 
-from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound, UsageError, ValidationFailed
-
+# Not `typing.TYPE_CHECKING`: `import aiptrain` (which every submodule's import runs) loads nothing
+# it does not need, not even `typing` (tests/packaging: a cache hit stays interpreter start-up).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from aiptrain.api.client import (
         AiptrainWarning,
         Client,
@@ -36,11 +38,13 @@ if TYPE_CHECKING:
         submit,
         wait,
     )
+    from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound, UsageError, ValidationFailed
 
 __version__ = "0.1.0"
 __all__ = ["AiptrainError", "AiptrainWarning", "Client", "JobAlreadyFinished", "NotFound", "UsageError",
            "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "get", "list", "logs", "submit", "wait"]
 _API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "get", "list", "logs", "submit", "wait"})
+_ERRORS = frozenset({"AiptrainError", "JobAlreadyFinished", "NotFound", "UsageError", "ValidationFailed"})
 
 
 class _Package(types.ModuleType):
@@ -62,4 +66,8 @@ def __getattr__(name: str) -> Any:
         from aiptrain.api import client
 
         return getattr(client, name)
+    if name in _ERRORS:
+        from aiptrain import errors
+
+        return getattr(errors, name)
     raise AttributeError(f"module 'aiptrain' has no attribute {name!r}")
