@@ -42,7 +42,7 @@ demo: $(DEMO_STAMP)
 	bash scripts/demo.sh $(DEMO_VENV)/bin
 
 container-packages:
-	@if command -v dockerd >/dev/null && [ -x /bin/busybox ]; then :; \
+	@if PATH="$$PATH:/usr/local/sbin:/usr/sbin:/sbin" command -v dockerd >/dev/null && [ -x /bin/busybox ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing $(CONTAINER_PACKAGES) for the container tests"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -q && \
