@@ -36,6 +36,7 @@ def all_groups() -> list[RowGroup]:
         store_scale,
         training,
         upload,
+        vertex_sdk,
     )
 
     return [
@@ -55,4 +56,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("era", "14", "The runtime's day and the VM's metadata server", era.run),
         RowGroup("console", "15", "The console in the browser", console.run),
         RowGroup("containers", "16", "Container jobs", containers.run),
+        RowGroup("vertex-sdk", "18", "The Vertex AI SDK via `local serve`", vertex_sdk.run),
     ]
