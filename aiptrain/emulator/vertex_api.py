@@ -94,16 +94,14 @@ def _check_env(env: list[dict[str, Any]], field: str) -> None:
 
 
 def _check_container_pool(container: dict[str, Any], containers: bool, pool_field: str) -> None:
-    """A pool running a container: each pool may have its own image, command and args (as ml v1's
-    replica configs), not its own variables; the first pool must run one too."""
+    """A pool running a container: each pool may have its own image, command, args and variables (as
+    ml v1's replica configs); the first pool must run one too."""
     field = f"{pool_field}.container_spec"
     _refuse_auto_packaged_image(container, field)
     if not containers:
         raise _unsupported(field, "Every worker pool must run a Python package when the first one does, in the "
                                   "aiptrain emulator.")
-    if container.get("env"):
-        raise _unsupported(f"{field}.env",
-                           "Environment variables per container pool are not supported by the aiptrain emulator.")
+    _check_env(container.get("env") or [], f"{field}.env")
 
 
 def _refuse_auto_packaged_image(container: dict[str, Any], field: str) -> None:

@@ -74,3 +74,34 @@ def test_ai_custom_jobs_create_with_a_container_image(gcloud_on_docker: GcloudSe
     assert "host=master-replica-0 model= args=--x=1" in texts
     spec = json.loads(next(text for text in texts if text.startswith('{"cluster"')))
     assert spec["cluster"]["workerpool1"] == ["worker-replica-0:2222", "worker-replica-1:2222"]
+
+
+def test_each_container_pool_gets_its_own_variables(gcloud_on_docker: GcloudSession, images: SuiteImages,
+                                                    tmp_path: Path) -> None:
+    """A `--config` job spec whose pools carry `containerSpec.env`: each pool's replicas see their own
+    values, and the service's variables (here CLOUD_ML_JOB_ID) stay the service's."""
+    gcloud = gcloud_on_docker
+    script = 'echo "$(hostname) colour=$COLOUR job=$CLOUD_ML_JOB_ID"'
+
+    def pool(count: int, colour: str) -> dict[str, Any]:
+        return {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": count,
+                "containerSpec": {"imageUri": images["shell"], "args": [script],
+                                  "env": [{"name": "COLOUR", "value": colour},
+                                          {"name": "CLOUD_ML_JOB_ID", "value": "overridden"}]}}
+
+    config = tmp_path / "spec.yaml"
+    config.write_text(json.dumps({"workerPoolSpecs": [pool(1, "red"), pool(1, "blue")]}))
+    created = ok(gcloud.run("ai", "custom-jobs", "create", "--region", REGION, "--display-name", "v_env",
+                            "--config", str(config), "--format", "json")).json()
+    numeric = created["name"].rsplit("/", 1)[1]
+    described = wait_until(lambda: _ended(gcloud, numeric), timeout=120, what="the custom job to end")
+    assert described["state"] == "JOB_STATE_SUCCEEDED", described
+    assert [pool["containerSpec"]["env"][0]["value"] for pool in described["jobSpec"]["workerPoolSpecs"]] == [
+        "red", "blue"]
+    entries = json.loads(ok(gcloud.run("logging", "read", f'resource.labels.job_id="{numeric}"', "--format", "json",
+                                       "--freshness", "1d")).stdout)
+    texts = [entry.get("textPayload", "") for entry in entries]
+    said = sorted(text for text in texts if text.startswith(("master-replica-0 colour=", "worker-replica-0 colour=")))
+    assert [line.rsplit(" job=", 1)[0] for line in said] == ["master-replica-0 colour=red",
+                                                              "worker-replica-0 colour=blue"], texts
+    assert all(not line.endswith("job=overridden") and not line.endswith("job=") for line in said), said
