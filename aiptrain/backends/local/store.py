@@ -13,7 +13,6 @@ scans the whole table, so 10,000 stored jobs cost the same as ten.
 
 from __future__ import annotations
 
-import atexit
 import base64
 import contextlib
 import hashlib
@@ -202,11 +201,45 @@ def _check_if_left_uncleanly(database: Path, users: UsersLock) -> None:
         users.share()
 
 
-def _close_at_exit(store: weakref.ref[JobStore]) -> None:
-    """A command that ends without closing its store still leaves it cleanly for the next one."""
-    alive = store()
-    if alive is not None:
-        alive.close()
+class _Handles:
+    """What an open store holds: its connections (one per thread) and its share of the users lock.
+
+    Kept apart from the JobStore so that a finalizer can close them when the store is dropped
+    without `close()` or when the process exits: the clean-close stamp is written while they are
+    still open, by whichever way the store ends.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.users: UsersLock | None = None
+        self.connections: list[sqlite3.Connection] = []
+        # Bumped by every close: a thread's connection from before it is closed and must be reopened.
+        self.generation = 0
+        self.guard = threading.Lock()
+
+    def join(self) -> None:
+        """Hold a share of the users lock again (after a close that released it)."""
+        with self.guard:
+            if self.users is None:
+                self.users = UsersLock(self.path)
+                self.users.share()
+
+    def add(self, conn: sqlite3.Connection) -> None:
+        with self.guard:
+            self.connections.append(conn)
+
+    def close(self) -> None:
+        with self.guard:
+            connections, self.connections = self.connections, []
+            users, self.users = self.users, None
+            self.generation += 1
+        for conn in connections:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        if users is not None:
+            if users.try_exclusive():  # the last user: its close checkpointed the log
+                record_clean_close(self.path)
+            users.close()
 
 
 def _side_files(path: Path) -> tuple[Path, Path]:
@@ -235,13 +268,16 @@ class JobStore:
         self.home = home
         self.path = home / DB_NAME
         self._local = threading.local()
+        self._handles = _Handles(self.path)
+        # A store dropped without close(), or still open when the process exits, is closed cleanly.
+        self._finalizer = weakref.finalize(self, self._handles.close)
         try:
             home.mkdir(parents=True, exist_ok=True)
             home.chmod(0o700)
             _create_private(self.path)
-            self._users: UsersLock | None = UsersLock(self.path)
-            _check_if_left_uncleanly(self.path, self._users)
-            atexit.register(_close_at_exit, weakref.ref(self))
+            users = UsersLock(self.path)
+            self._handles.users = users
+            _check_if_left_uncleanly(self.path, users)
             conn = self.connection()
             # Readers never wait for a writer: a store already at this schema is opened without
             # taking the write lock, so a long transaction elsewhere does not block `jobs list`.
@@ -268,12 +304,17 @@ class JobStore:
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use)."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        if conn is None or getattr(self._local, "generation", -1) != self._handles.generation:
+            self._handles.join()
+            # Not bound to its thread only so that the close of the store can close it too.
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                   check_same_thread=False)
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA synchronous=NORMAL")
+            self._handles.add(conn)
             self._local.conn = conn
+            self._local.generation = self._handles.generation
         return conn
 
     @contextmanager
@@ -296,16 +337,10 @@ class JobStore:
         return self.connection().execute(sql, params).fetchall()
 
     def close(self) -> None:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-        users = getattr(self, "_users", None)
-        if users is not None:
-            self._users = None
-            if users.try_exclusive():  # the last user: its close checkpointed the log
-                record_clean_close(self.path)
-            users.close()
+        """Close every connection and, as the store's last user, stamp its clean close; the next
+        query reopens it."""
+        self._handles.close()
+        self._local.conn = None
 
     # -- jobs ---------------------------------------------------------------------------------
 
