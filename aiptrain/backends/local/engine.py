@@ -14,6 +14,7 @@ import os
 import secrets
 import signal
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import aiptrain
@@ -21,7 +22,14 @@ from aiptrain.backends.local.filters import compile_filter
 from aiptrain.backends.local.launch import launch_lock, recover_unlaunched
 from aiptrain.backends.local.layout import JobLayout
 from aiptrain.backends.local.reaper import reap_dead_jobs, reap_if_supervisor_died
-from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
+from aiptrain.backends.local.store import (
+    JobLogEntry,
+    JobRecord,
+    JobStore,
+    PendingLine,
+    ReplicaRecord,
+    StateChange,
+)
 from aiptrain.backends.local.store_errors import is_out_of_space
 from aiptrain.backends.local.supervisor_start import start_supervisor, supervisor_environment
 from aiptrain.backends.local.uninterrupted import interrupts_deferred
@@ -233,3 +241,11 @@ class LocalEngine:
         """Entries strictly after `after`, in (timestamp, insert_id) order; at most `limit`."""
         key = self.store.get(project, job_id).key
         return self.store.read_logs(key, after=after, task_name=task_name, limit=limit)
+
+    def project_logs(
+        self, project: str, *, job_ids: builtins.list[str] | None = None, after: LogCursor | None = None,
+        descending: bool = False, not_before: datetime | None = None, limit: int = 1000,
+    ) -> builtins.list[JobLogEntry]:
+        """Entries of the project's jobs (or of `job_ids`) after `after` in either order (see the store)."""
+        return self.store.read_project_logs(project, job_ids=job_ids, after=after, descending=descending,
+                                            not_before=not_before, limit=limit)

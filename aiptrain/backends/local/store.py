@@ -101,6 +101,7 @@ CREATE TABLE IF NOT EXISTS logs (
     message TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS logs_by_cursor ON logs (job_key, timestamp, seq);
+CREATE INDEX IF NOT EXISTS logs_by_time ON logs (timestamp, seq);
 """
 
 ACTIVE_JOB_STATES = frozenset(state for state in JobState if state not in TERMINAL_STATES)
@@ -644,17 +645,69 @@ class JobStore:
             args.append(task_name)
         sql += " ORDER BY timestamp, seq LIMIT ?"
         args.append(limit)
-        return [
-            LogEntry(
-                timestamp=parse_log_time(row["timestamp"]),
-                insert_id=insert_id_for(row["seq"]),
-                severity=row["severity"],
-                task_name=row["task_name"],
-                message=row["message"],
-                trial_id=row["trial_id"],
-            )
-            for row in self._read(sql, args)
-        ]
+        return [_log_entry(row) for row in self._read(sql, args)]
+
+    def read_project_logs(
+        self, project: str, *, job_ids: Sequence[str] | None = None, after: LogCursor | None = None,
+        descending: bool = False, not_before: datetime | None = None, limit: int = 1000,
+    ) -> list[JobLogEntry]:
+        """Entries of the project's jobs (only `job_ids` when given) strictly after `after` in
+        (timestamp, insert_id) order, or strictly before it when `descending`; none earlier than
+        `not_before`; at most `limit`.
+
+        Keyset pagination over an index, so the newest page costs what the oldest does: one job's
+        lines are read through `logs_by_cursor`, several jobs' through `logs_by_time`.
+        """
+        columns = "l.seq, l.timestamp, l.severity, l.task_name, l.trial_id, l.message, j.job_id, j.vertex_job_id"
+        sql = f"SELECT {columns} FROM logs l JOIN jobs j ON j.key = l.job_key WHERE "  # noqa: S608
+        args: list[object] = []
+        if job_ids is not None and len(job_ids) == 1:
+            row = self.connection().execute("SELECT key FROM jobs WHERE project = ? AND job_id = ?",
+                                            (project, job_ids[0])).fetchone()
+            if row is None:
+                return []
+            sql += "l.job_key = ?"
+            args.append(row[0])
+        else:
+            sql += "j.project = ?"
+            args.append(project)
+            if job_ids is not None:
+                if not job_ids:
+                    return []
+                sql += f" AND j.job_id IN ({','.join('?' * len(job_ids))})"
+                args.extend(job_ids)
+        if after is not None:
+            stamp = log_time(after.timestamp)
+            seq = int(after.insert_id) if after.insert_id.isdigit() else (0 if not descending else 1 << 62)
+            sql += f" AND (l.timestamp, l.seq) {'<' if descending else '>'} (?, ?)"
+            args += [stamp, seq]
+        if not_before is not None:
+            sql += " AND l.timestamp >= ?"
+            args.append(log_time(not_before))
+        order = "DESC" if descending else "ASC"
+        sql += f" ORDER BY l.timestamp {order}, l.seq {order} LIMIT ?"
+        args.append(limit)
+        return [JobLogEntry(row["job_id"], row["vertex_job_id"], _log_entry(row)) for row in self._read(sql, args)]
+
+
+@dataclass(frozen=True)
+class JobLogEntry:
+    """A log entry with the job it belongs to (its ID, and the Vertex AI job's numeric ID if any)."""
+
+    job_id: str
+    vertex_job_id: str | None
+    entry: LogEntry
+
+
+def _log_entry(row: sqlite3.Row) -> LogEntry:
+    return LogEntry(
+        timestamp=parse_log_time(row["timestamp"]),
+        insert_id=insert_id_for(row["seq"]),
+        severity=row["severity"],
+        task_name=row["task_name"],
+        message=row["message"],
+        trial_id=row["trial_id"],
+    )
 
 
 def _held_shares(execute: Callable[..., Any]) -> list[dict[str, Any]]:
