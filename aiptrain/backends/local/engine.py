@@ -116,7 +116,7 @@ class LocalEngine:
 
     def _start_supervisor(self, record: JobRecord) -> None:
         layout = JobLayout.of(self.home, record.project, record.job_id, record.key)
-        layout.root.mkdir(parents=True, exist_ok=True)
+        layout.claim(record.run_token)
         # The supervisor must import this very aiptrain, installed or not.
         package_parent = str(Path(aiptrain.__file__).resolve().parent.parent)
         env = supervisor_environment(os.environ, record.run_token, self.home, package_parent)
