@@ -85,7 +85,10 @@ class LocalEngine:
         """
         if not job.job_id:
             raise UsageError("the job has no jobId", hint="pass a JOB id to `jobs submit training`")
-        ReplicaSettings.from_env()  # a bad setting is the submitter's usage error, found now
+        settings = ReplicaSettings.from_env()  # a bad setting is the submitter's usage error, found now
+        if os.environ.get("AIPTRAIN_LOCAL_MAX_RUNNING", "").strip():
+            # The machine has one limit: the latest submit that sets it sets it for every job.
+            self.store.set_max_running(settings.max_running)
         # The store sets the state, the times and its own etag.
         fresh = as_new_job(job)
         token = secrets.token_hex(12)

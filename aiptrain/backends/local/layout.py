@@ -71,6 +71,12 @@ class JobLayout:
         return self.root / "space-reserve"
 
 
+def run_limit_line(limit: int) -> str:
+    """What the machine's limit on running jobs is, in the words `describe` and the queue use."""
+    return (f"at most {limit} job(s) run at once on this machine (AIPTRAIN_LOCAL_MAX_RUNNING, as set by the "
+            "latest submit that set it)")
+
+
 def path_list_entry(directory: Path) -> Path:
     """`directory` as one entry of a PATH-style list such as PYTHONPATH.
 

@@ -102,6 +102,11 @@ CREATE TABLE IF NOT EXISTS logs (
 );
 CREATE INDEX IF NOT EXISTS logs_by_cursor ON logs (job_key, timestamp, seq);
 CREATE INDEX IF NOT EXISTS logs_by_time ON logs (timestamp, seq);
+
+CREATE TABLE IF NOT EXISTS machine_settings (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
 
 ACTIVE_JOB_STATES = frozenset(state for state in JobState if state not in TERMINAL_STATES)
@@ -522,7 +527,9 @@ class JobStore:
     # -- slots --------------------------------------------------------------------------------
 
     def try_acquire_slot(self, key: int, limit: int, claim: SlotClaim | None = None) -> bool:
-        """Claim a run slot if fewer than `limit` jobs hold one and this job is next in line.
+        """Claim a run slot if fewer than the machine's limit (`max_running`; `limit` when none was
+        set) jobs hold one and this job is next in line. One limit for every job keeps the queue
+        first come, first served whatever each submitter's setting was.
 
         First come, first served: a job takes a slot only if every waiting job created before it
         could take one too. Count and claim share one IMMEDIATE transaction, so two supervisors
@@ -559,8 +566,19 @@ class JobStore:
             return False
         return claim is None or claim(_held_shares(execute)) is not None
 
+    def set_max_running(self, limit: int) -> None:
+        """Make `limit` the machine's limit on jobs holding a run slot, for every job (queued ones too)."""
+        with self._write() as tx:
+            tx.execute("INSERT INTO machine_settings (name, value) VALUES ('max_running', ?)"
+                       " ON CONFLICT (name) DO UPDATE SET value = excluded.value", (str(limit),))
+
+    def max_running(self, default: int) -> int:
+        """The machine's limit on running jobs: the one last set (`set_max_running`), else `default`."""
+        return _stored_max_running(self.connection().execute, default)
+
     @staticmethod
     def _slot_free_in(execute: Callable[..., Any], key: int, limit: int) -> bool:
+        limit = _stored_max_running(execute, limit)
         running = execute("SELECT COUNT(*) FROM jobs WHERE holds_slot = 1").fetchone()[0]
         ahead = execute(
             "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND key < ?",
@@ -708,6 +726,11 @@ def _log_entry(row: sqlite3.Row) -> LogEntry:
         message=row["message"],
         trial_id=row["trial_id"],
     )
+
+
+def _stored_max_running(execute: Callable[..., Any], default: int) -> int:
+    row = execute("SELECT value FROM machine_settings WHERE name = 'max_running'").fetchone()
+    return int(row[0]) if row is not None else default
 
 
 def _held_shares(execute: Callable[..., Any]) -> list[dict[str, Any]]:

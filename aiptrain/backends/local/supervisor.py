@@ -37,7 +37,7 @@ from pathlib import Path
 
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.backends.local.job_context import JobBody, JobContext, run_single_training
-from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.layout import JobLayout, run_limit_line
 from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.machine_claim import MachineClaim, recorded_share, share_lines
 from aiptrain.backends.local.reaper import reap_dead_jobs
@@ -268,10 +268,7 @@ class Supervisor:
                 self.say(claim.waiting_line())
                 gpus_announced = True
             elif claim.waiting is None and not announced:
-                self.say(
-                    f"Waiting for a free slot: at most {settings.max_running} job(s) run at once "
-                    "on this machine (AIPTRAIN_LOCAL_MAX_RUNNING)."
-                )
+                self.say(f"Waiting for a free slot: {run_limit_line(self.store.max_running(settings.max_running))}")
                 announced = True
             if time.monotonic() - last_reap > _REAP_EVERY_SECONDS:
                 # A job whose submitter died before starting its supervisor is started, and a dead
