@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 from pathlib import Path
 
 SOURCES_PREFIX = "aiptrain-build-"
@@ -49,6 +48,8 @@ def sweep_leftovers(directory: Path, prefix: str) -> list[Path]:
         with contextlib.suppress(OSError):
             if entry.lstat().st_uid != os.getuid() or entry.is_symlink():
                 continue
+            import shutil  # only when there is something to remove: a cache hit stays light
+
             shutil.rmtree(entry)
             removed.append(entry)
     return removed
