@@ -67,11 +67,9 @@ __all__ = [
 def sweep_killed_builds(cache_dir: Path) -> None:
     """Remove what builds of submitters killed mid-build left: their copy of the sources in the
     temporary directory and their staging directory in the cache (by owner pid, see `leftovers`)."""
-    import tempfile
+    from aiptrain.packaging.leftovers import SOURCES_PREFIX, STAGING_PREFIX, sweep_leftovers, temporary_directory
 
-    from aiptrain.packaging.leftovers import SOURCES_PREFIX, STAGING_PREFIX, sweep_leftovers
-
-    sweep_leftovers(Path(tempfile.gettempdir()), SOURCES_PREFIX)
+    sweep_leftovers(temporary_directory(), SOURCES_PREFIX)
     sweep_leftovers(cache_dir, STAGING_PREFIX)
 
 

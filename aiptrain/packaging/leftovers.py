@@ -23,6 +23,16 @@ def owned_prefix(prefix: str) -> str:
     return f"{prefix}{os.getpid()}-"
 
 
+def temporary_directory() -> Path:
+    """The directory `tempfile` makes scratch directories in, found the way it looks first
+    (importing `tempfile` loads `shutil`, which a cache hit does not need)."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        value = os.environ.get(name)
+        if value:
+            return Path(value)
+    return Path("/tmp")  # noqa: S108 (only listed, for directories this user's builds named)
+
+
 def _running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
