@@ -166,6 +166,12 @@ class LocalBackend:
         with self._store_errors():
             return self.engine.logs(self.project, job_id, after=after, task_name=task_name, limit=limit)
 
+    def tail_cursor(self, job_id: str, count: int, *, after: LogCursor | None = None,
+                    task_name: str | None = None) -> LogCursor | None:
+        """Where `--tail count` starts: one seek in the store, not a read of the whole log."""
+        with self._store_errors():
+            return self.engine.tail_cursor(self.project, job_id, count, after=after, task_name=task_name)
+
 
 def _runtime_notes(job: Job, recorded: dict[str, Any] | None) -> list[str]:
     if recorded is not None:

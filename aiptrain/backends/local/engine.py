@@ -252,3 +252,9 @@ class LocalEngine:
         """Entries of the project's jobs (or of `job_ids`) after `after` in either order (see the store)."""
         return self.store.read_project_logs(project, job_ids=job_ids, after=after, descending=descending,
                                             not_before=not_before, limit=limit)
+
+    def tail_cursor(self, project: str, job_id: str, count: int, *, after: LogCursor | None = None,
+                    task_name: str | None = None) -> LogCursor | None:
+        """Where the last `count` entries after `after` start (see `JobStore.tail_cursor`)."""
+        key = self.store.get(project, job_id).key
+        return self.store.tail_cursor(key, count, after=after, task_name=task_name)

@@ -648,22 +648,22 @@ class JobStore:
         self, key: int, *, after: LogCursor | None = None, task_name: str | None = None, limit: int = 1000
     ) -> list[LogEntry]:
         """Entries strictly after `after` in (timestamp, insert_id) order, at most `limit`."""
-        sql = "SELECT seq, timestamp, severity, task_name, trial_id, message FROM logs WHERE job_key = ?"
-        args: list[object] = [key]
-        if after is not None:
-            stamp = log_time(after.timestamp)
-            if after.insert_id.isdigit():
-                sql += " AND (timestamp, seq) > (?, ?)"
-                args += [stamp, int(after.insert_id)]
-            else:
-                sql += " AND timestamp > ?"
-                args.append(stamp)
-        if task_name is not None:
-            sql += " AND task_name = ?"
-            args.append(task_name)
+        where, args = _job_log_condition(key, after, task_name)
+        sql = f"SELECT seq, timestamp, severity, task_name, trial_id, message FROM logs WHERE {where}"  # noqa: S608
         sql += " ORDER BY timestamp, seq LIMIT ?"
-        args.append(limit)
-        return [_log_entry(row) for row in self._read(sql, args)]
+        return [_log_entry(row) for row in self._read(sql, [*args, limit])]
+
+    def tail_cursor(
+        self, key: int, count: int, *, after: LogCursor | None = None, task_name: str | None = None
+    ) -> LogCursor | None:
+        """The cursor the last `count` entries after `after` follow (`after` itself when there are
+        fewer): one seek from the newest end of the index, whatever the log's length."""
+        where, args = _job_log_condition(key, after, task_name)
+        sql = f"SELECT seq, timestamp FROM logs WHERE {where}"  # noqa: S608
+        rows = self._read(sql + " ORDER BY timestamp DESC, seq DESC LIMIT 1 OFFSET ?", [*args, count])
+        if not rows:
+            return after
+        return LogCursor(parse_log_time(rows[0]["timestamp"]), insert_id_for(rows[0]["seq"]))
 
     def read_project_logs(
         self, project: str, *, job_ids: Sequence[str] | None = None, after: LogCursor | None = None,
@@ -726,6 +726,24 @@ def _log_entry(row: sqlite3.Row) -> LogEntry:
         message=row["message"],
         trial_id=row["trial_id"],
     )
+
+
+def _job_log_condition(key: int, after: LogCursor | None, task_name: str | None) -> tuple[str, list[object]]:
+    """The WHERE clause (and its arguments) of a job's entries strictly after `after`."""
+    sql = "job_key = ?"
+    args: list[object] = [key]
+    if after is not None:
+        stamp = log_time(after.timestamp)
+        if after.insert_id.isdigit():
+            sql += " AND (timestamp, seq) > (?, ?)"
+            args += [stamp, int(after.insert_id)]
+        else:
+            sql += " AND timestamp > ?"
+            args.append(stamp)
+    if task_name is not None:
+        sql += " AND task_name = ?"
+        args.append(task_name)
+    return sql, args
 
 
 def _stored_max_running(execute: Callable[..., Any], default: int) -> int:
