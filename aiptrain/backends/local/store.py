@@ -111,6 +111,7 @@ CREATE TABLE IF NOT EXISTS machine_settings (
 
 ACTIVE_JOB_STATES = frozenset(state for state in JobState if state not in TERMINAL_STATES)
 ACTIVE_STATES = tuple(sorted(state.value for state in ACTIVE_JOB_STATES))
+TERMINAL_VALUES = tuple(sorted(state.value for state in TERMINAL_STATES))
 
 
 @dataclass(frozen=True)
@@ -523,6 +524,52 @@ class JobStore:
             "SELECT state, at, detail FROM state_history WHERE job_key = ? ORDER BY rowid", (key,)
         )
         return [StateChange(JobState(row["state"]), row["at"], row["detail"]) for row in rows]
+
+    # -- retention ----------------------------------------------------------------------------
+
+    def finished_jobs(self) -> list[JobRecord]:
+        """Every job in a terminal state, on any project, oldest first."""
+        marks = ",".join("?" * len(TERMINAL_VALUES))
+        rows = self._read(f"SELECT * FROM jobs WHERE state IN ({marks}) ORDER BY key", TERMINAL_VALUES)  # noqa: S608
+        return [_record(row) for row in rows]
+
+    def log_bytes(self, key: int) -> int:
+        """The bytes of the job's log messages (what deleting its log frees, roughly)."""
+        row = self.connection().execute("SELECT COALESCE(SUM(LENGTH(message)), 0) FROM logs WHERE job_key = ?",
+                                        (key,)).fetchone()
+        return int(row[0])
+
+    def delete_finished(self, keys: Sequence[int]) -> list[int]:
+        """Delete these jobs with their logs, replicas and history, each only if it is finished
+        (checked in the same transaction: a job that is running is never touched); the deleted keys."""
+        deleted: list[int] = []
+        marks = ",".join("?" * len(TERMINAL_VALUES))
+        with self._write() as tx:
+            for key in keys:
+                row = tx.execute(f"SELECT 1 FROM jobs WHERE key = ? AND state IN ({marks})",  # noqa: S608
+                                 (key, *TERMINAL_VALUES)).fetchone()
+                if row is None:
+                    continue
+                for table, column in (("logs", "job_key"), ("replicas", "job_key"), ("state_history", "job_key"),
+                                      ("jobs", "key")):
+                    tx.execute(f"DELETE FROM {table} WHERE {column} = ?", (key,))  # noqa: S608
+                deleted.append(key)
+        return deleted
+
+    def compact(self) -> None:
+        """Give the space of deleted rows back to the file system: VACUUM, then fold the
+        write-ahead log into the file and truncate it."""
+        conn = self.connection()
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def file_bytes(self) -> int:
+        """The store's size on disk, its write-ahead log included."""
+        total = 0
+        for path in (self.path, *_side_files(self.path)):
+            with contextlib.suppress(FileNotFoundError):
+                total += path.stat().st_size
+        return total
 
     # -- slots --------------------------------------------------------------------------------
 

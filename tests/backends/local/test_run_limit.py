@@ -45,7 +45,7 @@ def test_mixed_limits_keep_first_come_first_served(trainer: Path, home: Path) ->
             _submit(job_id, trainer, "sleep", 1)
         _submit("newer", trainer, "sleep", 8)
         wait_until(lambda: _describe("newer")["state"] != "QUEUED", timeout=60, what="the newest job to start")
-        started = {job_id: _describe(job_id).get("startTime") for job_id in ("older_1", "older_2", "newer")}
+        started = {job_id: _describe(job_id).get("startTime") or "" for job_id in ("older_1", "older_2", "newer")}
         assert started["older_1"] and started["older_2"], started  # nobody overtook them
         assert started["older_1"] <= started["newer"] and started["older_2"] <= started["newer"], started
         described = _aiptrain("jobs", "describe", "newer")

@@ -44,7 +44,8 @@ def test_a_supervisor_killed_after_the_primary_exited_0_leaves_the_job_succeeded
         supervisor = engine.processes(PROJECT, "after_exit").supervisor_pid
         assert supervisor is not None
         os.kill(supervisor, signal.SIGKILL)
-        wait_until(lambda: engine.get(PROJECT, "after_exit").state.is_terminal, timeout=60, what="the job to end")
+        wait_until(lambda: JobState(str(engine.get(PROJECT, "after_exit").state)).is_terminal, timeout=60,
+                   what="the job to end")
         job = engine.get(PROJECT, "after_exit")
         assert job.state == JobState.SUCCEEDED, job.error_message
         assert any("exited successfully" in entry.message and "supervisor" in entry.message
