@@ -19,8 +19,8 @@ from pathlib import Path
 
 import aiptrain
 from aiptrain.backends.local.filters import compile_filter
-from aiptrain.backends.local.launch import launch_lock, recover_unlaunched
-from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.launch import dispatch, dispatch_lock, launch_lock
+from aiptrain.backends.local.layout import JobLayout, run_limit_line
 from aiptrain.backends.local.reaper import reap_dead_jobs, reap_if_supervisor_died
 from aiptrain.backends.local.store import (
     JobLogEntry,
@@ -73,6 +73,8 @@ class LocalEngine:
     def __init__(self, home: Path | None = None) -> None:
         self.home = home if home is not None else aiptrain_home()
         self.store = JobStore(self.home)
+        # A dead supervisor's slot is freed first, so that the queue can move on into it.
+        reap_dead_jobs(self.store, self.home)
         self.recover_unlaunched()
 
     # -- submit -------------------------------------------------------------------------------
@@ -92,11 +94,16 @@ class LocalEngine:
         # The store sets the state, the times and its own etag.
         fresh = as_new_job(job)
         token = secrets.token_hex(12)
-        # A sweep leaves the job alone until its supervisor is known; a Ctrl-C waits until it is.
-        with interrupts_deferred(), launch_lock(self.home, token):
-            record = self.store.insert_job(project, fresh, token, vertex_job_id=vertex_job_id)
-            self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
-            self._start_or_fail(record)
+        # No dispatcher starts the job half stored; a Ctrl-C waits until it is stored and dispatched.
+        with interrupts_deferred():
+            with launch_lock(self.home, token):
+                record = self.store.insert_job(project, fresh, token, vertex_job_id=vertex_job_id)
+                self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
+            self._dispatch(submitted=record.key)
+            if self.store.get_by_key(record.key).supervisor_pid is None:
+                limit = self.store.max_running(settings.max_running)
+                self.store.append_logs(record.key, [PendingLine(
+                    utc_now(), "INFO", SERVICE_TASK, f"Waiting for a free slot: {run_limit_line(limit)}")])
         return self.get(project, fresh.job_id or "")
 
     def _start_or_fail(self, record: JobRecord) -> None:
@@ -108,14 +115,21 @@ class LocalEngine:
             )
 
     def recover_unlaunched(self) -> list[str]:
-        """Start the supervisors that submitters killed mid-submit never started (see `launch`)."""
+        """Start the supervisors of the oldest queued jobs the machine has room for (see `launch`)."""
+        return self._dispatch(submitted=None)
+
+    def _dispatch(self, *, submitted: int | None) -> list[str]:
         def start(record: JobRecord) -> None:
-            self.store.append_logs(record.key, [PendingLine(
-                utc_now(), "WARNING", SERVICE_TASK,
-                "The command that submitted this job stopped before starting its supervisor; started now.")])
+            if record.key != submitted:
+                self.store.append_logs(record.key, [PendingLine(
+                    utc_now(), "INFO", SERVICE_TASK, "A run slot is free: the job's supervisor starts now.")])
             self._start_or_fail(record)
 
-        return recover_unlaunched(self.store, self.home, start)
+        try:
+            default = ReplicaSettings.from_env().max_running
+        except UsageError:
+            default = ReplicaSettings.from_env({}).max_running  # a bad setting is the submitter's to report
+        return dispatch(self.store, self.home, default, start)
 
     def _start_supervisor(self, record: JobRecord) -> None:
         layout = JobLayout.of(self.home, record.project, record.job_id, record.key)
@@ -191,6 +205,8 @@ class LocalEngine:
             raise JobAlreadyFinished(
                 f"job {job_id!r} already ended ({record.state.value}); it cannot be cancelled",
             )
+        if record.state == JobState.QUEUED and record.supervisor_pid is None and self._cancel_unlaunched(record):
+            return self.get(project, job_id)
         try:
             record = self.store.request_cancel(record.key)
             self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
@@ -205,6 +221,17 @@ class LocalEngine:
                 f"`aiptrain jobs describe {job_id}`") from error
         self._signal_supervisor(record)
         return self.get(project, job_id)
+
+    def _cancel_unlaunched(self, record: JobRecord) -> bool:
+        """CANCELLED at once for a queued job no supervisor runs yet (none will start it meanwhile:
+        dispatchers wait for this); False if one was started after all."""
+        with dispatch_lock(self.home):
+            changed = self.store.transition(
+                record.key, JobState.CANCELLED, allowed_from=frozenset({JobState.QUEUED}), detail="cancel requested",
+                still_applies=lambda current: current.supervisor_pid is None,
+                lines=[PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested."),
+                       PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job cancelled.")])
+        return changed is not None
 
     @staticmethod
     def _signal_supervisor(record: JobRecord) -> None:

@@ -29,7 +29,10 @@ SUPERVISOR_START_WINDOW = 60.0
 
 
 def supervisor_alive(record: JobRecord | JobSnapshot) -> bool:
+    """Whether the job's supervisor runs; a queued job without one waits for a slot (`launch`)."""
     if record.supervisor_pid is None:
+        if record.state == JobState.QUEUED:
+            return True
         return time.time() - record.created_epoch < SUPERVISOR_START_WINDOW
     return is_running(record.supervisor_pid, record.supervisor_start_ticks)
 
@@ -90,7 +93,8 @@ def _primary_exited_0(store: JobStore, record: JobRecord) -> bool:
 
 
 def reap_dead_jobs(store: JobStore, home: Path) -> None:
-    """Check every unfinished job (they are few) and finish those whose supervisor died."""
-    for record in store.active_jobs():
+    """Check every unfinished job that has a supervisor (they are few: at most the machine's limit
+    are started) and finish those whose supervisor died."""
+    for record in store.supervised_jobs():
         reap_if_supervisor_died(store, record, home)
 

@@ -411,6 +411,30 @@ class JobStore:
         ).fetchone()
         return row is not None
 
+    def unlaunched(self, limit: int) -> list[JobRecord]:
+        """The oldest QUEUED jobs without a supervisor, first come first, at most `limit`."""
+        rows = self._read("SELECT * FROM jobs WHERE state = ? AND supervisor_pid IS NULL ORDER BY key LIMIT ?",
+                          (JobState.QUEUED.value, limit))
+        return [_record(row) for row in rows]
+
+    def launch_room(self, default_limit: int) -> int:
+        """How many more supervisors may start: the machine's limit (`max_running`) less the jobs
+        holding a slot and the queued ones whose supervisor waits for one."""
+        execute = self.connection().execute
+        limit = _stored_max_running(execute, default_limit)
+        taken = execute(
+            "SELECT COUNT(*) FROM jobs WHERE holds_slot = 1"
+            " OR (state = ? AND supervisor_pid IS NOT NULL)", (JobState.QUEUED.value,)).fetchone()[0]
+        return max(0, limit - int(taken))
+
+    def supervised_jobs(self) -> list[JobRecord]:
+        """Unfinished jobs that have (or should have) a supervisor: all but those queued without one."""
+        marks = ",".join("?" * len(ACTIVE_STATES))
+        rows = self._read(f"SELECT * FROM jobs WHERE state IN ({marks})"  # noqa: S608
+                          " AND NOT (state = ? AND supervisor_pid IS NULL) ORDER BY key",
+                          (*ACTIVE_STATES, JobState.QUEUED.value))
+        return [_record(row) for row in rows]
+
     def get_by_key(self, key: int) -> JobRecord:
         rows = self._read("SELECT * FROM jobs WHERE key = ?", (key,))
         if not rows:

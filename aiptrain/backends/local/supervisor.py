@@ -141,6 +141,14 @@ class Supervisor:
             self.sink.close()
             kill_tokened_processes(self.record.run_token)
             self._release_space()
+            self._start_next()
+
+    def _start_next(self) -> None:
+        """This job's slot is free now: start the supervisors of the next queued jobs (`launch`)."""
+        try:
+            LocalEngine(self.home).store.close()  # its start-up dispatch does it
+        except Exception as error:  # the next command dispatches as well
+            note(f"starting the next queued jobs: {error!r}")
 
     def _cancel(self) -> None:
         self.cancelled = True
