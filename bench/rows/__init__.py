@@ -26,6 +26,7 @@ def all_groups() -> list[RowGroup]:
         gcloud_compare,
         gcs_endpoint,
         log_latency,
+        long_running,
         memory,
         packaging,
         ray,
@@ -49,4 +50,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("gcloud", "11", "aiptrain vs Google's gcloud", gcloud_compare.run),
         RowGroup("gcs-endpoint", "12", "gs:// from trainer code on the local backend", gcs_endpoint.run),
         RowGroup("ray", "13", "Ray backend", ray.run),
+        RowGroup("long-running", "14", "A machine that runs jobs for months", long_running.run),
     ]
