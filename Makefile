@@ -12,7 +12,11 @@ DEMO_STAMP := $(DEMO_VENV)/.installed
 # worker), then the `ray_cluster` tests alone.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test fuzz lint bench docs clean venv
+.PHONY: demo test fuzz lint bench docs clean venv chromium
+
+# The console's browser tests (marker `browser`) drive Debian's chromium through Playwright, which
+# cannot download a browser of its own here: installed with apt when missing (as root, or with sudo).
+CHROMIUM := /usr/bin/chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +37,13 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	bash scripts/demo.sh $(DEMO_VENV)/bin
 
-test: $(STAMP)
+$(CHROMIUM):
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+
+chromium: $(CHROMIUM)
+
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff check aiptrain tests bench trainer_template
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not ray_cluster"

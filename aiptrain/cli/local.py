@@ -83,8 +83,10 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
               show_default=True, help="The region of the --gcloud-config configuration. [env: AIPTRAIN_REGION]")
 def serve(host: str, port: int, allow_remote: bool, token: str | None, token_file: Path | None, no_auth: bool,
           gcloud_config: str | None, project: str, region: str) -> int:
-    """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine."""
+    """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine, and a console of
+    its jobs in the browser at / (the URL it prints carries the token; `aiptrain local console` opens it)."""
     import os
+    from urllib.parse import urlsplit
 
     from aiptrain.emulator.gcloud_config import check_name, write_configuration
     from aiptrain.emulator.serve import Served, read_token_file
@@ -112,6 +114,8 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
         else:
             click.echo("warning: --no-auth: any process on this machine, of any user, can create jobs here and so "
                        "run code as you, and read every job, log and stored file", err=True)
+        click.echo(f"The console in a browser: {served.console}  (or `aiptrain local console --port "
+                   f"{urlsplit(url).port}`)", err=True)
         click.echo(f"Point aiptrain at it with: --backend mlv1 --api-endpoint {url}", err=True)
         if gcloud_config is not None:
             storage = os.environ.get("STORAGE_EMULATOR_HOST")
@@ -197,4 +201,26 @@ def disk_usage(app: AppContext) -> int:
     text = table([[part.name, _size(part.size), str(part.path)] for part in parts], ["PART", "SIZE", "PATH"])
     total = sum(part.size for part in parts)
     emit({"parts": rows, "bytes": total}, app.output_format, text=f"{text}\nTotal: {_size(total)}")
+    return 0
+
+
+@local.command("console")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True,
+              help="The port `aiptrain local serve` listens on.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address it listens on.")
+@click.option("--no-browser", is_flag=True,
+              help="Print the console's URL, with its token, instead of opening a browser.")
+def console(port: int, host: str, no_browser: bool) -> int:
+    """Open the console of the `aiptrain local serve` on this machine in the browser, signed in with the
+    server's token (read from the file it wrote; the browser's command line never shows it)."""
+    import webbrowser
+
+    from aiptrain.emulator.console.launcher import console_address, open_in_browser
+
+    address = console_address(host, port, None)
+    if no_browser:
+        click.echo(address.with_token)
+        return 0
+    open_in_browser(address, webbrowser.open)
+    click.echo(f"Opened the console of {address.url} in the browser", err=True)
     return 0

@@ -16,6 +16,7 @@ Routes (the paths googleapiclient builds from the discovery documents):
     GET  /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{n}        ... hyperparameterTuningJobs.get
     POST /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{n}:cancel ... hyperparameterTuningJobs.cancel
     POST /v2/entries:list                                        logging.entries.list
+    GET  / and /console/...                                      the console (see `console.routes`)
 
 A project may be named by its ID or by the number the emulator gave it (see `projects`); handlers
 get the ID. Every answer is JSON; every error is Google's error object. Before any route, `guard`
@@ -39,6 +40,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from aiptrain.emulator import logging_api, mlv1_api, tuning_api, vertex_api
+from aiptrain.emulator.console.log_stream import Stopping
+from aiptrain.emulator.console.login import ConsoleLogin
+from aiptrain.emulator.console.routes import Console
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.faults import FaultPlan
 from aiptrain.emulator.guard import RequestGuard
@@ -121,6 +125,7 @@ def create_app(
     faults: FaultPlan | None = None,
     storage_root: Path | None = None,
     state_dir: Path | None = None,
+    stopping: Stopping | None = None,
 ) -> RequestGuard:
     """The ASGI app over `engine`, behind the request guard.
 
@@ -129,6 +134,7 @@ def create_app(
     storage_root: where `gs://` URIs live (default: the engine home's `storage`, the local store)
     state_dir:    where Vertex job records are kept (default: the engine home's `emulator`)
     faults:       test-only fault injection (see `faults`)
+    stopping:     set when the server shuts down: the console's event streams end
     """
     home = _engine_home(engine)
     records = state_dir or home / "emulator"
@@ -190,10 +196,12 @@ def create_app(
                                                         p["tuning_job"])),
         route("/v2/entries:list", "POST", lambda p, q, b: logging_api.list_entries(services, b)),
     ]
+    # The console in the browser (`/`, `/console/...`); its login is the guard's for console paths.
+    routes += Console(services, token=token, stopping=stopping).routes()
     not_found = _endpoint(_unknown_method, faults=None)
     routes.append(Route("/{path:path}", not_found,
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
-    return RequestGuard(Starlette(routes=routes), token=token, bind_host=bind_host)
+    return RequestGuard(Starlette(routes=routes), token=token, bind_host=bind_host, console=ConsoleLogin(token))
 
 
 def _unknown_method(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:

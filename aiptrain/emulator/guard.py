@@ -8,7 +8,9 @@ that was meant to use it, not from a web page the developer happens to have open
   cannot read jobs or logs through the browser either.
 - An `Origin` header, which browsers add to cross-site requests, must be this server itself;
   no CORS header is ever sent, so no other origin can read an answer.
-- With a token, `Authorization: Bearer <token>` (401 otherwise, compared in constant time).
+- With a token, `Authorization: Bearer <token>` (401 otherwise, compared in constant time). The
+  console's pages take the session cookie the token was exchanged for instead (`tokens`); a
+  console request without one, or with `?token=`, goes to the console's login (`ConsoleGate`).
 - POST, PUT and PATCH bodies must be `application/json` (415 otherwise): a browser form can send
   `text/plain`, `application/x-www-form-urlencoded` and `multipart/form-data` cross-site
   without a preflight, never JSON.
@@ -23,9 +25,10 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 from aiptrain.emulator.errors import ApiError
+from aiptrain.emulator.tokens import session_cookie_name, session_is_valid
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -60,26 +63,49 @@ def split_host_header(value: str) -> str:
     return name
 
 
+class ConsoleGate(Protocol):
+    """The console's side of the token check (`console.login`)."""
+
+    def covers(self, path: str) -> bool:
+        """A console path: its session cookie authenticates it."""
+
+    def public(self, path: str) -> bool:
+        """An asset anyone may fetch (the login page's stylesheet): no token asked."""
+
+    async def login(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a console request that has no session, or brings `?token=` to exchange for one."""
+
+
 class RequestGuard:
     """ASGI middleware: the checks in this module's docstring, in that order."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, bind_host: str) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None, bind_host: str, console: ConsoleGate | None = None) -> None:
         self.app = app
         self.token = token
         self.bind_host = bind_host.strip("[]").lower()
+        self.console = console
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
-        refusal = self.refusal(scope["method"], headers)
+        path = str(scope.get("path", ""))
+        console = self.console if self.console is not None and self.console.covers(path) else None
+        session = _cookie(headers, session_cookie_name(_port(scope, headers))) if console else None
+        public = self.console is not None and self.console.public(path)
+        refusal = self.refusal(scope["method"], headers, console_session=session, public=public)
+        exchanging = console is not None and self.token is not None and _asks_token_exchange(scope)
+        if console is not None and (exchanging or (refusal is not None and refusal.status == "UNAUTHENTICATED")):
+            await console.login(scope, receive, send)
+            return
         if refusal is not None:
             await _send_error(send, refusal)
             return
         await self.app(scope, receive, send)
 
-    def refusal(self, method: str, headers: dict[str, str]) -> ApiError | None:
+    def refusal(self, method: str, headers: dict[str, str], *, console_session: str | None = None,
+                public: bool = False) -> ApiError | None:
         host = headers.get("host", "")
         if not self._host_allowed(host):
             shown = host[:100] or "(none)"
@@ -88,8 +114,8 @@ class RequestGuard:
         origin = headers.get("origin")
         if origin is not None and origin != f"http://{host}":
             return ApiError("PERMISSION_DENIED", f"Cross-origin requests are refused (Origin {origin[:100]!r}): "
-                            "the aiptrain emulator serves command-line clients only.")
-        if self.token is not None:
+                            "the aiptrain emulator answers its own pages and command-line clients only.")
+        if self.token is not None and not public and not self._session_valid(console_session):
             sent = headers.get("authorization", "")
             if not hmac.compare_digest(sent.encode(), f"Bearer {self.token}".encode()):
                 return ApiError("UNAUTHENTICATED", "Request is missing a valid authentication credential: send "
@@ -106,6 +132,9 @@ class RequestGuard:
                                 "be JSON (Content-Type: application/json).", http_code=415)
         return None
 
+    def _session_valid(self, session: str | None) -> bool:
+        return session is not None and self.token is not None and session_is_valid(self.token, session)
+
     def _host_allowed(self, host: str) -> bool:
         name = split_host_header(host).strip("[]").lower()
         if not name:
@@ -121,6 +150,30 @@ def _headers(scope: Scope) -> dict[str, str]:
         name = raw_name.decode("latin-1").lower()
         headers.setdefault(name, raw_value.decode("latin-1"))
     return headers
+
+
+def _port(scope: Scope, headers: dict[str, str]) -> int:
+    """The port the request came in on (the cookie's name carries it)."""
+    server = scope.get("server")
+    if server and server[1] is not None:
+        return int(server[1])
+    _name, _, port = headers.get("host", "").rpartition(":")
+    return int(port) if port.isdigit() else 80
+
+
+def _asks_token_exchange(scope: Scope) -> bool:
+    """`?token=...` on a console URL: the URL printed at start, to be exchanged for a cookie."""
+    from urllib.parse import parse_qs
+
+    return "token" in parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"), keep_blank_values=True)
+
+
+def _cookie(headers: dict[str, str], name: str) -> str | None:
+    for part in headers.get("cookie", "").split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return None
 
 
 def _has_body(headers: dict[str, str]) -> bool:

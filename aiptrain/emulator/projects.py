@@ -10,19 +10,14 @@ IDs: jobs are found whichever form a client sends. An unknown number is a projec
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
 from pathlib import Path
 
-_NUMBER_LOW, _NUMBER_SPAN = 10**11, 9 * 10**11
+from aiptrain.job.project_id import project_number_for
 
-
-def project_number_for(project_id: str) -> str:
-    """The number the emulator gives `project_id`: 12 digits, the same on every machine."""
-    digest = int.from_bytes(hashlib.sha256(project_id.encode()).digest()[:8], "big")
-    return str(_NUMBER_LOW + digest % _NUMBER_SPAN)
+__all__ = ["ProjectDirectory", "project_number_for"]
 
 
 class ProjectDirectory:

@@ -14,6 +14,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aiptrain.emulator.faults import FaultPlan
 from aiptrain.errors import OperationalError, UsageError
@@ -80,12 +81,31 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def console_url(url: str, token: str | None) -> str:
+    """The console's address with the token to exchange for a session, as a notebook server prints it."""
+    from urllib.parse import quote
+
+    return f"{url}?token={quote(token, safe='')}" if token else url
+
+
+@dataclass
+class ShuttingDown:
+    """Whether the server is shutting down (uvicorn's `should_exit`, set on SIGINT or SIGTERM): it
+    waits for open connections, so the console's event streams must end when they see it."""
+
+    server: Any = None
+
+    def is_set(self) -> bool:
+        return bool(self.server is not None and self.server.should_exit)
+
+
 @dataclass(frozen=True)
 class Served:
     """What a listening server tells its caller."""
 
     url: str  # the base URL, with the real port
     token_file: Path | None  # where its token is kept (None: it asks for no token)
+    console: str = ""  # the console's URL, with the token to exchange for a session cookie
 
 
 def serve(
@@ -126,7 +146,9 @@ def serve(
         os.environ[UPSTREAM_VARIABLE] = os.environ["STORAGE_EMULATOR_HOST"]
     allow_forking(False)  # a long-lived, threaded server execs its jobs' supervisors
     engine = LocalEngine(home=home)
-    app = create_app(engine, token=token, bind_host=host, faults=faults or FaultPlan.from_environment())
+    stopping = ShuttingDown()
+    app = create_app(engine, token=token, bind_host=host, faults=faults or FaultPlan.from_environment(),
+                     stopping=stopping)
     sock = bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
     try:
@@ -139,9 +161,11 @@ def serve(
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             http=GuardedH11Protocol, **UVICORN_LIMITS)
     server = uvicorn.Server(config)
+    stopping.server = server
     try:
         if on_ready is not None:
-            on_ready(Served(base_url(host, actual_port), token_file))
+            url = base_url(host, actual_port)
+            on_ready(Served(url, token_file, console_url(url, token)))
         server.run(sockets=[sock])
     finally:
         sock.close()

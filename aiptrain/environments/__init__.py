@@ -4,10 +4,15 @@ promised, with the trainer package on top.
 - `resolution`: which environment a runtime version runs in on this machine, and what was
   substituted (pure; dry-run and `jobs describe` use it too);
 - `interpreters`: the CPython interpreters this machine has (uv-managed, PATH, pyenv's root, a setting);
-- `store`: the environments under `$AIPTRAIN_HOME/envs/`, built with uv, atomically, once;
-- `for_job`: the one path every engine takes from a job to its environment's `bin/python`;
-- `trainer_install`: the trainer package and its `install_requires` on top of an environment;
-- `preparation`, `install_cache`: the job's packages fetched, installed into its site, cached by content;
+- `store`: the environments under `$AIPTRAIN_HOME/envs/`, built with uv as of the runtime's day,
+  atomically, once;
+- `for_job`: the one path every engine takes from a job to its environment's `bin/python`, and the
+  day the job's packages resolve as of (`job.era`);
+- `trainer_install`: uv's command for the trainer package and its `install_requires`, and what its
+  failures mean; `overlay`: the runtime's packages shown to uv as installed (pip's rules);
+  `pip_fallback`, `dated_index`: the runtime's pip for what uv refuses, from an index of the day;
+- `preparation`, `install_cache`: the job's packages fetched, installed into its site, cached by
+  packages, environment and day;
 - `pip_config`: the machine's pip settings (index, proxy, certificates) carried to uv;
 - `uv`: finding and running the uv binary that the `uv` wheel ships.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from aiptrain.environments.store import (
 )
 from aiptrain.errors import OperationalError
 from aiptrain.job.catalog import Catalog
+from aiptrain.job.era import ResolveDay, resolve_day
 from aiptrain.job.spec import TrainingInput
 from aiptrain.replicas.processes import TOKEN_VARIABLE
 from aiptrain.replicas.settings import ReplicaSettings
@@ -113,20 +114,31 @@ def with_interpreter(resolution: RuntimeResolution, training_input: TrainingInpu
     return resolve_runtime(training_input, catalog, downloads=False)
 
 
-def ran_in(resolution: RuntimeResolution, environment: Environment | None, settings: ReplicaSettings) -> dict[str, Any]:
-    """What a job runs in, as `jobs describe` reports it afterwards (JSON)."""
+def ran_in(resolution: RuntimeResolution, environment: Environment | None, settings: ReplicaSettings,
+           day: ResolveDay | None = None) -> dict[str, Any]:
+    """What a job runs in, as `jobs describe` reports it afterwards (JSON): with `day`, the day its
+    packages resolved as of."""
     if environment is None:
         return {"python": settings.python, "notes": [
             f"Runtime version {resolution.version}: ran with AIPTRAIN_LOCAL_PYTHON={settings.python}."]}
     manifest = environment.manifest()
-    return {
+    found = {
         "python": environment.python,
         "pythonVersion": resolution.python,
         "tensorflow": resolution.tensorflow,
         "environment": str(environment.root),
         "installed": manifest.get("installed", {}),
-        "notes": resolution.notes(),
+        "notes": resolution.notes() + ([day.line()] if day is not None else []),
     }
+    if day is not None:
+        found["resolvedAsOf"] = day.to_json()
+    return found
+
+
+def job_day(resolution: RuntimeResolution, labels: Mapping[str, str] | None,
+            env: Mapping[str, str]) -> ResolveDay:
+    """The day a job's packages resolve as of, in the environment `resolution` chose."""
+    return resolve_day(resolution.runtime, labels, env, stands_in=resolution.fallback)
 
 
 def _only(found: interpreters.Interpreter) -> Finder:

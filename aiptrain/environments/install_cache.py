@@ -1,19 +1,22 @@
 """Installed packages shared by jobs: `$AIPTRAIN_HOME/cache/site/<key>/`.
 
-Installing a trainer sdist with pip takes about a second (pip's start-up and a wheel build),
-most of a short job's PREPARING. The result depends only on the package file and the
-interpreter, so each distinct package is installed once per interpreter and reused:
+Installing a trainer sdist takes a second or more (the installer's start-up, a wheel build, its
+dependencies), most of a short job's PREPARING. The result depends only on what is installed and
+where, so it is done once and reused:
 
-    cache/site/<key>/site/            what `pip install --target` produced
-    cache/site/<key>/installed.json   what was installed, by which interpreter
+    cache/site/<key>/site/            what the install put in the job's site directory
+    cache/site/<key>/installed.json   what was installed, on what
 
-The key is a hash of the package file's bytes and name, the interpreter (its path as given,
-which tells virtual environments apart, and the identity of the binary behind it: a rebuilt or
-upgraded Python is another key), and `_CACHE_REVISION`. Packages installed into the
-interpreter's environment (pip, setuptools, the trainer's dependencies) are not part of it:
-they change neither what pip unpacks nor what it compiles. Deleting the directory is always
-safe; the next job installs again, and entries unused for a month are removed when a new one is
-added (`aiptrain.cache_eviction`).
+On a runtime environment one entry holds a job's packages, installed in their order with their
+dependencies (`packages_key`): its key hashes each package file's bytes and name in order, the
+environment's key (its packages, day and interpreter) and the day the packages resolve as of, so a
+job that moves its day installs again. With AIPTRAIN_LOCAL_PYTHON each package is an entry of its
+own (`cache_key`): the package file's bytes and name and the interpreter (its path as given, which
+tells virtual environments apart, and the identity of the binary behind it: a rebuilt or upgraded
+Python is another key); packages installed into that interpreter's environment are not part of it,
+since they change neither what pip unpacks nor what it compiles. Both carry `_CACHE_REVISION`.
+Deleting the directory is always safe; the next job installs again, and entries unused for a month
+are removed when a new one is added (`aiptrain.cache_eviction`).
 
 An entry appears whole or not at all: pip installs into a temporary directory beside it, which
 is renamed into place once complete. When two jobs install one package at once, the first
@@ -31,13 +34,14 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiptrain.cache_eviction import mark_used, remove_unused
 
 # Bump when the install command or the entry layout changes, so old entries are not reused.
-_CACHE_REVISION = "1"
+_CACHE_REVISION = "2"
 _MANIFEST = "installed.json"
 _SITE = "site"
 _STAGING_PREFIX = ".tmp-"
@@ -63,20 +67,41 @@ def install_cache_dir(home: Path) -> Path:
     return home / "cache" / "site"
 
 
-def cache_key(package: Path, python: str, *, installer: str = "pip-no-deps") -> str:
-    """The entry for installing `package` with the interpreter `python` (a runtime environment's,
-    or AIPTRAIN_LOCAL_PYTHON) the way `installer` does; reads the whole file."""
-    digest = hashlib.sha256()
-    with package.open("rb") as stream:
-        while block := stream.read(_HASH_BLOCK):
-            digest.update(block)
+def cache_key(package: Path, python: str) -> str:
+    """The entry for installing `package` alone with the interpreter `python` (AIPTRAIN_LOCAL_PYTHON);
+    reads the whole file."""
     identity = {
         "revision": _CACHE_REVISION,
         "package": package.name,
-        "sha256": digest.hexdigest(),
+        "sha256": _file_digest(package),
         "python": interpreter_identity(python),
-        "installer": installer,
+        "installer": "pip-no-deps",
     }
+    return _key(identity)
+
+
+def packages_key(packages: list[Path], environment_key: str, day: str) -> str:
+    """The entry for installing `packages`, in this order, with their dependencies on the runtime
+    environment `environment_key`, resolved as of `day`; reads every file."""
+    identity = {
+        "revision": _CACHE_REVISION,
+        "packages": [[package.name, _file_digest(package)] for package in packages],
+        "environment": environment_key,
+        "day": day,
+        "installer": "uv-on-runtime",
+    }
+    return _key(identity)
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while block := stream.read(_HASH_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _key(identity: Mapping[str, object]) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 
 

@@ -1,34 +1,39 @@
 """PREPARING: installing a job's staged trainer package(s) into its own site directory.
 
-On a runtime environment (the default), each package is installed as the service did, with its
-`install_requires`, resolved against the environment by uv (`envs.trainer_install`). With
-AIPTRAIN_LOCAL_PYTHON, `pip install --no-deps --no-index --no-build-isolation --target DIR
-PACKAGE`: nothing is downloaded and dependencies come from that interpreter's environment.
-Either way the job's code never touches a shared environment, and two jobs with different
-versions of one package do not see each other's.
+On a runtime environment (the default), the packages are installed as the service did, one after
+another, each with its `install_requires`, on top of the runtime's packages and as of the job's day
+(`trainer_install`). With AIPTRAIN_LOCAL_PYTHON, `pip install --no-deps --no-index
+--no-build-isolation --target DIR PACKAGE`: nothing is downloaded and dependencies come from that
+interpreter's environment. Either way the job's code never touches a shared environment, and two
+jobs with different versions of one package do not see each other's.
 
-Each package is installed once per (package bytes, environment or interpreter) into the install
-cache (`install_cache`), and every job's site directory is filled from there, so only the first
-job with a given package pays for the install.
+The result goes into the install cache (`install_cache`), once per (the packages' bytes in their
+order, the environment, the day) on a runtime environment, once per (package bytes, interpreter)
+with AIPTRAIN_LOCAL_PYTHON, and every job's site directory is filled from there, so only the first
+job with given packages pays for the install.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import functools
 import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from aiptrain.environments import install_cache, trainer_install
+from aiptrain.environments import install_cache, overlay, pip_fallback, trainer_install
+from aiptrain.environments.dated_index import DatedIndex
 from aiptrain.environments.for_job import interpreter_problem
 from aiptrain.environments.store import Environment
 from aiptrain.environments.uv import uv_environment
 from aiptrain.errors import UsageError
+from aiptrain.job.era import LABEL, SETTING, ResolveDay
 from aiptrain.replicas.gs_paths import GS_PREFIX
 from aiptrain.replicas.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
 from aiptrain.replicas.processes import TOKEN_VARIABLE, describe_returncode, start_process, stop_processes
@@ -63,15 +68,19 @@ def run_logged_command(
     stop: threading.Event,
     kill_grace: float,
     task_name: str = SERVICE_TASK,
+    installer: bool = False,
 ) -> CommandResult:
-    """Run a helper command, logging each output line under `task_name`; stop it on `stop`."""
+    """Run a helper command, logging each output line under `task_name`; stop it on `stop`.
+    `installer`: uv or pip, which report their progress on stderr (logged as INFO, but their
+    errors and warnings)."""
     tail = OutputTail()
     process = start_process(argv, env=env, cwd=cwd)
+    logged = _InstallerSink(sink) if installer else sink
     pumps = [
         threading.Thread(
             target=pump_stream,
             args=(stream,),
-            kwargs={"task_name": task_name, "from_stderr": from_stderr, "sink": sink, "tail": tail},
+            kwargs={"task_name": task_name, "from_stderr": from_stderr, "sink": logged, "tail": tail},
             daemon=True,
         )
         for stream, from_stderr in ((process.popen.stdout, False), (process.popen.stderr, True))
@@ -92,6 +101,21 @@ def run_logged_command(
     return CommandResult(returncode, tail.lines())
 
 
+@dataclass(frozen=True)
+class _InstallerSink:
+    """An installer's stderr lines at the severity they say (`error:` / `warning:`), else INFO."""
+
+    sink: LogSink
+
+    def emit(self, task_name: str, severity: str, message: str, *, trial_id: str | None = None,
+             captured: datetime.datetime | None = None, from_stderr: bool = False) -> None:
+        if from_stderr and severity == "ERROR":
+            said = message.lstrip().lower()
+            severity = ("ERROR" if said.startswith(("error", "\u00d7")) else
+                        "WARNING" if said.startswith(("warning", "deprecation")) else "INFO")
+        self.sink.emit(task_name, severity, message, trial_id=trial_id, captured=captured, from_stderr=from_stderr)
+
+
 def install_packages(
     package_uris: list[str],
     *,
@@ -105,11 +129,13 @@ def install_packages(
     kill_grace: float,
     cache_dir: Path | None = None,
     environment: Environment | None = None,
+    day: ResolveDay | None = None,
 ) -> str | None:
     """Install the packages into `site_dir`; None on success, else the job's errorMessage.
 
-    With `environment`, each package comes with its dependencies, resolved against it (and
-    `python` is the environment's); without, it is installed alone with `python`'s pip.
+    With `environment`, the packages come with their dependencies, on top of its packages, as of
+    `day` (default: the environment's own day); `python` is the environment's. Without, each is
+    installed alone with `python`'s pip.
 
     Raises nothing for a user mistake (a missing package is the job's failure, not ours), but
     returns a message saying what is missing and where it was looked for. A cancelled install
@@ -134,64 +160,226 @@ def install_packages(
         sink.emit(SERVICE_TASK, "INFO", "No packages to install; the module must be importable as is.")
         return None
     cache = cache_dir if cache_dir is not None else install_cache.install_cache_dir(storage_root.parent)
-    try:
-        installer = "uv-with-dependencies" if environment is not None else "pip-no-deps"
-        keys = [install_cache.cache_key(path, python, installer=installer) for path in paths]
-    except OSError as error:
-        return f"Reading the package(s) to install failed: {error}"
-    entries = [install_cache.lookup(cache, key) for key in keys]
-    for uri, entry in zip(package_uris, entries, strict=True):
-        if entry is not None:
-            sink.emit(SERVICE_TASK, "INFO", f"Reusing installed package {uri} (cached)")
-    missing = [index for index, entry in enumerate(entries) if entry is None]
-    if missing:
-        sink.emit(SERVICE_TASK, "INFO", "Installing package(s): " + ", ".join(package_uris[i] for i in missing))
     env = dict(base_env)
     env[TOKEN_VARIABLE] = run_token
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    for index in missing:
-        outcome = _install_into_cache(
-            paths[index], keys[index], cache, python=python, env=env, sink=sink, stop=stop, kill_grace=kill_grace,
-            environment=environment,
-        )
-        if not isinstance(outcome, install_cache.CachedInstall):
-            return outcome  # the job's error message, or None when cancelled
-        entries[index] = outcome
+    job = _Install(cache=cache, env=env, sink=sink, stop=stop, kill_grace=kill_grace)
+    if environment is not None:
+        outcome = job.on_runtime(package_uris, paths, environment, day or environment_day(environment))
+    else:
+        outcome = job.alone(package_uris, paths, python)
+    if not isinstance(outcome, list):
+        return outcome  # the job's error message, or None when cancelled
     try:
-        install_cache.copy_into_site([entry for entry in entries if entry is not None], site_dir)
+        install_cache.copy_into_site(outcome, site_dir)
     except OSError as error:
         return f"Copying the installed package(s) into {site_dir} failed: {error}"
     return None
 
 
+def environment_day(environment: Environment) -> ResolveDay:
+    """The day of an environment's runtime (today's index for the fallback), when the job names none."""
+    cutoff = str(environment.manifest().get("cutoff") or "")
+    if environment.stands_in or not cutoff:
+        return ResolveDay(None, "the environment has no day of its own")
+    return ResolveDay(datetime.date.fromisoformat(cutoff), f"runtime {environment.manifest().get('runtime')}'s day")
+
+
+@dataclass
+class _Install:
+    """One job's install into the cache: where, with what environment variables, logged where."""
+
+    cache: Path
+    env: dict[str, str]
+    sink: LogSink
+    stop: threading.Event
+    kill_grace: float
+
+    def say(self, message: str) -> None:
+        self.sink.emit(SERVICE_TASK, "INFO", message)
+
+    def run(self, argv: list[str], env: dict[str, str], cwd: Path) -> CommandResult:
+        return run_logged_command(argv, env=env, cwd=cwd, sink=self.sink, stop=self.stop, kill_grace=self.kill_grace,
+                                  installer=True)
+
+    def on_runtime(self, uris: list[str], paths: list[Path], environment: Environment,
+                   day: ResolveDay) -> list[install_cache.CachedInstall] | str | None:
+        """All the packages, in order, as one cache entry of (packages, environment, day)."""
+        try:
+            key = install_cache.packages_key(paths, environment.key, day.label)
+        except OSError as error:
+            return f"Reading the package(s) to install failed: {error}"
+        self.say(day.line())
+        entry = install_cache.lookup(self.cache, key)
+        if entry is not None:
+            self.say(f"Reusing installed package(s) {', '.join(uris)} (cached, resolved as of {day.label})")
+            return [entry]
+        self.say("Installing package(s): " + ", ".join(uris))
+        outcome = self._staged(key, lambda staging: self._on_runtime(paths, environment, day, staging),
+                               {"packages": ", ".join(p.name for p in paths), "environment": environment.key,
+                                "day": day.label})
+        return [outcome] if isinstance(outcome, install_cache.CachedInstall) else outcome
+
+    def alone(self, uris: list[str], paths: list[Path], python: str) -> list[install_cache.CachedInstall] | str | None:
+        """Each package without its dependencies, with `python`'s pip, one cache entry each."""
+        try:
+            keys = [install_cache.cache_key(path, python) for path in paths]
+        except OSError as error:
+            return f"Reading the package(s) to install failed: {error}"
+        entries = [install_cache.lookup(self.cache, key) for key in keys]
+        for uri, entry in zip(uris, entries, strict=True):
+            if entry is not None:
+                self.say(f"Reusing installed package {uri} (cached)")
+        missing = [index for index, entry in enumerate(entries) if entry is None]
+        if missing:
+            self.say("Installing package(s): " + ", ".join(uris[i] for i in missing))
+        for index in missing:
+            outcome = self._staged(keys[index], functools.partial(self._alone, paths[index], python),
+                                   {"package": paths[index].name,
+                                    "python": install_cache.interpreter_identity(python)})
+            if not isinstance(outcome, install_cache.CachedInstall):
+                return outcome
+            entries[index] = outcome
+        return [entry for entry in entries if entry is not None]
+
+    def _staged(self, key: str, install: Callable[[Path], str | Literal[True] | None],
+                description: dict[str, str]) -> install_cache.CachedInstall | str | None:
+        """Run `install` into a new staging directory and publish it as the entry `key`: the entry,
+        else the job's error message, or None when the job was cancelled meanwhile."""
+        try:
+            staging = install_cache.new_staging(self.cache, key)
+        except OSError as error:
+            return f"Cannot write the install cache {self.cache}: {error}"
+        try:
+            outcome = install(staging)
+            if outcome is not True:
+                return outcome
+            return install_cache.publish(staging, self.cache, key, description)
+        except OSError as error:
+            return f"Cannot write the install cache {self.cache}: {error}"
+        finally:
+            install_cache.discard(staging)  # gone already when it was published
+
+    def _alone(self, package: Path, python: str, staging: Path) -> str | Literal[True] | None:
+        problem = interpreter_problem(python)
+        if problem:
+            return problem
+        with _readable_as_a_file(package) as readable:
+            argv = [
+                python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
+                "--no-input", "--quiet", "--target", str(install_cache.staging_site(staging)), str(readable),
+            ]
+            result = self.run(argv, self.env, staging)
+        if result.returncode is None:
+            return None
+        if result.returncode != 0:
+            message = f"Installing the package(s) with pip failed: pip {describe_returncode(result.returncode)}."
+            if result.tail:
+                message += " Its last error lines:\n" + "\n".join(result.tail)
+            return message
+        return True
+
+    def _on_runtime(self, paths: list[Path], environment: Environment, day: ResolveDay,
+                    staging: Path) -> str | Literal[True] | None:
+        """Every package into the staging site, in order, on top of the runtime's packages shown
+        there (`overlay`); True, the job's error message, or None when cancelled."""
+        site = install_cache.staging_site(staging)
+        shown = overlay.write(site, environment.root, environment.dependency_metadata())
+        with contextlib.ExitStack() as stack:
+            fallback = _PipFallback(self, environment, day, stack)
+            for package in paths:
+                readable = stack.enter_context(_readable_as_a_file(package))
+                outcome = self._one_on_runtime(readable, package, environment, day, site, staging, fallback)
+                if outcome is not True:
+                    return outcome
+            if fallback.index is not None and fallback.index.unfiltered:
+                self.say("The package index gave no upload times for " + ", ".join(sorted(fallback.index.unfiltered))
+                         + f": their files were not held to {day.label}.")
+        replaced = overlay.remove(site, shown)
+        if replaced:
+            self.say("The trainer's requirements replace the runtime's " + ", ".join(
+                f"{r.name} {r.runtime_version} (now {r.version})" for r in replaced)
+                + ", as pip replaced them in the image; the runtime's copies stay underneath.")
+        with contextlib.suppress(OSError):
+            (site / ".lock").unlink()  # uv's lock of the target directory
+        overlay.remove_empty_directories(site)
+        return True
+
+    def _one_on_runtime(self, readable: Path, package: Path, environment: Environment, day: ResolveDay,
+                        site: Path, staging: Path, fallback: _PipFallback) -> str | Literal[True] | None:
+        overrides = trainer_install.overrides_file(staging) if environment.stands_in else None
+        argv = trainer_install.install_argv(readable, environment, site, day, overrides=overrides)
+        result = self.run(argv, uv_environment(self.env), staging)
+        if result.returncode is None:
+            return None
+        if result.returncode == 0:
+            return True
+        lines = result.tail
+        mismatch = trainer_install.python_mismatch(lines, environment)
+        if mismatch is not None:
+            return f"Installing the trainer package {package.name} failed: {mismatch}."
+        too_new = trainer_install.published_after_the_day(package, lines, day)
+        if too_new is not None:
+            return too_new
+        why = trainer_install.failure_reason_line(lines)
+        if not trainer_install.uv_refused(lines):
+            pin = trainer_install.missing_pin(lines)
+            if pin is None:
+                return trainer_install.failure_message(package, environment, lines)
+            if not fallback.dated_index().has_version(pin.name, pin.version):
+                when = f" published by {day.label}" if day.day is not None else ""
+                return (f"Installing the trainer package {package.name} failed: its requirement {pin.name}=="
+                        f"{pin.version} has no file on the package index{when}. Hint: check the version, or run "
+                        f"the job as of a later day (--labels {LABEL}=YYYY-MM-DD, or {SETTING}).")
+            # The index has it, uv found none: it skips files whose metadata it cannot read.
+            why = f"uv reads no file of {pin.name}=={pin.version}, which the index has: uv refuses its metadata"
+        return fallback.install(readable, package, site, staging, why)
+
+
+class _PipFallback:
+    """The runtime's pip, for the packages uv refuses: said once in the log, with the index of the day."""
+
+    def __init__(self, job: _Install, environment: Environment, day: ResolveDay, stack: contextlib.ExitStack) -> None:
+        self.job, self.environment, self.day, self.stack = job, environment, day, stack
+        self.index: DatedIndex | None = None
+        self.said = False
+
+    def dated_index(self) -> DatedIndex:
+        if self.index is None:
+            self.index = self.stack.enter_context(DatedIndex(self.day.exclude_newer, self.job.env))
+        return self.index
+
+    def install(self, readable: Path, package: Path, site: Path, staging: Path, why: str) -> str | Literal[True] | None:
+        index = self.dated_index()
+        if not self.said:
+            as_of = f" of {self.day.label}" if self.day.day is not None else ""
+            self.job.say(f"uv cannot install {package.name}'s requirements ({why}); installing it with the runtime's "
+                         f"own pip, as the service did, from the package index{as_of} ({index.url}).")
+            self.said = True
+        else:
+            self.job.say(f"uv cannot install {package.name}'s requirements either; the runtime's pip installs it.")
+        tail: list[str] = []
+
+        def run(argv: list[str], env: dict[str, str]) -> int | None:
+            result = self.job.run(argv, env, staging)
+            tail[:] = result.tail
+            return result.returncode
+
+        code = pip_fallback.install(readable, self.environment, site, staging, index_url=index.url,
+                                    env=self.job.env, run=run)
+        if code is None:
+            return None
+        if code != 0:
+            mismatch = trainer_install.python_mismatch(tail, self.environment)
+            if mismatch is not None:
+                return f"Installing the trainer package {package.name} failed: {mismatch}."
+            message = f"Installing the trainer package {package.name} with pip failed: pip {describe_returncode(code)}."
+            return message + (" Its last error lines:\n" + "\n".join(tail) if tail else "")
+        return True
+
+
 # Characters a requirement parser reads as syntax even in a file's path (see `_readable_as_a_file`).
 _REQUIREMENT_SYNTAX = frozenset(";#")
-
-
-def _install_into_cache(
-    package: Path,
-    key: str,
-    cache: Path,
-    *,
-    python: str,
-    env: dict[str, str],
-    sink: LogSink,
-    stop: threading.Event,
-    kill_grace: float,
-    environment: Environment | None = None,
-) -> install_cache.CachedInstall | str | None:
-    """Install one package as the cache entry `key`: the entry, else the job's error message,
-    or None when the job was cancelled meanwhile."""
-    try:
-        staging = install_cache.new_staging(cache, key)
-    except OSError as error:
-        return f"Cannot write the install cache {cache}: {error}"
-    try:
-        with _readable_as_a_file(package) as readable:
-            return _install_staged(readable, key, cache, staging, python=python, env=env, sink=sink, stop=stop,
-                                   kill_grace=kill_grace, environment=environment)
-    finally:
-        install_cache.discard(staging)  # gone already when it was published
 
 
 @contextlib.contextmanager
@@ -209,98 +397,3 @@ def _readable_as_a_file(package: Path) -> Iterator[Path]:
         except OSError:
             shutil.copyfile(package, plain)
         yield plain
-
-
-def _install_staged(
-    package: Path,
-    key: str,
-    cache: Path,
-    staging: Path,
-    *,
-    python: str,
-    env: dict[str, str],
-    sink: LogSink,
-    stop: threading.Event,
-    kill_grace: float,
-    environment: Environment | None,
-) -> install_cache.CachedInstall | str | None:
-    """`_install_into_cache` once its staging directory exists (discarded by the caller)."""
-    site = install_cache.staging_site(staging)
-    if environment is not None:
-        outcome = _install_with_dependencies(
-            package, environment, site, staging, env=env, sink=sink, stop=stop, kill_grace=kill_grace
-        )
-        if not isinstance(outcome, bool):
-            return outcome
-        description = {"package": package.name, "environment": environment.key}
-    else:
-        problem = interpreter_problem(python)
-        if problem:
-            return problem
-        argv = [
-            python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
-            "--no-input", "--quiet", "--target", str(site), str(package),
-        ]
-        result = run_logged_command(argv, env=env, cwd=staging, sink=sink, stop=stop, kill_grace=kill_grace)
-        if result.returncode is None:
-            return None
-        if result.returncode != 0:
-            message = f"Installing the package(s) with pip failed: pip {describe_returncode(result.returncode)}."
-            if result.tail:
-                message += " Its last error lines:\n" + "\n".join(result.tail)
-            return message
-        description = {"package": package.name, "python": install_cache.interpreter_identity(python)}
-    try:
-        return install_cache.publish(staging, cache, key, description)
-    except OSError as error:
-        return f"Cannot write the install cache {cache}: {error}"
-
-
-def _install_with_dependencies(
-    package: Path,
-    environment: Environment,
-    site: Path,
-    staging: Path,
-    *,
-    env: dict[str, str],
-    sink: LogSink,
-    stop: threading.Event,
-    kill_grace: float,
-) -> Literal[True] | str | None:
-    """uv-install `package` and what it requires into `site`: True, the job's error message, or
-    None when cancelled. Pins that conflict with the runtime's versions get their own; what uv
-    refuses and the era's pip accepted is installed with the environment's pip."""
-    overrides = trainer_install.overrides_file(staging)
-    uv_env = uv_environment(env)
-    installers = [("uv", True), ("uv", False)]
-    while installers:
-        tool, constrained = installers.pop(0)
-        if tool == "uv":
-            argv = trainer_install.install_argv(package, environment, site, overrides, constrained=constrained)
-        else:
-            argv = trainer_install.pip_argv(package, environment, site, constrained=constrained)
-        result = run_logged_command(argv, env=uv_env, cwd=staging, sink=sink, stop=stop, kill_grace=kill_grace)
-        if result.returncode is None:
-            return None
-        if result.returncode == 0:
-            break
-        mismatch = trainer_install.python_mismatch(result.tail, environment)
-        if mismatch is not None:
-            return f"Installing the trainer package {package.name} failed: {mismatch}."
-        shutil.rmtree(site, ignore_errors=True)
-        if tool == "uv" and trainer_install.uv_refused(result.tail):
-            sink.emit(SERVICE_TASK, "INFO", f"uv cannot install {package.name}'s requirements (" +
-                      trainer_install.failure_reason_line(result.tail) + "); installing it with the runtime's own "
-                      "pip, as the service did.")
-            installers = [("pip", True), ("pip", False)]
-        elif constrained and (tool == "pip" or trainer_install.is_resolution_conflict(result.tail)):
-            sink.emit(SERVICE_TASK, "INFO", f"{package.name} pins versions other than the runtime's; "
-                      "installing its own versions beside the runtime's.")
-        else:
-            return trainer_install.failure_message(package, environment, result.tail)
-    else:
-        return trainer_install.failure_message(package, environment, result.tail)
-    provided = trainer_install.prune_provided(site, environment)
-    if provided:
-        sink.emit(SERVICE_TASK, "INFO", f"{package.name}: already in the runtime: " + ", ".join(provided))
-    return True

@@ -27,7 +27,7 @@ Finder = Callable[[str, Mapping[str, str] | None], Interpreter | None]
 # on Linux after 2019 (3.5); a runtime asked for them runs on its nearest Python 3.
 _UNBUILDABLE = ("2.7", "3.5")
 # The first TensorFlow whose GCS filesystem takes its CA bundle from CURL_CA_BUNDLE (read off the
-# wheels: 2.4.4 has it, 2.1.4 and 1.15.5 only know /etc/ssl/certs/ca-certificates.crt).
+# wheels: 2.4.4 has it; 2.1 and 1.15, every patch, only know /etc/ssl/certs/ca-certificates.crt).
 _CA_BUNDLE_SINCE = (2, 4)
 
 
@@ -49,6 +49,9 @@ class RuntimeResolution:
     tf1_note: str = ""
     gpu_packages: dict[str, str] = field(default_factory=dict)
     alternatives: tuple[str, ...] = ()  # the runtime's Pythons, best first (what a download may fetch)
+    cutoff: str = ""  # the runtime's day, which its environment is built as of ("": the fallback's, today)
+    # uv's reading of metadata it cannot parse, for packages of the set ("pandas==0.24.2" -> requirements)
+    dependency_metadata: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def version(self) -> str:
@@ -66,7 +69,11 @@ class RuntimeResolution:
 
     @property
     def python_label(self) -> str:
-        return self.python_asked or f"{self.runtime.default_python} (the service's default)"
+        if self.python_asked:
+            return self.python_asked
+        if self.runtime.python_is_required:
+            return f"{self.runtime.default_python} (the only one runtime {self.version} supports)"
+        return f"{self.runtime.default_python} (the service's default)"
 
     def summary(self) -> str:
         """One line: what was asked, what runs, on which interpreter, and why."""
@@ -90,7 +97,7 @@ class RuntimeResolution:
         return lines
 
     def warnings(self) -> list[str]:
-        return self.runtime.warnings(named=self.asked is not None)
+        return self.runtime.warnings(named=self.asked is not None, python_named=self.python_asked is not None)
 
 
 def package_label(requirement: str) -> str:
@@ -124,7 +131,8 @@ def resolve_runtime(
             asked=training_input.runtime_version, runtime=runtime, python_asked=training_input.python_version,
             name=f"runtime-{runtime.version}", tensorflow=runtime.tensorflow,
             packages=(runtime.tensorflow_requirement, *runtime.packages), python=python, interpreter=found,
-            why=why, problem=problem, gpu_packages=_gpu_variant(runtime), alternatives=tuple(candidates))
+            why=why, problem=problem, gpu_packages=_gpu_variant(runtime), alternatives=tuple(candidates),
+            cutoff=runtime.cutoff, dependency_metadata=dict(runtime.dependency_metadata))
 
     for python in candidates:
         found = find(python, env)

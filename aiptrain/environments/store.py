@@ -1,17 +1,26 @@
 """Runtime environments on disk: `$AIPTRAIN_HOME/envs/<key>/`, one per (package set, Python).
 
     envs/<key>/                  a virtual environment built by `uv venv` + `uv pip install`
-    envs/<key>/aiptrain-env.json what it holds (recipe, packages, Python, build time)
-    envs/<key>/constraints.txt   its exact package versions (`uv pip freeze`), for trainer installs
+    envs/<key>/aiptrain-env.json what it holds (recipe, packages, Python, the day, build time)
+    envs/<key>/aiptrain-uv.toml  uv's configuration for it: the runtime's reading of metadata uv cannot parse
+    envs/<key>/constraints.txt   its exact package versions (`uv pip freeze`)
     envs/.logs/<key>.log         the output of its last build (kept whether it worked or not)
     envs/.logs/builds.jsonl      one line per completed build: which, where, how long
     envs/.locks/<key>.lock       held while it is built
 
-The key hashes the package list and the base interpreter (its path and the identity of its
-binary), so a changed package set or a rebuilt Python is another environment, and an existing one
-is never changed in place. Environments are seeded with that Python's own pip and setuptools, so a
-trainer whose requirements uv refuses can still be installed the way the service did (with pip).
-A build goes into `.tmp-<key>-*` beside the final directory and is
+A runtime's environment is built as of the runtime's day (`RuntimeResolution.cutoff`): uv takes no
+file uploaded after it (`--exclude-newer`, an instant in UTC), so the packages the set leaves open
+are those the image's pip found then (protobuf 3.14 for runtime 1.15, never protobuf 4). The build
+tools uv fetches to build an old sdist are exempt: an isolated build needs a setuptools newer than
+the oldest runtimes. Where a pinned package's own metadata has a requirement uv cannot parse (pandas
+before 0.25), uv is given the catalog's reading of it (`dependency_metadata`, in the environment's
+`aiptrain-uv.toml`, which trainer installs use too).
+
+The key hashes the package list, the day, that metadata and the base interpreter (its path and the
+identity of its binary), so a changed package set, a moved day or a rebuilt Python is another
+environment, and an existing one is never changed in place. Environments are seeded with that
+Python's own pip and setuptools, so a trainer whose requirements uv refuses can still be installed
+the way the service did (with pip). A build goes into `.tmp-<key>-*` beside the final directory and is
 renamed into place once complete (with its manifest written last), so a killed build leaves
 nothing a later job would use; the next build under the lock removes it. Two jobs that need the
 same environment take the lock in turn: the second finds the first one's result.
@@ -23,6 +32,7 @@ for AIPTRAIN_CACHE_MAX_AGE_DAYS are removed when another one is built, like the 
 
 from __future__ import annotations
 
+import datetime
 import fcntl
 import hashlib
 import json
@@ -35,7 +45,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,12 +54,16 @@ from aiptrain.cache_eviction import mark_used, remove_unused
 from aiptrain.environments.pip_config import pip_settings
 from aiptrain.environments.resolution import RuntimeResolution, package_label
 from aiptrain.environments.uv import environment_python, failure_reason, uv_binary, uv_environment
+from aiptrain.job.era import first_instant_after
 from aiptrain.replicas.processes import dying_with_this_thread
 
 ENVS_SETTING = "AIPTRAIN_ENVS_DIR"
-_REVISION = "1"
+_REVISION = "2"
 _MANIFEST = "aiptrain-env.json"
 _CONSTRAINTS = "constraints.txt"
+_UV_CONFIG = "aiptrain-uv.toml"
+# Built from sdists with the tools of today: old sdists need a setuptools newer than the oldest days.
+_BUILD_TOOLS = ("setuptools", "wheel")
 _STAGING_PREFIX = ".tmp-"
 _LOCK_POLL_SECONDS = 0.2
 
@@ -84,6 +98,22 @@ class Environment:
     @property
     def constraints(self) -> Path:
         return self.root / _CONSTRAINTS
+
+    @property
+    def uv_config(self) -> Path:
+        """uv's configuration for installs into or on top of this environment (may be absent)."""
+        return self.root / _UV_CONFIG
+
+    def dependency_metadata(self) -> dict[str, tuple[str, ...]]:
+        """The catalog's reading of metadata uv cannot parse, for this environment's packages."""
+        raw = self.manifest().get("dependency_metadata") or {}
+        return {str(pin): tuple(str(r) for r in requires) for pin, requires in raw.items()}
+
+    @property
+    def stands_in(self) -> bool:
+        """Whether this is the fallback environment, standing in for a runtime it is not."""
+        manifest = self.manifest()
+        return bool(manifest.get("fallback", not str(manifest.get("name", "")).startswith("runtime-")))
 
     def manifest(self) -> dict[str, Any]:
         data = json.loads((self.root / _MANIFEST).read_text())
@@ -126,14 +156,35 @@ def effective_packages(resolution: RuntimeResolution) -> list[str]:
     return packages
 
 
-def environment_key(packages: list[str], python: str) -> str:
+def environment_key(packages: list[str], python: str, *, cutoff: str = "",
+                    dependency_metadata: dict[str, tuple[str, ...]] | None = None) -> str:
     try:
         stat = os.stat(python)
         stamp = f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
     except OSError:
         stamp = "missing"
-    identity = {"revision": _REVISION, "packages": packages, "python": python, "binary": stamp}
+    identity = {"revision": _REVISION, "packages": packages, "python": python, "binary": stamp, "cutoff": cutoff,
+                "dependency_metadata": {k: list(v) for k, v in (dependency_metadata or {}).items()},
+                "build_tools_exempt": list(_BUILD_TOOLS)}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def as_of_arguments(cutoff: str) -> list[str]:
+    """uv's arguments that build an environment as of `cutoff` (none for "": today's index)."""
+    if not cutoff:
+        return []
+    exempt = [argument for tool in _BUILD_TOOLS for argument in ("--exclude-newer-package", f"{tool}=false")]
+    return ["--exclude-newer", first_instant_after(datetime.date.fromisoformat(cutoff)), *exempt]
+
+
+def uv_config_text(dependency_metadata: Mapping[str, Sequence[str]]) -> str:
+    """uv's `dependency-metadata` entries (TOML) for packages whose own metadata it cannot parse."""
+    entries = []
+    for pin, requires in sorted(dependency_metadata.items()):
+        name, _, version = pin.partition("==")
+        entries.append(f"[[dependency-metadata]]\nname = {json.dumps(name)}\nversion = {json.dumps(version)}\n"
+                       f"requires-dist = {json.dumps(list(requires))}\n")
+    return "\n".join(entries)
 
 
 class EnvironmentStore:
@@ -144,7 +195,8 @@ class EnvironmentStore:
         return self.root / ".logs" / f"{key}.log"
 
     def key_for(self, resolution: RuntimeResolution) -> str:
-        return environment_key(effective_packages(resolution), _interpreter_of(resolution))
+        return environment_key(effective_packages(resolution), _interpreter_of(resolution), cutoff=resolution.cutoff,
+                               dependency_metadata=resolution.dependency_metadata)
 
     def find(self, resolution: RuntimeResolution) -> Environment | None:
         """The built environment of `resolution` (now marked used), or None."""
@@ -257,7 +309,8 @@ class EnvironmentStore:
         log_path = self.log_path(key)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=self.root, prefix=f"{_STAGING_PREFIX}{key}-"))
-        progress(f"Building runtime {resolution.version} on Python {resolution.python}: "
+        as_of = f" as of {resolution.cutoff}" if resolution.cutoff else ""
+        progress(f"Building runtime {resolution.version} on Python {resolution.python}{as_of}: "
                  + ", ".join(package_label(p) for p in packages) + f" (log: {log_path})")
         base_env = {**os.environ, **extra_env}
         progress(pip_settings(base_env).describe())
@@ -265,13 +318,17 @@ class EnvironmentStore:
         uv = uv_binary()
         env = uv_environment(base_env)
         python = _interpreter_of(resolution)
+        config = staging / _UV_CONFIG
         try:
             with log_path.open("w", encoding="utf-8") as log:
                 steps = [
                     [uv, "venv", "--quiet", "--seed", "--relocatable", "--python", python, str(staging)],
-                    [uv, "pip", "install", "--python", environment_python(staging), *packages],
+                    [uv, "pip", "install", "--python", environment_python(staging), "--config-file", str(config),
+                     *as_of_arguments(resolution.cutoff), *packages],
                 ]
                 for argv in steps:
+                    if "--config-file" in argv:  # uv venv wants an empty directory: written after it
+                        config.write_text(uv_config_text(resolution.dependency_metadata))
                     lines = _run(argv, env=env, log=log, progress=progress, stop=stop)
                     if lines is None:
                         raise BuildCancelled
@@ -294,6 +351,9 @@ class EnvironmentStore:
                 "runtime": resolution.version,
                 "tensorflow": resolution.tensorflow,
                 "packages": packages,
+                "cutoff": resolution.cutoff,
+                "fallback": resolution.fallback,
+                "dependency_metadata": {k: list(v) for k, v in resolution.dependency_metadata.items()},
                 "python": python,
                 "python_version": resolution.python,
                 "installed": installed,

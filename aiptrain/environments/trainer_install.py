@@ -1,54 +1,58 @@
-"""Installing a trainer package as the service did: with its `install_requires`, on top of the
-runtime (the service pip-installed the package into the runtime image).
+"""Installing a trainer package as the service did: with its `install_requires`, pip-installed into the
+runtime's image while the runtime was current.
 
-One package goes into one directory (`--target`) with uv, resolved against the runtime
-environment:
+Each package goes into the job's site directory (`--target`) with uv, in the order the job lists
+them, each seeing the ones before:
 
-- the environment's exact versions are constraints, so a trainer that asks for `pandas` or
-  `scikit-learn>=1.0` gets the runtime's copy; a trainer whose pins conflict with them is
-  resolved again without them and gets its own versions, which shadow the runtime's;
-- TensorFlow requirements are dropped (an override that never applies): the runtime provides
-  TensorFlow, as the image did, and `tensorflow==1.15` in an old setup.py must not pull a second
-  TensorFlow (or fail) on a runtime that substitutes 2.15;
-- whatever uv put in the directory that the environment already has at the same version is
-  removed again, so a job's site holds only what the trainer adds;
-- where uv refuses what the era's pip accepted (the legacy metadata of pandas 0.24, an old sdist
-  uv cannot build), the environment's own pip installs the package instead, as the service's did;
-- a requirement that cannot install on the runtime's Python fails with one line naming the
-  package, the Python it needs and the one the runtime runs (`python_mismatch`).
+- the runtime's packages are shown to uv as installed (`overlay`): a requirement they meet is kept
+  ("already satisfied"), one they do not is replaced by the trainer's own version, which shadows the
+  runtime's (TensorFlow too: `tensorflow==1.15.2` on runtime 1.15 runs 1.15.2, as pip installed it);
+- nothing uploaded after the job's day is installed (`--exclude-newer`, `job.era`), so an open
+  requirement gets what pip got then;
+- the runtime's reading of package metadata uv cannot parse (its own pandas) comes from the
+  environment's uv configuration (`store`);
+- where uv refuses what the era's pip accepted (legacy metadata, an unparseable Requires-Python, an
+  old sdist it cannot build) the runtime's own pip installs the package instead (`pip_fallback`);
+- a requirement that cannot install on the runtime's Python fails with one line naming it, the
+  Python it needs and the one the runtime runs (`python_mismatch`); a pin published after the day
+  fails naming the day and how to move it (`published_after_the_day`).
+
+The fallback environment (TensorFlow 2.15 standing in for a runtime) keeps TensorFlow out of the
+resolution instead: a trainer's `tensorflow==1.15` must not pull a second TensorFlow onto it.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-from email.parser import HeaderParser
+from dataclasses import dataclass
 from pathlib import Path
 
-from aiptrain.environments.store import Environment, normalise_name
+from aiptrain.environments.store import Environment
 from aiptrain.environments.uv import failure_reason, uv_binary
+from aiptrain.job.era import LABEL, SETTING, ResolveDay
 
-# Provided by the runtime whatever the trainer asks: TensorFlow in its packagings.
+# TensorFlow in its packagings: requirements on them vanish on an environment that stands in.
 RUNTIME_PROVIDED = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tensorflow-intel")
 _NEVER = 'sys_platform == "aiptrain-runtime-provides-it"'
 
 
 def overrides_file(directory: Path) -> Path:
+    """An override that removes every TensorFlow requirement (its marker is never true)."""
     path = directory / "runtime-overrides.txt"
     path.write_text("".join(f"{name} ; {_NEVER}\n" for name in RUNTIME_PROVIDED))
     return path
 
 
-def install_argv(
-    package: Path, environment: Environment, site: Path, overrides: Path, *, constrained: bool
-) -> list[str]:
-    argv = [
-        uv_binary(), "pip", "install", "--quiet", "--python", environment.python, "--target", str(site),
-        "--no-build-isolation", "--override", str(overrides),
-    ]
-    if constrained:
-        argv += ["--constraint", str(environment.constraints)]
+def install_argv(package: Path, environment: Environment, site: Path, day: ResolveDay, *,
+                 overrides: Path | None = None) -> list[str]:
+    argv = [uv_binary(), "pip", "install", "--python", environment.python, "--target", str(site),
+            "--no-build-isolation"]
+    if environment.uv_config.is_file():
+        argv += ["--config-file", str(environment.uv_config)]
+    if day.exclude_newer is not None:
+        argv += ["--exclude-newer", day.exclude_newer]
+    if overrides is not None:
+        argv += ["--override", str(overrides)]
     return [*argv, str(package)]
 
 
@@ -58,10 +62,23 @@ _UV_NEEDS_PYTHON = re.compile(r"(?:and |, )([A-Za-z0-9_.\-\[\]]+(?:==[^\s,]+)?) 
 # "Ignored the following versions that require a different python version: 1.4.1 Requires-Python >=3.8"
 _PIP_NEEDS_PYTHON = re.compile(r"Package '([^']+)' requires a different Python: \S+ not in '([^']+)'")
 _PIP_IGNORED = re.compile(r"require a different python version: (\S+) Requires-Python ([^;\s]+)")
-# uv's answers where the era's pip would have gone on: metadata it will not parse, builds it cannot do.
 _PIP_NO_VERSION = re.compile(r"satisfies the requirement (\S+)")
-_UV_REFUSALS = ("could not be parsed", "Failed to parse", "Failed to build", "Failed to download and build",
-                "Failed to prepare distributions", "invalid metadata")
+# uv's answers where the era's pip would have gone on: metadata it will not parse, builds it cannot do.
+_UV_REFUSALS = ("could not be parsed", "Failed to parse", "Failed to read metadata", "Failed to build",
+                "Failed to download and build", "Failed to prepare distributions", "invalid metadata")
+# "there is no version of python-networkdays==1.0.2": no such file, or (silently) one whose
+# Requires-Python uv cannot parse, or one published after the day (then a hint says when).
+_NO_VERSION = re.compile(r"there is no version of ([A-Za-z0-9_.\-]+)==([^\s,]+)")
+_PUBLISHED = re.compile(r"`([^`]+)` was filtered by `exclude-newer`.*?requested version, v(\S+), was published at "
+                        r"(\d{4}-\d\d-\d\d)")
+
+
+@dataclass(frozen=True)
+class MissingPin:
+    """A pinned requirement uv found no file of: `name==version`."""
+
+    name: str
+    version: str
 
 
 def is_resolution_conflict(lines: list[str]) -> bool:
@@ -79,13 +96,23 @@ def uv_refused(lines: list[str]) -> bool:
     return any(marker in line for line in lines for marker in _UV_REFUSALS)
 
 
-def pip_argv(package: Path, environment: Environment, site: Path, *, constrained: bool) -> list[str]:
-    """The environment's own pip, as the service installed trainer packages."""
-    argv = [environment.python, "-m", "pip", "install", "--no-input", "--quiet", "--disable-pip-version-check",
-            "--target", str(site)]
-    if constrained:
-        argv += ["--constraint", str(environment.constraints)]
-    return [*argv, str(package)]
+def missing_pin(lines: list[str]) -> MissingPin | None:
+    """The pin uv found no version of (whatever the reason), else None."""
+    found = _NO_VERSION.search(" ".join(line.strip() for line in lines))
+    return MissingPin(found.group(1), found.group(2)) if found else None
+
+
+def published_after_the_day(package: Path, lines: list[str], day: ResolveDay) -> str | None:
+    """The job's error message for a pin uv left out because it came after the day, else None."""
+    text = " ".join(line.strip() for line in lines)
+    found = _PUBLISHED.search(text)
+    if found is None or day.day is None:
+        return None
+    name, version, published = found.groups()
+    return (f"Installing the trainer package {package.name} failed: its requirement {name}=={version} was published "
+            f"on {published}, after {day.day.isoformat()}, the day the job's packages resolve as of ({day.origin}). "
+            f"Hint: run the job as of a later day (--labels {LABEL}={published}, or {SETTING}={published}), or "
+            "relax the pin in the package's install_requires (setup.py).")
 
 
 def python_mismatch(lines: list[str], environment: Environment) -> str | None:
@@ -115,61 +142,3 @@ def failure_message(package: Path, environment: Environment, lines: list[str]) -
         f"{manifest.get('tensorflow', '?')}; relax that pin in the package's install_requires (setup.py), "
         "or run with AIPTRAIN_LOCAL_PYTHON set to an interpreter that already has what the trainer needs."
     )
-
-
-def prune_provided(site: Path, environment: Environment) -> list[str]:
-    """Remove from `site` every distribution the environment has at the same version; their names."""
-    installed = environment.installed()
-    removed = []
-    for info in sorted(site.glob("*.dist-info")):
-        name, version = _name_and_version(info)
-        if not name or installed.get(normalise_name(name)) != version:
-            continue
-        _remove_distribution(site, info)
-        removed.append(name)
-    _remove_empty_directories(site)
-    try:
-        (site / ".lock").unlink()  # uv's lock of the target directory
-    except OSError:
-        pass
-    return removed
-
-
-def _remove_empty_directories(site: Path) -> None:
-    for directory, _dirs, _files in sorted(os.walk(site), key=lambda item: len(item[0]), reverse=True):
-        if directory != str(site):
-            try:
-                os.rmdir(directory)  # only when empty
-            except OSError:
-                pass
-
-
-def _name_and_version(info: Path) -> tuple[str, str]:
-    """`Name` and `Version` of a dist-info's METADATA (its headers only)."""
-    try:
-        with (info / "METADATA").open(encoding="utf-8", errors="replace") as metadata:
-            headers = HeaderParser().parse(metadata, headersonly=True)
-    except OSError:
-        return "", ""
-    return str(headers.get("Name", "")).strip(), str(headers.get("Version", "")).strip()
-
-
-def _remove_distribution(site: Path, info: Path) -> None:
-    """Delete the files a distribution's RECORD lists (inside `site` only), then its metadata."""
-    try:
-        record = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        record = ""
-    site_root = os.path.realpath(site)
-    for line in record.splitlines():
-        relative = line.split(",", 1)[0]
-        if not relative:
-            continue
-        path = os.path.realpath(os.path.join(site, relative))
-        if not path.startswith(site_root + os.sep):
-            continue
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-    shutil.rmtree(info, ignore_errors=True)

@@ -1,4 +1,5 @@
-"""gs:// for the replicas of local jobs: the local store served as Cloud Storage, for every client.
+"""gs:// for the replicas of local jobs: the local store served as Cloud Storage, for every client;
+and the VM's metadata server, whose tokens the storage endpoint accepts.
 
 - `objects.py`: the local store's tree as buckets and objects (plain files, atomic writes);
 - `api.py`: the Cloud Storage JSON API over it, which is also the replicas' HTTPS proxy for
@@ -9,7 +10,9 @@
 - `certificates.py`: the installation's CA, the certificate for those hosts, and the system's CA
   bundle with the CA appended;
 - `system_trust.py`: a replica's view of the system's CA bundle, for TensorFlow before 2.4;
-- `service.py`: `ReplicaStorage`, one endpoint per job, and the replicas' environment.
+- `metadata.py`: the metadata server of a job's VM (project, zone, service account, tokens);
+- `service.py`: `ReplicaStorage`, one endpoint per job, the metadata server's lifetime, and the
+  replicas' environment (`host_endpoints` lists both servers for a launcher that relays them).
 
 May import: `errors`, `paths`, `job`, `storage`, `replicas` (processes, secrets kept out of
 replicas). Never a backend, `submit` or `cli`.

@@ -9,13 +9,20 @@ One server, one port, two ways in:
   terminated with the installation's certificate (`certificates.py`) and the same handler serves
   the requests inside, plus the path-style reads TensorFlow sends to storage.googleapis.com
   (`GET /BUCKET/OBJECT` with a Range). A CONNECT to any other host is refused (403): nothing a
-  replica sends through this proxy leaves the machine.
+  replica sends through this proxy leaves the machine;
+- `GET http://metadata.google.internal/...` (`http://metadata/`, `http://169.254.169.254/`), for
+  clients that only know the VM's metadata server by its name (gsutil's boto plugin, TensorFlow
+  1.x) and honour `http_proxy`: handed to the job's metadata server (`metadata.py`). A plain-HTTP
+  proxy request for another host is refused (403) likewise.
 
 The part of the API served is what those clients use: bucket get/list/insert; object get
 (metadata or media, with ranges), list (prefix, delimiter, pages), delete, patch, copy, rewrite,
 compose; uploads (media, multipart, resumable in chunks, with `ifGenerationMatch`). Answers and
 errors have the API's shapes; fields the local store cannot know (ACLs, owners) are left out.
 Only processes of the user running the endpoint are served (`peer`); any other user's get 403.
+A request with a bearer token is served when its job's metadata server issued the token
+(`metadata.TokenBook`), else refused with 401; one without credentials is served (emulator clients
+and `gcloud storage` with credentials disabled send none).
 """
 
 from __future__ import annotations
@@ -26,7 +33,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import ssl
 import sys
 import threading
@@ -38,8 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.gcs_endpoint.certificates import STORAGE_HOSTS
+from aiptrain.gcs_endpoint.metadata import METADATA_HOSTS, MetadataServer
 from aiptrain.gcs_endpoint.objects import Buckets, ContentHashes, ObjectMeta, StorageError, with_hashes
-from aiptrain.gcs_endpoint.peer import peer_allowed
+from aiptrain.gcs_endpoint.peer import served_peer
 from aiptrain.gcs_endpoint.transfer import BLOCK, body_blocks, send_range
 
 _MAX_PAGE = 1000
@@ -51,6 +58,9 @@ _UNREAD_ANSWERS = re.compile(r"TSL|TensorFlow(/[\w.-]+)?")
 _MAX_MULTIPART = 512 * 1024 * 1024
 _STRANGER = ("This storage endpoint serves only the processes of the job that runs it (the user that "
              "started it); your process belongs to another user.")
+_UNKNOWN_BEARER = ("This storage endpoint accepts the tokens of its job's metadata server only (or no credentials); "
+                  "the request's bearer token is not one of them. Use google.auth.default() or the metadata server's "
+                  "token (a key file's or another job's token does not work here).")
 
 
 def _rfc3339(ns: int) -> str:
@@ -117,10 +127,14 @@ class StorageServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, buckets: Buckets, tls: ssl.SSLContext | None) -> None:
+    def __init__(self, buckets: Buckets, tls: ssl.SSLContext | None, metadata: MetadataServer | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.buckets = buckets
         self.tls = tls
+        # The job's metadata server: its tokens are the bearer tokens served (None: any is taken),
+        # and proxy requests for its host names go to it.
+        self.metadata = metadata
+        self.tokens = metadata.tokens if metadata is not None else None
         self.owner_uid = os.getuid()
         self.uploads: dict[str, _Upload] = {}
         self.uploads_lock = threading.Lock()
@@ -160,22 +174,30 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        host, port = self.server.server_address[:2]
-        self.from_owner = peer_allowed(socket.AF_INET, self.client_address, (str(host), int(port)),
-                                       self.server.owner_uid)
+        self.from_owner = served_peer(self.server.server_address, self.client_address, self.server.owner_uid)
 
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
-        if self.from_owner:
-            return True
-        # Another user's process: refused before the request is looked at, its body dropped.
+        if not self.from_owner:  # another user's process: refused before the request is looked at
+            return self._refused(403, "forbidden", _STRANGER)
+        if self.command != "CONNECT" and not self._token_accepted():
+            return self._refused(401, "authError", _UNKNOWN_BEARER)
+        return True
+
+    def _token_accepted(self) -> bool:
+        tokens = self.server.tokens
+        scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+        return tokens is None or scheme.lower() != "bearer" or tokens.accepts(token.strip())
+
+    def _refused(self, status: int, reason: str, message: str) -> bool:
+        """Answer `status` without looking at the request; its body is dropped. False (for parse_request)."""
         self.close_connection = True
         length = self.headers.get("Content-Length", "")
         if length.isdigit() and int(length) <= BLOCK:
             self.rfile.read(int(length))
-        self._json(403, {"error": {"code": 403, "message": _STRANGER, "errors": [
-            {"domain": "global", "reason": "forbidden", "message": _STRANGER}]}})
+        self._json(status, {"error": {"code": status, "message": message, "errors": [
+            {"domain": "global", "reason": reason, "message": message}]}})
         return False
 
     # -- the proxy -------------------------------------------------------------------------
@@ -232,6 +254,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         self.body_read = False
         split = urllib.parse.urlsplit(self.path)
+        if split.scheme and not isinstance(self.connection, ssl.SSLSocket):  # a plain-HTTP proxy request
+            self._proxied(method, split)
+            return
         query = {key: values[-1] for key, values in urllib.parse.parse_qs(split.query, keep_blank_values=True).items()}
         parts = split.path.split("/")[1:]
         try:
@@ -250,6 +275,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(error)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _proxied(self, method: str, request: urllib.parse.SplitResult) -> None:
+        """`GET http://HOST/...`: the metadata server's when HOST is one of its names, else refused."""
+        self._drain()
+        metadata = self.server.metadata
+        if metadata is None or (request.hostname or "").lower() not in METADATA_HOSTS or method not in ("GET", "HEAD"):
+            self.close_connection = True
+            self._plain(403, f"aiptrain: http://{request.netloc} is not reachable from a local job; only Cloud "
+                        f"Storage and the job's metadata server are served. Put the host in NO_PROXY to reach it "
+                        "directly.")
+            return
+        metadata.respond(self, request, head=method == "HEAD")
 
     def _json_api(self, method: str, rest: list[str], query: dict[str, str]) -> None:
         buckets = self.server.buckets

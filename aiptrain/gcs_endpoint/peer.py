@@ -97,3 +97,9 @@ def peer_allowed(family: int, client: tuple[str, int], server: tuple[str, int], 
     if table is None or not table.exists():
         return True
     return socket_owner(family, client, server) == uid
+
+
+def served_peer(server_address: tuple[object, ...], client: tuple[str, int], uid: int) -> bool:
+    """`peer_allowed` for a connection accepted by a TCP server of 127.0.0.1 at `server_address`."""
+    host, port = server_address[:2]
+    return peer_allowed(socket.AF_INET, client, (str(host), int(str(port))), uid)

@@ -7,6 +7,7 @@ next to the repository root in a checkout and as package data (`aiptrain/data`) 
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
 from dataclasses import dataclass, field
@@ -57,6 +58,9 @@ class MachineType:
     gpus: int | None = None  # machines whose GPU count is fixed by the type (a2)
     vertex_machine_type: str | None = None
     verified: bool = True
+    # False: a type the catalog needs (a tier's composition, a legacy type's equivalent) that the
+    # service did not accept in a job's *Type fields.
+    selectable: bool = True
 
 
 @dataclass(frozen=True)
@@ -83,32 +87,57 @@ class EnvironmentRecipe:
 @dataclass(frozen=True)
 class Runtime:
     version: str
-    tensorflow: str  # the release it runs, e.g. 1.15.5
+    tensorflow: str  # the release it runs, e.g. 1.15.0
     python: tuple[str, ...]  # what the service accepted as --python-version
     vertex_images: dict[str, str] | None
     verified: bool = True
     retired: bool = False
     local_environment: str = ""  # the fallback environment
     default_python: str = ""  # the service's choice without --python-version
-    tensorflow_requirement: str = ""  # e.g. tensorflow-cpu==2.1.4
+    tensorflow_requirement: str = ""  # e.g. tensorflow-cpu==2.1.0
     pythons: tuple[str, ...] = ()  # the CPython 3 versions its TensorFlow has Linux wheels for, best first
     packages: tuple[str, ...] = ()  # the image's other packages, pinned
+    package_set: str = ""  # the name of that set in runtimes.yaml
+    released: str = ""  # YYYY-MM-DD: the release, or a lower bound of it (`released_bound`)
+    released_bound: bool = False
+    cutoff: str = ""  # YYYY-MM-DD: the runtime's day; its packages were all uploaded by its end
+    source: str = ""  # the keys of `Catalog.sources` (and what they say) behind this entry
+    # Requires-Dist that uv is given for packages of the set whose own metadata it cannot parse
+    # ("pandas==0.24.2" -> its requirements as pip read them).
+    dependency_metadata: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def tensorflow_minor(self) -> str:
         return ".".join(self.tensorflow.split(".")[:2])
 
-    def warnings(self, *, named: bool = True) -> list[str]:
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".", 1)[0])
+
+    def warnings(self, *, named: bool = True, python_named: bool = True) -> list[str]:
         """What a job on this runtime is told at submit, whatever the backend; `named` False: the
-        job named no runtime version and got this one as the service's default."""
+        job named no runtime version and got this one as the service's default; `python_named`
+        False: it named no Python version."""
         if not named:
             return [f"no --runtime-version given: the job runs runtime {self.version}, as AI Platform Training "
                     f"ran such jobs until 2020-01-13 (it refused them after); choose one with --runtime-version "
                     "(1.15 or 2.x)"]
-        if not self.retired:
-            return []
-        return [f"runtime version {self.version} was retired by AI Platform Training (it refused new jobs); "
-                "it is accepted here and runs in the environment shown, but move to 1.15 or 2.x when you can"]
+        found = []
+        if self.retired:
+            found.append(f"runtime version {self.version} was retired by AI Platform Training (it refused new "
+                         "jobs); it is accepted here and runs in the environment shown, but move to 1.15 or 2.x "
+                         "when you can")
+        if not python_named and self.python_is_required:
+            found.append(f"no --python-version given: runtime {self.version} runs Python {self.default_python}, "
+                         "the only one it supports (AI Platform Training refused 2.x jobs without one); add "
+                         f"--python-version {self.default_python}")
+        return found
+
+    @property
+    def python_is_required(self) -> bool:
+        """Whether the service refused a job of this runtime without a Python version (2.x, ERR):
+        it ran only one, and had no default."""
+        return self.major >= 2 and len(self.python) == 1
 
 
 @dataclass(frozen=True)
@@ -123,6 +152,8 @@ class Catalog:
     environments: dict[str, EnvironmentRecipe]
     limits: dict[str, Any]
     source: Path
+    zones: dict[str, str] = field(default_factory=dict)  # a region's zone where `<region>-a` is none
+    sources: dict[str, str] = field(default_factory=dict)  # runtimes.yaml's source keys and what they are
 
     def runtime_for(self, version: str | None) -> Runtime | None:
         """The runtime a job's `runtimeVersion` names (the service's default when it names none);
@@ -147,6 +178,10 @@ class Catalog:
         if not machine.vcpus and machine.compute_engine:
             return self.vcpus(machine.compute_engine)
         return machine.vcpus
+
+    def zone_of(self, region: str) -> str:
+        """The zone a job's VM of `region` ran in, as its metadata server names it."""
+        return self.zones.get(region, f"{region}-a")
 
     def vertex_accelerator(self, name: str) -> str | None:
         value = self.accelerators.get(name, {}).get("vertex")
@@ -173,6 +208,56 @@ def _accelerator(raw: dict[str, Any] | None) -> AcceleratorSpec | None:
     if not raw:
         return None
     return AcceleratorSpec(type=str(raw["type"]), count=int(raw["count"]))
+
+
+def _package_set(name: str, spec: Any) -> tuple[str, ...]:
+    """A set's pinned packages (`{source, verified, packages}`, or a bare list)."""
+    packages = spec.get("packages") if isinstance(spec, dict) else spec
+    if not isinstance(packages, list):
+        raise ValueError(f"the package set {name!r} lists no packages")
+    return tuple(str(p) for p in packages)
+
+
+def _runtime(version: str, spec: dict[str, Any], fallback: str, package_sets: dict[str, tuple[str, ...]],
+             metadata: dict[str, tuple[str, ...]]) -> Runtime:
+    named = spec.get("packages", ())
+    if isinstance(named, str):
+        if named not in package_sets:
+            raise ValueError(f"runtime {version} names the unknown package set {named!r}")
+        packages, set_name = package_sets[named], named
+    else:
+        packages, set_name = tuple(str(p) for p in named), ""
+    for day in ("released", "cutoff"):
+        if day in spec and not _is_day(str(spec[day])):
+            raise ValueError(f"runtime {version}: {day} {spec[day]!r} is not a YYYY-MM-DD date (quote it)")
+    requirement = str(spec["tensorflow"])
+    return Runtime(
+        version=version,
+        tensorflow=requirement.partition("==")[2] or requirement,
+        python=tuple(str(p) for p in spec["python"]),
+        vertex_images=dict(spec["vertex"]) if spec.get("vertex") else None,
+        verified=bool(spec.get("verified", True)),
+        retired=spec.get("status") == "retired",
+        local_environment=str(spec.get("local", fallback)),
+        default_python=str(spec.get("default_python", spec["python"][0])),
+        tensorflow_requirement=requirement if "==" in requirement else "",
+        pythons=tuple(str(p) for p in spec.get("pythons", ())),
+        packages=packages,
+        package_set=set_name,
+        released=str(spec.get("released", "")),
+        released_bound=bool(spec.get("released_bound", False)),
+        cutoff=str(spec.get("cutoff", "")),
+        source=str(spec.get("source", "")),
+        dependency_metadata={pin: requires for pin, requires in metadata.items() if pin in packages},
+    )
+
+
+def _is_day(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return len(text) == 10
 
 
 def _parse(raw: dict[str, Any], source: Path) -> Catalog:
@@ -207,6 +292,7 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
             gpus=spec.get("gpus"),
             vertex_machine_type=spec.get("vertex_machine_type"),
             verified=bool(spec.get("verified", True)),
+            selectable=bool(spec.get("selectable", True)),
         )
         for name, spec in raw["machine_types"].items()
     }
@@ -223,22 +309,11 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
         if isinstance(rules, dict)
     }
     fallback = str(raw.get("fallback_environment", ""))
-    runtimes = {
-        str(version): Runtime(
-            version=str(version),
-            tensorflow=str(spec["tensorflow"]).partition("==")[2] or str(spec["tensorflow"]),
-            python=tuple(str(p) for p in spec["python"]),
-            vertex_images=dict(spec["vertex"]) if spec.get("vertex") else None,
-            verified=bool(spec.get("verified", True)),
-            retired=spec.get("status") == "retired",
-            local_environment=str(spec.get("local", fallback)),
-            default_python=str(spec.get("default_python", spec["python"][0])),
-            tensorflow_requirement=str(spec["tensorflow"]) if "==" in str(spec["tensorflow"]) else "",
-            pythons=tuple(str(p) for p in spec.get("pythons", ())),
-            packages=tuple(str(p) for p in spec.get("packages", ())),
-        )
-        for version, spec in raw["runtime_versions"].items()
-    }
+    package_sets = {str(name): _package_set(name, spec) for name, spec in (raw.get("package_sets") or {}).items()}
+    metadata = {str(pin): tuple(str(r) for r in requires) for pin, requires in
+                (raw.get("dependency_metadata") or {}).items()}
+    runtimes = {str(version): _runtime(str(version), spec, fallback, package_sets, metadata)
+                for version, spec in raw["runtime_versions"].items()}
     environments = {
         str(name): EnvironmentRecipe(
             name=str(name),
@@ -260,6 +335,8 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
         accelerators=dict(raw["accelerators"]),
         attachment=attachment,
         regions={name: tuple(spec.get("accelerators", [])) for name, spec in raw["regions"].items()},
+        zones={name: str(spec["zone"]) for name, spec in raw["regions"].items() if spec.get("zone")},
+        sources={str(key): " ".join(str(text).split()) for key, text in (raw.get("sources") or {}).items()},
         runtimes=runtimes,
         default_runtime_version=str(raw["default_runtime_version"]),
         environments=environments,

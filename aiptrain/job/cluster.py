@@ -31,11 +31,13 @@ class ReplicaGroup:
 
 
 def primary_task_type(training_input: TrainingInput) -> str:
-    """`chief` when asked for or when the runtime is TF2; the service's `master` otherwise."""
-    if training_input.use_chief_in_tf_config:
-        return "chief"
-    runtime = training_input.runtime_version or ""
-    major = runtime.split(".", 1)[0]
+    """A custom container: `master`, or `chief` with useChiefInTfConfig. Otherwise the runtime
+    decides (`chief` from 2.1, `master` up to 1.15) and useChiefInTfConfig has no effect: the
+    service's API says the field "has no effect for training jobs that don't use a custom container"."""
+    image = training_input.master_config.image_uri if training_input.master_config else None
+    if image:
+        return "chief" if training_input.use_chief_in_tf_config else "master"
+    major = (training_input.runtime_version or "").split(".", 1)[0]
     return "chief" if major.isdigit() and int(major) >= 2 else "master"
 
 

@@ -7,6 +7,7 @@ and hyphens, not ending with a hyphen. Older projects may carry a domain prefix
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 _PROJECT_ID = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
@@ -36,3 +37,15 @@ def suggest_project_id(project: str) -> str:
     if len(cleaned) < 6:
         cleaned = f"{cleaned}-project"
     return cleaned[:30].rstrip("-")
+
+
+_NUMBER_LOW, _NUMBER_SPAN = 10**11, 9 * 10**11
+
+
+def project_number_for(project_id: str) -> str:
+    """The number a project ID is given here (the emulator's URLs, a job's metadata server): 12
+    digits derived from the ID, the same on every machine. A number is its own number."""
+    if _PROJECT_NUMBER.fullmatch(project_id):
+        return project_id
+    digest = int.from_bytes(hashlib.sha256(project_id.encode()).digest()[:8], "big")
+    return str(_NUMBER_LOW + digest % _NUMBER_SPAN)

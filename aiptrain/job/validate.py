@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from aiptrain.errors import Problem
+from aiptrain.job import era
 from aiptrain.job.catalog import Catalog, MachineType
 from aiptrain.job.limits import args_problems, object_name_problem
 from aiptrain.job.spec import (
@@ -155,6 +156,9 @@ def check_labels(labels: dict[str, str] | None, catalog: Catalog) -> list[Proble
             problems.append(Problem(path, f"invalid label value {value!r}",
                                     "values hold only lowercase letters, digits, '_' and '-', "
                                     f"at most {limit_value} characters"))
+        elif key == era.LABEL and (why := era.day_problem(value)):
+            problems.append(Problem(path, f"{why}: it moves the day the job's packages resolve as of",
+                                    f"use e.g. {era.LABEL}=2021-06-30, or {era.LABEL}=today"))
     return problems
 
 
@@ -284,6 +288,8 @@ def check_scale_tier(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
             if machine is None:
                 problems.append(Problem(type_path, f"unknown machine type {machine_name!r}",
                                         _machine_type_hint(machine_name, catalog)))
+            elif not machine.selectable:
+                problems.append(_not_selectable(type_path, machine, catalog))
             elif machine.family in ("legacy", "compute_engine"):
                 families[type_field] = machine.family
         accel = config.accelerator_config if config else None
@@ -308,13 +314,28 @@ def check_scale_tier(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
     return problems
 
 
+def _not_selectable(path: str, machine: MachineType, catalog: Catalog) -> Problem:
+    """A type the catalog knows (a tier is made of it) that a job could not name: the same family's
+    next larger type, and one of the same size."""
+    same_family = [m for m in catalog.machine_types.values() if m.selectable and m.family == machine.family]
+    series = machine.name.rsplit("-", 1)[0]
+    larger = sorted((m for m in same_family if m.name.rsplit("-", 1)[0] == series and m.vcpus > machine.vcpus),
+                    key=lambda m: m.vcpus)
+    same_size = [m for m in same_family if m.vcpus == machine.vcpus]
+    choices = [m.name for m in [*larger[:1], *same_size[:1]]]
+    return Problem(path, f"{machine.name} is not a machine type AI Platform Training accepted in a job (the "
+                   "catalog keeps it for a scale tier's replicas)",
+                   f"use {' or '.join(choices)}" if choices else _machine_type_hint(machine.name, catalog))
+
+
 def _machine_type_hint(name: str, catalog: Catalog) -> str:
     """Name real machine types: the nearest spellings, or a few common ones when none is near."""
-    close = difflib.get_close_matches(name, list(catalog.machine_types), n=3, cutoff=0.5)
+    selectable = [m for m in catalog.machine_types if catalog.machine_types[m].selectable]
+    close = difflib.get_close_matches(name, selectable, n=3, cutoff=0.5)
     if close:
         others = f" (or {', '.join(close[1:])})" if close[1:] else ""
         return f"did you mean {close[0]}?{others}"
-    examples = [m.name for m in catalog.machine_types.values() if m.family == "compute_engine"][:3]
+    examples = [m.name for m in catalog.machine_types.values() if m.family == "compute_engine" and m.selectable][:3]
     return f"use a machine type such as {', '.join(examples)}; all are listed in scale_tiers.yaml"
 
 
@@ -324,7 +345,9 @@ def runtime_warnings(ti: TrainingInput | None, catalog: Catalog) -> list[str]:
     if ti is None or (ti.master_config is not None and ti.master_config.image_uri):
         return []
     runtime = catalog.runtime_for(ti.runtime_version)
-    return runtime.warnings(named=ti.runtime_version is not None) if runtime is not None else []
+    if runtime is None:
+        return []
+    return runtime.warnings(named=ti.runtime_version is not None, python_named=ti.python_version is not None)
 
 
 def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
@@ -341,11 +364,7 @@ def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
     if ti.runtime_version:
         runtime = catalog.runtime_for(ti.runtime_version)
         if runtime is None:
-            close = _closest(ti.runtime_version, catalog.runtimes)
-            listed = "runtime versions: " + ", ".join(catalog.runtimes)
-            problems.append(Problem("trainingInput.runtimeVersion",
-                                    f"unknown runtime version {ti.runtime_version!r}",
-                                    f"did you mean {close}? ({listed})" if close else listed))
+            problems.append(_unknown_runtime(ti.runtime_version, catalog))
         elif ti.python_version and ti.python_version not in runtime.python:
             problems.append(Problem("trainingInput.pythonVersion",
                                     f"runtime {runtime.version} does not support Python {ti.python_version}",
@@ -362,6 +381,29 @@ def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
                                     "pythonVersion needs a runtimeVersion",
                                     f"add --runtime-version {supported[-1]}"))
     return problems
+
+
+def _unknown_runtime(version: str, catalog: Catalog) -> Problem:
+    """An unknown version, with its numeric neighbours for an `x.y` (1.3 is between 1.2 and 1.4, not
+    near 1.13), else the nearest spelling."""
+    listed = "runtime versions: " + ", ".join(catalog.runtimes)
+    wanted = _version_key(version)
+    if wanted is not None:
+        known = sorted((key, v) for v in catalog.runtimes if (key := _version_key(v)) is not None)
+        below = [v for key, v in known if key < wanted and key[0] == wanted[0]]
+        above = [v for key, v in known if key > wanted and key[0] == wanted[0]]
+        near = [*below[-1:], *above[:1]]
+        if near:
+            return Problem("trainingInput.runtimeVersion", f"unknown runtime version {version!r}",
+                           f"did you mean {' or '.join(near)}? ({listed})")
+    close = _closest(version, catalog.runtimes)
+    return Problem("trainingInput.runtimeVersion", f"unknown runtime version {version!r}",
+                   f"did you mean {close}? ({listed})" if close else listed)
+
+
+def _version_key(version: str) -> tuple[int, int] | None:
+    major, dot, minor = version.partition(".")
+    return (int(major), int(minor)) if dot and major.isdigit() and minor.isdigit() else None
 
 
 def check_package_count(uris: list[str], catalog: Catalog) -> list[Problem]:

@@ -90,6 +90,10 @@ class ReplicaSettings:
     # (sized, not pinned) or `off` (every replica sizes its pools for the whole machine). GPUs are
     # handed out either way.
     cpu_share: str = "on"
+    # AIPTRAIN_LOCAL_METADATA: `on` (each job has its VM's metadata server, and its replicas see none
+    # of the submitter's credentials) or `off` (no metadata server; the replicas keep the submitter's
+    # GOOGLE_APPLICATION_CREDENTIALS and gcloud configuration).
+    metadata: str = "on"
 
     @property
     def sizes_threads(self) -> bool:
@@ -114,4 +118,5 @@ class ReplicaSettings:
             python_override=bool(source.get("AIPTRAIN_LOCAL_PYTHON", "").strip()),
             gcs=_choice_setting(source, "AIPTRAIN_LOCAL_GCS", ("endpoint", "rewrite")),
             cpu_share=_choice_setting(source, "AIPTRAIN_LOCAL_CPU_SHARE", ("on", "threads", "off")),
+            metadata=_choice_setting(source, "AIPTRAIN_LOCAL_METADATA", ("on", "off")),
         )

@@ -21,8 +21,10 @@ def all_groups() -> list[RowGroup]:
     # Imported here so `--only` of one group does not import the others' dependencies.
     from bench.rows import (
         cli_start,
+        console,
         dry_run,
         engine_overhead,
+        era,
         gcloud_compare,
         gcs_endpoint,
         log_latency,
@@ -50,5 +52,7 @@ def all_groups() -> list[RowGroup]:
         RowGroup("gcloud", "11", "aiptrain vs Google's gcloud", gcloud_compare.run),
         RowGroup("gcs-endpoint", "12", "gs:// from trainer code on the local backend", gcs_endpoint.run),
         RowGroup("ray", "13", "Ray backend", ray.run),
-        RowGroup("long-running", "14", "A machine that runs jobs for months", long_running.run),
+        RowGroup("era", "14", "The runtime's day and the VM's metadata server", era.run),
+        RowGroup("console", "15", "The console in the browser", console.run),
+        RowGroup("long-running", "16", "A machine that runs jobs for months", long_running.run),
     ]

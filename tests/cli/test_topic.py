@@ -3,7 +3,6 @@ had them; the wheel carries them, and the help texts point there rather than at 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 
 from aiptrain.cli.main import root
 from aiptrain.cli.topic import TOPICS
+from tests.fixtures.wheel import build_wheel
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = REPO / "docs" / "reference"
@@ -67,17 +67,7 @@ def test_topic_imports_nothing_heavy() -> None:
 
 
 def test_the_wheel_carries_the_topic_pages(tmp_path: Path) -> None:
-    # A copy of what the wheel is built from, symlinks kept as in a checkout (the pages reach the
-    # package through aiptrain/data/topics/*.md -> docs/reference/), built by setuptools for real.
-    source = tmp_path / "src"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
-    for name in ("aiptrain", "docs", "trainer_template"):
-        shutil.copytree(REPO / name, source / name, symlinks=True, ignore=ignore)
-    for name in ("pyproject.toml", "README.md", "runtimes.yaml", "scale_tiers.yaml"):
-        shutil.copy(REPO / name, source / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(tmp_path / "dist")], check=True, capture_output=True, timeout=300)
-    (wheel,) = (tmp_path / "dist").glob("aiptrain-*.whl")
+    wheel = build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         for name in TOPICS:
             shipped = archive.read(f"aiptrain/data/topics/{name}.md").decode("utf-8")

@@ -41,7 +41,7 @@ def shared_envs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def built_environment(shared_envs_dir: Path) -> Environment:
-    """Runtime 1.15's own environment (TensorFlow 1.15.5 on Python 3.7), built once for the session."""
+    """Runtime 1.15's own environment (TensorFlow 1.15.0 on Python 3.7), built once for the session."""
     resolution = resolve_version("1.15", load_catalog(), python="3.7")
     assert resolution is not None
     lines: list[str] = []

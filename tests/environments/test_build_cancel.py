@@ -85,7 +85,7 @@ def test_a_build_stopped_half_way_publishes_nothing_and_the_next_build_succeeds(
     builder = threading.Thread(target=build)
     builder.start()
     assert held_index.reached.wait(120), f"uv never asked the index: {lines}"
-    assert lines[0].startswith("Building runtime 2.11 on Python 3.7: six 1.16.0")
+    assert lines[0].startswith("Building runtime 2.11 on Python 3.7 as of 2023-11-18: six 1.16.0")
     assert [name for name in published(store.root) if name.startswith(".tmp-")], "the build has no staging dir"
     stop.set()
     builder.join(60)
@@ -109,8 +109,8 @@ def test_a_job_cancelled_while_its_environment_builds_ends_cancelled_and_leaves_
                        stream=False)
     assert submitted.returncode == 0, submitted.stderr
     assert held_index.reached.wait(300), "the job's build never asked the package index"
-    wait_until(lambda: any(entry.message.startswith("Building runtime 2.11 on Python 3.7: tensorflow-cpu 2.11.0")
-                           for entry in engine.logs(PROJECT, "cancel_build")),
+    first = "Building runtime 2.11 on Python 3.7 as of 2023-11-18: tensorflow-cpu 2.11.0"
+    wait_until(lambda: any(entry.message.startswith(first) for entry in engine.logs(PROJECT, "cancel_build")),
                what="the build's first line in the job's log")
 
     cancelled = aiptrain("jobs", "cancel", "cancel_build")

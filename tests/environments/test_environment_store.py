@@ -31,7 +31,7 @@ def test_build_is_published_whole_with_its_log_and_constraints(tmp_path: Path) -
     resolution = small_resolution("six==1.16.0")
     lines: list[str] = []
     environment = store.ensure(resolution, progress=lines.append)
-    assert lines[0].startswith("Building runtime 2.11 on Python 3.7: six 1.16.0 (log: ")
+    assert lines[0].startswith("Building runtime 2.11 on Python 3.7 as of 2023-11-18: six 1.16.0 (log: ")
     assert lines[1].startswith("Installing with package index ")
     assert environment.installed() == {"six": "1.16.0"}
     assert "six==1.16.0" in environment.constraints.read_text()
@@ -42,6 +42,20 @@ def test_build_is_published_whole_with_its_log_and_constraints(tmp_path: Path) -
     again: list[str] = []
     assert store.ensure(resolution, progress=again.append) == environment and again == []
     assert store.key_for(small_resolution("six==1.15.0")) != environment.key
+    # A moved day or another reading of a package's metadata is another environment too.
+    assert store.key_for(replace(resolution, cutoff="2024-01-01")) != environment.key
+    assert store.key_for(replace(resolution, dependency_metadata={"six==1.16.0": ("x>=1",)})) != environment.key
+
+
+def test_an_environment_is_built_as_of_its_runtimes_day(tmp_path: Path) -> None:
+    store = EnvironmentStore(tmp_path / "envs")
+    # tabulate left open: 0.8.7 (2020-03-31) is the newest by 2020-12-19; 0.8.8 came on 2021-02-22.
+    environment = store.ensure(replace(small_resolution("tabulate"), cutoff="2020-12-19"), progress=lambda _: None)
+    assert environment.installed() == {"tabulate": "0.8.7"}
+    log = store.log_path(environment.key).read_text()
+    assert "--exclude-newer 2020-12-20T00:00:00Z" in log  # the next midnight, in UTC
+    assert "--exclude-newer-package setuptools=false --exclude-newer-package wheel=false" in log
+    assert environment.manifest()["cutoff"] == "2020-12-19" and environment.uv_config.is_file()
 
 
 def test_a_killed_build_leaves_nothing_that_is_used(tmp_path: Path) -> None:
@@ -96,7 +110,7 @@ def test_local_envs_commands_list_build_and_remove(tmp_path: Path, monkeypatch: 
     built = aiptrain("local", "envs", "build", "1.15")
     assert built.returncode == 0, built.stderr
     assert "Building runtime" not in built.stderr  # the session built it already
-    assert "Runtime version 1.15 with Python 2.7 (the service's default): TensorFlow 1.15.5 on Python 3.7" \
+    assert "Runtime version 1.15 with Python 2.7 (the service's default): TensorFlow 1.15.0 on Python 3.7" \
         in built.stderr
     listed = aiptrain("local", "envs", "list", "--format", "json")
     rows = json.loads(listed.stdout)

@@ -36,13 +36,13 @@ def test_tf1_estimator_with_hparams_and_app_flags_runs_as_standard_1_on_runtime_
     for task in ("master-replica-0", *(f"worker-replica-{i}" for i in range(4)),
                  *(f"ps-replica-{i}" for i in range(3))):
         assert f"Starting {task}: {built_environment.python} -m trainer.task" in logs
-    assert "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.5 on Python 3.7 (" in logs
-    assert "tf1 estimator master 0 finished on TensorFlow 1.15.5" in logs
+    assert "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.0 on Python 3.7 (" in logs
+    # setup.py's tensorflow==1.15.2 pin was installed over the image's 1.15.0, as pip did; it runs.
+    assert "tf1 estimator master 0 finished on TensorFlow 1.15.2" in logs
     # TensorFlow 1.15 trusts only the system's CA bundle; its replicas see it extended with the
     # storage endpoint's CA, so its --job-dir stays gs:// and the checkpoints went through gs://.
     assert "-m trainer.task --job-dir gs://envtests/tf1" in logs and "trusts only the system's" not in logs
-    # setup.py's tensorflow==1.15.4 pin neither failed nor pulled a second TensorFlow.
-    assert not list((home / "jobs").glob("*/tf1_estimator/site/tensorflow*"))
+    assert list((home / "jobs").glob("*/tf1_estimator/site/tensorflow-1.15.2.dist-info"))
     checkpoint = _storage(home, "envtests", "tf1", "model", "checkpoint").read_text()
     last = re.search(r'^model_checkpoint_path: "model.ckpt-(\d+)"', checkpoint, re.MULTILINE)
     assert last and int(last.group(1)) >= 30, checkpoint
@@ -53,7 +53,7 @@ def test_keras_trainer_written_for_runtime_2_1_runs_on_python_3_7(runtime_envs: 
                     "--job-dir", "gs://envtests/keras21")
     assert result.returncode == 0, _logs(result)[-4000:]
     report = json.loads(_storage(home, "envtests", "keras21", "result.json").read_text())
-    assert report["tensorflow"] == "2.1.4" and report["keras"] == "2.3.0-tf", report  # its bundled Keras 2
+    assert report["tensorflow"] == "2.1.0" and report["keras"] == "2.3.0-tf", report  # its bundled Keras 2
     assert report["lambda_width"] == 4  # the Lambda's output shape was inferred: [a, b, a^2, b^2]
 
 
@@ -77,14 +77,15 @@ def test_sklearn_trainer_with_era_pins_and_joblib_tunes_on_runtime_1_15(runtime_
                     "--config", str(config), "--job-dir", "gs://envtests/sk115")
     logs = _logs(result)
     assert result.returncode == 0, logs[-4000:]
-    # uv refuses pandas 0.24.2's legacy metadata; the runtime's pip installed it, as the service did.
-    assert "installing it with the runtime's own pip, as the service did" in logs
     trials = describe("sk115")["trainingOutput"]["trials"]
     assert sorted(trial["hyperparameters"]["C"] for trial in trials) == ["0.5", "2"]
     assert all(trial["finalMetric"]["objectiveValue"] == 1.0 for trial in trials), trials
-    report = json.loads(_storage(home, "envtests", "sk115", "1", "result.json").read_text())
-    assert report["pandas"] == "0.24.2" and report["sklearn"] == "0.20.2", report
-    assert "/site/pandas/" in report["pandas_file"]  # the trainer's own pin, beside the runtime's 0.25.3
+    for trial in ("1", "2"):
+        report = json.loads(_storage(home, "envtests", "sk115", trial, "result.json").read_text())
+        assert report["pandas"] == "0.24.2" and report["sklearn"] == "0.20.2", report
+        assert "/site/" not in report["pandas_file"]  # the image's pandas met the pin: already satisfied
+        assert "/site/sklearn/" in report["sklearn_file"]  # the older pin went over the image's 0.20.4
+        assert report["tabulate"] == "0.8.7", report  # open: its release of 2020-12-19, in every trial
     assert _storage(home, "envtests", "sk115", "1", "model.joblib").stat().st_size > 0
 
 
@@ -110,8 +111,9 @@ def test_runtime_1_10_without_python_version_runs_on_the_nearest_python_3(runtim
 
 def test_a_pin_the_runtime_python_cannot_take_fails_in_preparing_with_one_line(runtime_envs: Path,
                                                                                home: Path) -> None:
+    # pandas 1.4.1 (2022) is after runtime 1.15's day: the job is moved to today's index to meet it.
     result = submit("py38pin", "pin_needs_py38", "--runtime-version", "1.15", "--python-version", "3.7",
-                    "--job-dir", "gs://envtests/py38")
+                    "--job-dir", "gs://envtests/py38", "--labels", "aiptrain-resolve-as-of=today")
     assert result.returncode == 10, _logs(result)[-4000:]
     message = describe("py38pin")["errorMessage"]
     assert message == ("Installing the trainer package pin_needs_py38_trainer-0.1.tar.gz failed: pandas==1.4.1 "
@@ -126,9 +128,10 @@ def test_unmeetable_install_requires_fails_in_preparing_and_leaves_nothing(runti
                     "--job-dir", "gs://envtests/un")
     assert result.returncode == 10, _logs(result)[-4000:]
     message = describe("unmeetable")["errorMessage"]
-    assert message.startswith("Installing the trainer package unmeetable_trainer-0.1.tar.gz with its dependencies "
-                              "failed: No solution found"), message
-    assert "scikit-learn==0.0.99" in message and "Hint:" in message and "install_requires" in message
+    assert message == ("Installing the trainer package unmeetable_trainer-0.1.tar.gz failed: its requirement "
+                       "scikit-learn==0.0.99 has no file on the package index published by 2020-12-19. Hint: check "
+                       "the version, or run the job as of a later day (--labels aiptrain-resolve-as-of=YYYY-MM-DD, "
+                       "or AIPTRAIN_RESOLVE_AS_OF)."), message
     assert "this trainer must never start" not in _logs(result)
     assert "Job RUNNING." not in _logs(result)
     cache = home / "cache" / "site"
@@ -160,7 +163,7 @@ def test_without_the_runtime_python_the_job_falls_back_to_tensorflow_2_15_and_sa
     logs = _logs(result)
     assert result.returncode == 0, logs[-4000:]
     assert "TensorFlow 2.15.1 on Python 3.11" in logs
-    assert "no Python that TensorFlow 1.15.5 installs on (3.7, 3.6) was found here" in logs
+    assert "no Python that TensorFlow 1.15.0 installs on (3.7, 3.6) was found here" in logs
     assert "runs the fallback environment" in logs and "TF-1-only modules (tf.contrib" in logs
     assert _storage(home, "envtests", "fallback", "sum.txt").read_text().startswith("42 2.15.1")
 
@@ -169,7 +172,7 @@ def test_with_no_python_at_all_the_job_fails_in_preparing_with_the_way_out(no_py
     result = submit("nopython", "compat_v1", "--runtime-version", "1.15", "--job-dir", "gs://envtests/nopython")
     assert result.returncode == 10, _logs(result)[-4000:]
     message = describe("nopython")["errorMessage"]
-    assert "no Python that TensorFlow 1.15.5 installs on (3.7, 3.6) was found" in message, message
+    assert "no Python that TensorFlow 1.15.0 installs on (3.7, 3.6) was found" in message, message
     assert "nor one for the fallback TensorFlow 2.15.1 (3.9, 3.10, 3.11)" in message
     assert "uv python install 3.7" in message and "pyenv install 3.7" in message
     assert "AIPTRAIN_PYTHONS=/path/to/python3.7" in message
@@ -203,7 +206,8 @@ def test_two_jobs_started_at_once_share_one_environment_build(runtime_envs: Path
     jobs = [wait_for_end(job_id) for job_id in ("shared_a", "shared_b")]
     assert [job["state"] for job in jobs] == ["SUCCEEDED", "SUCCEEDED"], jobs
     logs = [job_log(job_id) for job_id in ("shared_a", "shared_b")]
-    assert sum(log.count("Building runtime 1.15 on Python 3.7: tensorflow 1.15.5") for log in logs) == 1, logs
+    building = "Building runtime 1.15 on Python 3.7 as of 2020-12-19: tensorflow 1.15.0"
+    assert sum(log.count(building) for log in logs) == 1, logs
     assert len([p for p in fresh.iterdir() if not p.name.startswith(".")]) == 1
 
 
@@ -214,5 +218,5 @@ def test_local_train_runs_in_the_runtime_environment(runtime_envs: Path, built_e
                       "--job-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"[aiptrain] Starting master-replica-0: {built_environment.python} -m trainer.task" in result.stderr
-    assert "[aiptrain] Runtime version 1.15 with Python 3.7: TensorFlow 1.15.5 on Python 3.7" in result.stderr
-    assert (tmp_path / "out" / "sum.txt").read_text().startswith("42 1.15.5")
+    assert "[aiptrain] Runtime version 1.15 with Python 3.7: TensorFlow 1.15.0 on Python 3.7" in result.stderr
+    assert (tmp_path / "out" / "sum.txt").read_text().startswith("42 1.15.0")

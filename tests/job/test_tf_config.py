@@ -43,7 +43,11 @@ def _configs(job: Job, addresses: dict[str, list[str]] | None = None,
         ({"runtimeVersion": "1.15"}, "master"),
         ({"runtimeVersion": "2.11"}, "chief"),
         ({}, "master"),
-        ({"runtimeVersion": "1.15", "useChiefInTfConfig": True}, "chief"),
+        # The flag has no effect without a custom container (ml v1's useChiefInTfConfig), either way.
+        ({"runtimeVersion": "1.15", "useChiefInTfConfig": True}, "master"),
+        ({"runtimeVersion": "2.11", "useChiefInTfConfig": False}, "chief"),
+        ({"masterConfig": {"imageUri": "gcr.io/p/trainer:1"}}, "master"),
+        ({"masterConfig": {"imageUri": "gcr.io/p/trainer:1"}, "useChiefInTfConfig": True}, "chief"),
     ],
 )
 def test_primary_is_master_or_chief_by_runtime_and_flag(inputs: dict[str, object], primary: str) -> None:

@@ -12,6 +12,7 @@ WARNING line in the job's log.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -64,7 +65,7 @@ class LocalBackend:
             local_settings = ReplicaSettings.from_env()
         except AiptrainError as error:
             return [Problem("environment", error.message, error.hint)]
-        problems = local_problems(job, load_catalog(), local_settings) + _arg_problems(job)
+        problems = local_problems(job, load_catalog(), local_settings) + _arg_problems(job) + _day_problems()
         tuning = job.training_input.hyperparameters if job.training_input is not None else None
         if tuning is not None and tuning.resume_previous_job_id:
             # Only then is the store opened: a dry run creates nothing.
@@ -188,6 +189,17 @@ def _share_notes(recorded: dict[str, Any] | None) -> list[str]:
     return ["", "Share of this machine:", *(f"  {line}" for line in share.lines())] if share else []
 
 
+def _day_problems() -> list[Problem]:
+    """A bad AIPTRAIN_RESOLVE_AS_OF, refused at submit (the job's label is checked with the job)."""
+    from aiptrain.job import era
+
+    try:
+        era.check_setting(os.environ)
+    except AiptrainError as error:
+        return [Problem("environment", error.message, error.hint)]
+    return []
+
+
 def _arg_problems(job: Job) -> list[Problem]:
     """Trainer arguments (and a --job-dir) the engine could not map to local paths when the job starts.
 
@@ -217,5 +229,7 @@ def _runtime_lines(job: Job) -> tuple[list[str], list[str]]:
         return [], []
     if catalog.runtime_for(training_input.runtime_version) is None:
         return [], []
+    from aiptrain.environments.for_job import job_day
+
     resolution = resolve_runtime(training_input, catalog)
-    return resolution.notes(), resolution.warnings()
+    return [*resolution.notes(), job_day(resolution, job.labels, os.environ).line()], resolution.warnings()

@@ -181,6 +181,10 @@ class LocalEngine:
         page = [self._present(record) for record in records[:size]]
         return [job for job in page if job_filter.matches(job.to_api())], next_token
 
+    def projects(self) -> builtins.list[str]:
+        """Every project that has a job here, in name order."""
+        return self.store.projects()
+
     def vertex_job_ids(self, project: str) -> dict[str, str]:
         """Job ID -> the numeric ID of the Vertex AI job it runs, for the project's Vertex jobs."""
         return self.store.vertex_job_ids(project)

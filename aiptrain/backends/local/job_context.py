@@ -33,7 +33,7 @@ from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, Repl
 from aiptrain.replicas.settings import ReplicaSettings
 
 if TYPE_CHECKING:
-    from aiptrain.gcs_endpoint.service import ReplicaStorage
+    from aiptrain.gcs_endpoint.service import JobMetadata, ReplicaStorage
     from aiptrain.tuning.metrics import MetricReport
 
 
@@ -90,6 +90,8 @@ class JobContext:
     stop: threading.Event
     # The replicas' gs:// endpoint; None when gs:// is rewritten to local paths (AIPTRAIN_LOCAL_GCS=rewrite).
     storage: ReplicaStorage | None = None
+    # The VM's metadata server (credentials, project, zone); `host_endpoints(storage, metadata)` lists both.
+    metadata: JobMetadata | None = None
     # The job's part of the machine: one set of replica shares per cluster running at once (a
     # tuning job's trials take a free set each); None runs replicas on the whole machine.
     share: JobShare | None = None
@@ -140,7 +142,7 @@ class JobContext:
 
     def replica_base_env(self) -> dict[str, str]:
         """The environment every replica starts from (TF_CONFIG and the rest come on top)."""
-        base_env = replica_base_environment(os.environ, self.storage)
+        base_env = replica_base_environment(os.environ, self.storage, self.metadata)
         base_env["PYTHONPATH"] = str(path_list_entry(self.layout.site_dir))
         return base_env
 

@@ -395,6 +395,10 @@ class JobStore:
                           (project,))
         return {row["job_id"]: row["vertex_job_id"] for row in rows}
 
+    def projects(self) -> list[str]:
+        """Every project that has a stored job, in name order (an index scan: one row per project)."""
+        return [row["project"] for row in self._read("SELECT DISTINCT project FROM jobs ORDER BY project")]
+
     def _one_job(self, project: str, job_id: str) -> sqlite3.Row:
         rows = self._read("SELECT * FROM jobs WHERE project = ? AND job_id = ?", (project, job_id))
         if not rows:

@@ -44,11 +44,13 @@ from aiptrain.backends.local.reaper import reap_dead_jobs
 from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine
 from aiptrain.backends.local.store_errors import is_out_of_space, note
 from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
-from aiptrain.environments.for_job import JobEnvironmentFailed, environment_for_job, ran_in
+from aiptrain.environments.for_job import JobEnvironmentFailed, environment_for_job, job_day, ran_in
 from aiptrain.environments.preparation import install_packages
 from aiptrain.environments.store import BuildCancelled
 from aiptrain.errors import AiptrainError
-from aiptrain.gcs_endpoint.service import replica_storage, system_trust_problem
+from aiptrain.gcs_endpoint.metadata import vm_identity
+from aiptrain.gcs_endpoint.service import job_metadata_server, replica_storage, system_trust_problem
+from aiptrain.job import era
 from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.spec import JobState, TrainingInput
 from aiptrain.replicas.clock import utc_now
@@ -165,6 +167,7 @@ class Supervisor:
     def _lifecycle(self) -> None:
         try:
             settings = ReplicaSettings.from_env()
+            era.check_setting(os.environ)  # a `local serve` that took the job over REST has not checked it
         except AiptrainError as error:
             self._finish(ReplicaSetOutcome(JobState.FAILED, f"{error.message} ({error.hint})"))
             return
@@ -189,7 +192,8 @@ class Supervisor:
             self.say(failed.message, "ERROR")
             self._finish(ReplicaSetOutcome(JobState.FAILED, failed.message))
             return
-        self.store.set_runtime_environment(self.key, ran_in(resolution, environment, settings))
+        day = job_day(resolution, self.record.job.labels, os.environ) if environment is not None else None
+        self.store.set_runtime_environment(self.key, ran_in(resolution, environment, settings, day))
         needs_system_trust = environment is not None and not resolution.honours_ca_bundle
         if needs_system_trust and settings.gcs == "endpoint" and (why := system_trust_problem(self.home)):
             self.say(f"TensorFlow {resolution.tensorflow}'s gs:// client trusts only the system's certificates, and "
@@ -211,6 +215,7 @@ class Supervisor:
             stop=self.stop,
             kill_grace=settings.kill_grace,
             environment=environment,
+            day=day,
         )
         if self.stop.is_set():
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
@@ -228,8 +233,12 @@ class Supervisor:
         if not self.move(JobState.RUNNING, "Job RUNNING.", allowed_from=frozenset({JobState.PREPARING})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
-        with replica_storage(self.home, self.home / "storage", settings.gcs, self.say,
-                             extend_system_trust=needs_system_trust) as storage:
+        identity = vm_identity(self.record.project, self.record.job_id, training_input.region,
+                               training_input.service_account, catalog)
+        with job_metadata_server(identity, self.home, self.say, enabled=settings.metadata == "on") as metadata, \
+                replica_storage(self.home, self.home / "storage", settings.gcs, self.say,
+                                extend_system_trust=needs_system_trust,
+                                metadata=metadata.server if metadata else None) as storage:
             context = JobContext(
                 store=self.store,
                 record=self.store.get_by_key(self.key),
@@ -240,6 +249,7 @@ class Supervisor:
                 sink=self.sink,
                 stop=self.stop,
                 storage=storage,
+                metadata=metadata,
                 share=share,
             )
             self._finish(job_body_for(context.record)(context))

@@ -31,6 +31,7 @@ from aiptrain.backends.ray import joblog, plan
 from aiptrain.backends.ray.client import LogTail, call, connect, require_ray
 from aiptrain.backends.ray.settings import RaySettings, ray_settings
 from aiptrain.errors import JobAlreadyFinished, OperationalError, Problem, UsageError
+from aiptrain.job import era
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job, JobState, TrainingInput, TrainingOutput
 
@@ -189,6 +190,8 @@ class RayBackend(RemoteBackendDefaults):
                                           storage_root=storage_root, policy=ReplicaSettings.from_env(),
                                           packages_mode=runtime_packages_mode())
             payload["notes"] = self._notes(job, scale)
+            # The day each node resolves the trainer's packages as of: the job's label, else this setting.
+            payload["runtime"]["resolveAsOf"] = os.environ.get(era.SETTING, "")
             payload["previousJobs"] = self._previous_jobs(job)
             (Path(working_dir) / plan.PAYLOAD_FILE).write_text(json.dumps(payload, indent=1), encoding="utf-8")
             document = self._document(job, working_dir, scale)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiptrain.backends.ray.runtime_spec import spec_catalog, spec_training_input
+from aiptrain.backends.ray.runtime_spec import spec_catalog, spec_day, spec_training_input
 from aiptrain.backends.ray.settings import node_cache_dir
 from aiptrain.environments.for_job import JobEnvironmentFailed, runtime_environment
 from aiptrain.environments.store import BuildCancelled, Environment, EnvironmentStore
@@ -115,10 +115,11 @@ class NodePreparation:
         request = self.request
         run_token = str(request["runToken"])
         environment: Environment | None = None
+        day = None
         runs: dict[str, str] = {}
         if request["packagesMode"] != "cluster":
             spec = request["runtime"]
-            environment, _resolution = runtime_environment(
+            environment, resolution = runtime_environment(
                 spec_training_input(spec), spec_catalog(spec), node_store(), stop=self.stop, run_token=run_token,
                 say=lambda message, severity: self.add_event(NOTE, severity, message),
                 progress=lambda line: self.add_event(BUILD, "INFO", line),
@@ -126,6 +127,7 @@ class NodePreparation:
             )
             runs = runtime_label(environment)
             self.add_event(READY, "", json.dumps(runs))
+            day = spec_day(spec, resolution)
         python = environment.python if environment is not None else sys.executable
         error = install_packages(
             list(request["packageUris"]),
@@ -139,6 +141,7 @@ class NodePreparation:
             kill_grace=float(request["killGrace"]),
             cache_dir=node_cache_dir() / "installs",
             environment=environment,
+            day=day,
         )
         if self.stop.is_set():
             return Outcome(cancelled=True)

@@ -218,7 +218,7 @@ def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: 
         "notes": notes(training_input, scale),
         "runtimeNotes": runtime_notes(training_input, catalog, packages_mode),
         "packagesMode": packages_mode,
-        "runtime": runtime_spec(training_input, catalog),
+        "runtime": runtime_spec(training_input, catalog, job.labels),
         "storageRoot": storage_root,
         "restartPolicy": {
             "maxRestarts": policy.max_restarts,

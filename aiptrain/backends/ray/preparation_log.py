@@ -5,7 +5,7 @@ and prints the lines this returns. Pure: no Ray, no clock of its own (the driver
 
     Building runtime 1.15 on node 10.0.0.3 (4 of 4 replicas waiting).
     node 10.0.0.3: Resolved 50 packages in 3.37s
-    Runtime 1.15 is ready on node 10.0.0.3 (built in 41 s): TensorFlow 1.15.5 on Python 3.7 (PATH).
+    Runtime 1.15 is ready on node 10.0.0.3 (built in 41 s): TensorFlow 1.15.0 on Python 3.7 (PATH).
 """
 
 from __future__ import annotations

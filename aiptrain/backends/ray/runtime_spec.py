@@ -11,12 +11,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from aiptrain.environments.for_job import job_day
+from aiptrain.environments.resolution import RuntimeResolution
 from aiptrain.job.catalog import Catalog, EnvironmentRecipe, Runtime, load_catalog
+from aiptrain.job.era import SETTING, ResolveDay
 from aiptrain.job.spec import TrainingInput
 
 
-def runtime_spec(training_input: TrainingInput, catalog: Catalog) -> dict[str, Any]:
-    """The runtime of the job (validated: it is in the catalog) and its fallback recipe, as JSON."""
+def runtime_spec(training_input: TrainingInput, catalog: Catalog, labels: dict[str, str] | None = None
+                 ) -> dict[str, Any]:
+    """The runtime of the job (validated: it is in the catalog), its fallback recipe and the job's
+    labels (one may move the day its packages resolve as of), as JSON."""
     runtime = catalog.runtime_for(training_input.runtime_version)
     assert runtime is not None  # validated
     return {
@@ -24,7 +29,13 @@ def runtime_spec(training_input: TrainingInput, catalog: Catalog) -> dict[str, A
         "pythonVersion": training_input.python_version,
         "runtime": dataclasses.asdict(runtime),
         "fallback": dataclasses.asdict(catalog.environments[runtime.local_environment]),
+        "labels": dict(labels or {}),
     }
+
+
+def spec_day(spec: dict[str, Any], resolution: RuntimeResolution) -> ResolveDay:
+    """The day the job's packages resolve as of on a node, in the environment the node chose."""
+    return job_day(resolution, spec.get("labels"), {SETTING: str(spec.get("resolveAsOf") or "")})
 
 
 def spec_training_input(spec: dict[str, Any]) -> TrainingInput:

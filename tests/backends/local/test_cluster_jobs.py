@@ -23,7 +23,7 @@ def _reports(home: Path, job_dir: str) -> dict[str, dict[str, Any]]:
     [
         ({"runtimeVersion": "2.11"}, "chief"),
         ({"runtimeVersion": "1.15"}, "master"),
-        ({"runtimeVersion": "1.15", "useChiefInTfConfig": True}, "chief"),
+        ({"runtimeVersion": "1.15", "useChiefInTfConfig": True}, "master"),  # no effect without a container
     ],
 )
 def test_custom_cluster_replicas_get_the_service_contract(

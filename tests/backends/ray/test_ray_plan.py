@@ -154,7 +154,7 @@ def test_a_replica_larger_than_every_node_is_refused_with_the_numbers_and_a_scal
 def test_preparing_says_which_node_builds_and_how_many_replicas_wait():
     log = PreparationLog("1.15", {"master-replica-0": "A", "worker-replica-0": "B", "worker-replica-1": "A",
                                   "ps-replica-0": "B"})
-    summary = "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.5 on Python 3.7 (/usr/bin/python3.7, PATH)."
+    summary = "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.0 on Python 3.7 (/usr/bin/python3.7, PATH)."
     assert log.event("master-replica-0", NOTE, "INFO", summary, 0) == [("INFO", f"On node A: {summary}")]
     assert log.event("worker-replica-0", NOTE, "INFO", summary, 0) == []  # the same on node B: said once
     assert log.event("master-replica-0", PHASE, "", "building", 1) == [
@@ -166,9 +166,9 @@ def test_preparing_says_which_node_builds_and_how_many_replicas_wait():
     assert log.event("worker-replica-0", BUILD, "INFO", "Waiting for another job ...", 2) == []  # not its build
     assert log.heartbeat(20) == []
     assert log.heartbeat(40) == [("INFO", "Still building runtime 1.15 on node A (39 s; 4 of 4 replicas waiting).")]
-    runs = '{"environment": "runtime-1.15", "tensorflow": "1.15.5", "python": "3.7", "root": "/c/envs/k"}'
+    runs = '{"environment": "runtime-1.15", "tensorflow": "1.15.0", "python": "3.7", "root": "/c/envs/k"}'
     assert log.event("master-replica-0", READY, "", runs, 41) == [
-        ("INFO", "Runtime 1.15 is ready on node A (built in 40 s): TensorFlow 1.15.5 on Python 3.7 (/c/envs/k).")]
+        ("INFO", "Runtime 1.15 is ready on node A (built in 40 s): TensorFlow 1.15.0 on Python 3.7 (/c/envs/k).")]
     log.finished("master-replica-0")
     assert log.event("worker-replica-1", READY, "", runs, 42) == []  # node A's second replica found it
     assert log.event("worker-replica-1", INSTALL, "INFO", "Installing package(s): gs://b/t.tar.gz", 42) == [
@@ -179,7 +179,7 @@ def test_preparing_says_which_node_builds_and_how_many_replicas_wait():
     fallback = '{"environment": "tf2.15-keras2", "tensorflow": "2.15.1", "python": "3.11", "root": "/c/envs/f"}'
     log.event("worker-replica-0", READY, "", fallback, 50)
     mismatch = log.mismatch()
-    assert mismatch is not None and "node A: runtime-1.15 (TensorFlow 1.15.5 on Python 3.7)" in mismatch
+    assert mismatch is not None and "node A: runtime-1.15 (TensorFlow 1.15.0 on Python 3.7)" in mismatch
     assert "node B: tf2.15-keras2 (TensorFlow 2.15.1 on Python 3.11)" in mismatch
 
 
@@ -324,7 +324,7 @@ def test_dry_run_renders_the_plan_where_ray_cannot_be_imported():
     assert [b["taskName"] for b in request["placementGroup"]["bundles"]] == ["master-replica-0", "worker-replica-0"]
     environments = request["replicaEnvironments"]
     assert {task: (e["tensorflow"], e["python"]) for task, e in environments.items()} == {
-        "master-replica-0": ("1.15.5", "3.7"), "worker-replica-0": ("1.15.5", "3.7")}
+        "master-replica-0": ("1.15.0", "3.7"), "worker-replica-0": ("1.15.0", "3.7")}
     tf_configs = document["tfConfig"]
     assert tf_configs["worker-replica-0"]["task"] == {"type": "worker", "index": 0}
     assert "master" in tf_configs["worker-replica-0"]["cluster"]
@@ -347,3 +347,21 @@ def test_dry_run_says_how_each_way_to_the_runtime_packages_runs(monkeypatch):
     monkeypatch.setenv("AIPTRAIN_RAY_RUNTIME_PACKAGES", "conda")
     refused = CliRunner().invoke(root, [*SUBMIT, "--dry-run"], catch_exceptions=False)
     assert refused.exit_code == 2 and "AIPTRAIN_RAY_RUNTIME_PACKAGES" in refused.stderr
+
+
+def test_each_node_resolves_the_trainers_packages_as_of_the_jobs_day() -> None:
+    import datetime
+
+    from aiptrain.backends.ray.plan import planned_resolution
+    from aiptrain.backends.ray.runtime_spec import runtime_spec, spec_catalog, spec_day, spec_training_input
+
+    catalog = load_catalog()
+    training_input = TrainingInput(runtime_version="1.15", python_version="3.7")
+    spec = json.loads(json.dumps(runtime_spec(training_input, catalog, {"team": "a"})))  # as it travels
+    resolution = planned_resolution(spec_training_input(spec), spec_catalog(spec))
+    assert resolution.cutoff == "2020-12-19"  # the runtime's entry carries its day to the node
+    assert spec_day(spec, resolution).day == datetime.date(2020, 12, 19)
+    spec["resolveAsOf"] = "2021-02-01"  # the submitter's AIPTRAIN_RESOLVE_AS_OF
+    assert spec_day(spec, resolution).day == datetime.date(2021, 2, 1)
+    labelled = runtime_spec(training_input, catalog, {"aiptrain-resolve-as-of": "2021-03-01"})
+    assert spec_day({**labelled, "resolveAsOf": "2021-02-01"}, resolution).day == datetime.date(2021, 3, 1)

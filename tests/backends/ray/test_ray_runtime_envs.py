@@ -1,7 +1,7 @@
 """Replicas in their runtime's own environment, built by aiptrain's builder on each Ray node.
 
 Every job here runs with the default AIPTRAIN_RAY_RUNTIME_PACKAGES (the environment is built on
-the nodes, never taken from the cluster's Python): runtime 1.15, whose TensorFlow 1.15.5 needs
+the nodes, never taken from the cluster's Python): runtime 1.15, whose TensorFlow 1.15.0 needs
 Python 3.7 while the cluster runs 3.11. The session's two nodes keep their environments in caches
 of their own (tests/backends/ray/cluster.py), so runtime 1.15's is built once per node for the whole
 session; the tests that must see a build happen (two jobs at once, a cancel during the build)
@@ -79,7 +79,7 @@ def test_four_replicas_two_per_node_run_in_the_runtime_environment_built_once_pe
     # One build per node of the environment, whichever job of the session made it.
     key = Path(started[0][4]).parent.parent.name
     assert [builds[key] for builds in node_builds(built_on_nodes)] == [1, 1]
-    assert "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.5 on Python 3.7" in logs
+    assert "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.0 on Python 3.7" in logs
 
 
 def test_a_tensorflow_1_job_of_runtime_1_15_trains_on_python_3_7_while_the_cluster_runs_3_11(built_on_nodes):
@@ -89,7 +89,7 @@ def test_a_tensorflow_1_job_of_runtime_1_15_trains_on_python_3_7_while_the_clust
     logs = result.stderr
     assert sys.version_info[:2] == (3, 11)  # the cluster's nodes run this interpreter
     for task, name in zip(TASKS, ("[master:0]", "[worker:0]", "[worker:1]", "[ps:0]"), strict=True):
-        assert f"{task}\t\t{name} TensorFlow 1.15.5 on Python 3.7" in logs
+        assert f"{task}\t\t{name} TensorFlow 1.15.0 on Python 3.7" in logs
     # Master and workers trained one model on the parameter server: the global step they share
     # reached the end, and the master checkpointed it into the job directory.
     trained = re.search(r"\[master:0\] trained to global step \d+, loss ([\d.]+)", logs)

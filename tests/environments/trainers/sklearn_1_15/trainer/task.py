@@ -9,6 +9,7 @@ import os
 import hypertune
 import pandas as pd
 import sklearn
+import tabulate
 import tensorflow as tf
 from sklearn.externals import joblib
 from sklearn.linear_model import LogisticRegression
@@ -27,7 +28,8 @@ def main():
     tf.gfile.Copy("model.joblib", os.path.join(args.job_dir, "model.joblib"), overwrite=True)
     with tf.gfile.GFile(os.path.join(args.job_dir, "result.json"), "w") as out:
         json.dump({"accuracy": accuracy, "C": args.C, "pandas": pd.__version__, "sklearn": sklearn.__version__,
-                   "pandas_file": pd.__file__}, out)
+                   "pandas_file": pd.__file__, "sklearn_file": sklearn.__file__,
+                   "tabulate": tabulate.__version__}, out)
     hypertune.HyperTune().report_hyperparameter_tuning_metric(
         hyperparameter_metric_tag="accuracy", metric_value=accuracy, global_step=1)
     print("sklearn %s pandas %s C=%s accuracy=%.2f" % (sklearn.__version__, pd.__version__, args.C, accuracy))
