@@ -54,5 +54,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("ray", "13", "Ray backend", ray.run),
         RowGroup("era", "14", "The runtime's day and the VM's metadata server", era.run),
         RowGroup("console", "15", "The console in the browser", console.run),
-        RowGroup("long-running", "16", "A machine that runs jobs for months", long_running.run),
+        RowGroup("long-running", "17", "A machine that runs jobs for months", long_running.run),
     ]

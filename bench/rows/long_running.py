@@ -1,10 +1,10 @@
-"""Row 16: a machine that runs jobs for months: a large store, long logs, a long queue.
+"""Row 17: a machine that runs jobs for months: a large store, long logs, a long queue.
 
-- 16a/16b: `jobs list` on a store holding about 1 GB of log lines (one job of 2 million lines of
-  500 characters), against a store of one job; 16b first evicts the large store's file from the
+- 17a/17b: `jobs list` on a store holding about 1 GB of log lines (one job of 2 million lines of
+  500 characters), against a store of one job; 17b first evicts the large store's file from the
   page cache (posix_fadvise DONTNEED on jobs.db), as after a reboot or a long idle spell.
-- 16c: `jobs stream-logs --tail 3` of that 2-million-line job, against the same on a 10-line job.
-- 16d: the resident memory of aiptrain's processes with 100 jobs queued behind one running job
+- 17c: `jobs stream-logs --tail 3` of that 2-million-line job, against the same on a 10-line job.
+- 17d: the resident memory of aiptrain's processes with 100 jobs queued behind one running job
   (AIPTRAIN_LOCAL_MAX_RUNNING=1): the live supervisors' VmRSS, summed.
 
 Stores are filled through the store's own API (`insert_job`, `transition`, `append_logs`), not by
@@ -88,8 +88,8 @@ def run(ctx: BenchContext) -> list[RowResult]:
     size = _store_mb(large_home)
     rows = []
     for row_id, what, subject in (
-            ("16a", "`jobs list`", partial(time_command, listing, env=large_env)),
-            ("16b", "`jobs list`, the store's file out of the page cache",
+            ("17a", "`jobs list`", partial(time_command, listing, env=large_env)),
+            ("17b", "`jobs list`, the store's file out of the page cache",
              partial(_evicted_then, large_home / "jobs.db", listing, large_env))):
         paired = alternate(subject, partial(time_command, listing, env=small_env), ctx.runs(RUNS))
         rows.append(paired_row(RowResult(
@@ -103,7 +103,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
     paired = alternate(partial(time_command, tail, env=large_env), partial(time_command, tail, env=small_env),
                        ctx.runs(RUNS))
     rows.append(paired_row(RowResult(
-        row_id="16c", group="long-running", unit="s",
+        row_id="17c", group="long-running", unit="s",
         title=f"`jobs stream-logs --tail 3` of a {lines:,}-line finished job, wall time",
         goal=value_max(0.5, "s"), commands=[ctx.show(tail, home=True)],
         anchor_commands=[ctx.show(tail, home=True) + "   # a 10-line job"],
@@ -170,7 +170,7 @@ def _queued_memory(ctx: BenchContext) -> RowResult:
         time.sleep(1.0)
         samples.append(_supervisors_mb(home))
     return RowResult(
-        row_id="16d", group="long-running", unit="MB",
+        row_id="17d", group="long-running", unit="MB",
         title=f"Resident memory of aiptrain's processes with {QUEUED} jobs queued behind one running job",
         subject=Stats.of(samples), goal=value_max(300, "MB"),
         commands=[ctx.show(holder, home=True, env={"AIPTRAIN_LOCAL_MAX_RUNNING": "1"}),
