@@ -12,7 +12,11 @@ DEMO_STAMP := $(DEMO_VENV)/.installed
 # worker), then the `ray_cluster` tests alone.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test fuzz lint bench docs clean venv chromium
+# The `containers` tests start a Docker daemon of their own and import their images from
+# busybox-static: Debian's packages, installed here when missing (as root; apt is not run otherwise).
+CONTAINER_PACKAGES := docker.io busybox-static
+
+.PHONY: demo test fuzz lint bench docs clean venv chromium container-packages
 
 # The console's browser tests (marker `browser`) drive Debian's chromium through Playwright, which
 # cannot download a browser of its own here: installed with apt when missing (as root, or with sudo).
@@ -37,13 +41,21 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	bash scripts/demo.sh $(DEMO_VENV)/bin
 
+container-packages:
+	@if PATH="$$PATH:/usr/local/sbin:/usr/sbin:/sbin" command -v dockerd >/dev/null && [ -x /bin/busybox ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing $(CONTAINER_PACKAGES) for the container tests"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(CONTAINER_PACKAGES); \
+	else echo "$(CONTAINER_PACKAGES) missing and not root: the container tests will be skipped (a failure in CI)"; fi
+
 $(CHROMIUM):
 	$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update -qq
 	$$( [ "$$(id -u)" = 0 ] || echo sudo ) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
 chromium: $(CHROMIUM)
 
-test: $(STAMP) $(CHROMIUM)
+test: $(STAMP) $(CHROMIUM) container-packages
 	$(BIN)/ruff check aiptrain tests bench trainer_template
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not ray_cluster"
@@ -63,7 +75,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(STAMP) container-packages
 	$(BIN)/python -m bench.run
 
 # The generated page of the manual: docs/reference/cli.md, from the click commands and the submit flag

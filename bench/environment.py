@@ -152,7 +152,7 @@ def stop_jobs_in(home: Path, grace: float = 15.0) -> list[str]:
         problems = []
         for record in engine.store.active_jobs():
             problems.append(f"job {record.job_id} in {home} did not stop; killed")
-            kill_job_processes(engine.store, record)
+            kill_job_processes(engine.store, record, home)
             pid = record.supervisor_pid
             if pid is not None and is_running(pid, record.supervisor_start_ticks):
                 with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 # Which tests share an xdist worker (markers for the expensive session fixtures): see that module.
-pytest_plugins = ["tests.fixtures.worker_groups"]
+pytest_plugins = ["tests.fixtures.worker_groups", "tests.fixtures.containers"]
 
 GOOGLE_SUFFIXES = ("googleapis.com", "google.com", "gcr.io", "pkg.dev")
 
@@ -29,6 +30,22 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_container_engine_of_this_machine() -> Iterator[None]:
+    """No test reaches this machine's own container engine (Docker's default socket, Podman): the
+    `containers` tests point at the suite's daemon (tests/fixtures/containers.py), every other test
+    and the servers and supervisors they start (module fixtures included) find none."""
+    saved = {name: os.environ.get(name) for name in ("AIPTRAIN_CONTAINER_ENGINE", "DOCKER_HOST")}
+    os.environ["AIPTRAIN_CONTAINER_ENGINE"] = "docker"
+    os.environ["DOCKER_HOST"] = "unix:///nonexistent/aiptrain-tests/docker.sock"
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("aiptrain-home")
@@ -40,6 +57,7 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     # runtime environments (tests/environments), which build them once per session.
     monkeypatch.setenv("AIPTRAIN_LOCAL_PYTHON", sys.executable)
     monkeypatch.delenv("AIPTRAIN_ENVS_DIR", raising=False)
+    monkeypatch.delenv("AIPTRAIN_CONTAINER_PULL", raising=False)
     # gcloud's configuration fills in project, region and endpoints: none of this machine's.
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path_factory.mktemp("cloudsdk")))
     for name in ("AIPTRAIN_BACKEND", "AIPTRAIN_PROJECT", "AIPTRAIN_REGION", "AIPTRAIN_API_ENDPOINT",

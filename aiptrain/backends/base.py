@@ -45,6 +45,11 @@ class DryRunView:
     warnings: list[str] = field(default_factory=list)
     # How the runtime version is honoured, in the words of the job's first log lines.
     runtime: list[str] = field(default_factory=list)
+    # Each replica's container (`task: IMAGE ARGS [limits]`), for a job whose replicas are containers.
+    containers: list[str] = field(default_factory=list)
+    # The replicas' addresses (TF_CONFIG task type -> host:port) where they are known before the
+    # job starts (containers: each its own host); None shows placeholders.
+    addresses: dict[str, list[str]] | None = None
 
 
 class Backend(Protocol):

@@ -36,6 +36,8 @@ def _text(plan: SubmissionPlan, document: dict[str, Any]) -> str:
         lines.append(f"  {shown:<38} {group.task_type:<9} {group.machine_type or ''}{accel}")
     if document.get("localRuntime"):
         lines += ["Runtime:", *(f"  {line}" for line in document["localRuntime"])]
+    if document.get("localContainers"):
+        lines += ["Containers (image and arguments, [limits]):", *(f"  {line}" for line in document["localContainers"])]
     lines += ["Request body:", *("  " + line for line in dump_yaml(plan.request_body).splitlines())]
     vertex = document["vertex"]
     if "problems" in vertex:

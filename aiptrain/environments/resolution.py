@@ -20,6 +20,7 @@ from aiptrain.environments import interpreters
 from aiptrain.environments.interpreters import Interpreter
 from aiptrain.errors import UsageError
 from aiptrain.job.catalog import Catalog, Runtime
+from aiptrain.job.prebuilt import master_image, prebuilt_image_of
 from aiptrain.job.spec import TrainingInput
 
 Finder = Callable[[str, Mapping[str, str] | None], Interpreter | None]
@@ -52,6 +53,8 @@ class RuntimeResolution:
     cutoff: str = ""  # the runtime's day, which its environment is built as of ("": the fallback's, today)
     # uv's reading of metadata it cannot parse, for packages of the set ("pandas==0.24.2" -> requirements)
     dependency_metadata: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    image: str = ""  # the pre-built image whose environment this is (prebuilt_images.yaml), as the job named it
+    image_note: str = ""  # what of that image is not there
 
     @property
     def version(self) -> str:
@@ -60,6 +63,8 @@ class RuntimeResolution:
     @property
     def honours_ca_bundle(self) -> bool:
         """Whether this TensorFlow's gs:// client can be pointed at the job's storage endpoint."""
+        if not self.tensorflow:
+            return True  # no TensorFlow: every gs:// client there takes CURL_CA_BUNDLE or the emulator's host
         major, minor = (int(part) for part in self.tensorflow.split(".")[:2])
         return (major, minor) >= _CA_BUNDLE_SINCE
 
@@ -78,6 +83,8 @@ class RuntimeResolution:
     def summary(self) -> str:
         """One line: what was asked, what runs, on which interpreter, and why."""
         asked = self.version if self.asked else f"{self.version} (the service's default when none is given)"
+        if self.image and self.runtime.image:
+            return self._image_summary()
         if self.problem is not None:
             return f"Runtime version {asked} with Python {self.python_label} cannot run here: {self.problem}"
         where = (f"{self.interpreter.path}, found via {self.interpreter.source}" if self.interpreter is not None
@@ -85,6 +92,18 @@ class RuntimeResolution:
         line = (f"Runtime version {asked} with Python {self.python_label}: TensorFlow {self.tensorflow} "
                 f"on Python {self.python} ({where})")
         return line + (f"; {self.why}." if self.why else ".")
+
+    def _image_summary(self) -> str:
+        """The summary of a pre-built image's environment (its packages follow in `notes`)."""
+        named = f"The pre-built image {self.image} ({self.runtime.image})"
+        if self.problem is not None:
+            return f"{named} cannot run here: {self.problem}"
+        where = (f"{self.interpreter.path}, found via {self.interpreter.source}" if self.interpreter is not None
+                 else f"to be downloaded by uv: no Python {self.python} was found here")
+        line = (f"{named} runs in an environment of its packages on Python {self.python} ({where}), as of "
+                f"{self.cutoff}: Google never published its full package list, so this is the nearest set that "
+                "installs (prebuilt_images.yaml)")
+        return line + (f"; {self.image_note}." if self.image_note else ".")
 
     def notes(self) -> list[str]:
         """Every line to show: the summary, the TF 1 note of a fallback, the packages."""
@@ -97,6 +116,8 @@ class RuntimeResolution:
         return lines
 
     def warnings(self) -> list[str]:
+        if self.runtime.image:
+            return []  # the image brings its own; no runtime version is named or defaulted
         return self.runtime.warnings(named=self.asked is not None, python_named=self.python_asked is not None)
 
 
@@ -119,20 +140,29 @@ def resolve_runtime(
     `downloads` (default: whether AIPTRAIN_PYTHON_DOWNLOADS allows them) decides whether a Python
     that is not found is to be downloaded, or the fallback taken at once.
     """
-    runtime = catalog.runtime_for(training_input.runtime_version)
+    image = prebuilt_image_of(training_input, catalog)
+    if image is not None and image.runtime:  # a TensorFlow executor image: its runtime version's environment
+        executor = catalog.runtimes[image.runtime]
+        training_input = training_input.model_copy(update={"runtime_version": image.runtime,
+                                                           "python_version": executor.default_python})
+    runtime = image.as_runtime() if image is not None and not image.runtime else (
+        catalog.runtime_for(training_input.runtime_version))
     if runtime is None:
         raise KeyError(training_input.runtime_version)
     asked_python = training_input.python_version or runtime.default_python
-    recipe = catalog.environments[runtime.local_environment]
     candidates = _python_order(runtime, asked_python)
 
     def own(python: str, found: Interpreter | None, *, why: str = "", problem: str | None = None) -> RuntimeResolution:
         return RuntimeResolution(
             asked=training_input.runtime_version, runtime=runtime, python_asked=training_input.python_version,
-            name=f"runtime-{runtime.version}", tensorflow=runtime.tensorflow,
-            packages=(runtime.tensorflow_requirement, *runtime.packages), python=python, interpreter=found,
-            why=why, problem=problem, gpu_packages=_gpu_variant(runtime), alternatives=tuple(candidates),
-            cutoff=runtime.cutoff, dependency_metadata=dict(runtime.dependency_metadata))
+            name=f"image-{runtime.version}" if runtime.image else f"runtime-{runtime.version}",
+            tensorflow=runtime.tensorflow,
+            packages=tuple(p for p in (runtime.tensorflow_requirement, *runtime.packages) if p), python=python,
+            interpreter=found, why=why, problem=problem, gpu_packages=_gpu_variant(runtime),
+            alternatives=tuple(candidates), cutoff=runtime.cutoff,
+            dependency_metadata=dict(runtime.dependency_metadata),
+            image=master_image(training_input) if image is not None else "",
+            image_note=image.note if image is not None else "")
 
     for python in candidates:
         found = find(python, env)
@@ -142,6 +172,11 @@ def resolve_runtime(
     if candidates and allowed:
         return own(candidates[0], None, why=_why_python(runtime, asked_python, candidates[0], candidates, env))
     looked = ", ".join(candidates) or "none has a Linux build"
+    if runtime.image:  # an image's set has no fallback: only its own Python runs it
+        return own(candidates[0], None, problem=(
+            f"no Python {looked} was found here (looked in {interpreters.where_looked(candidates[0], env)}). To run "
+            f"it, {interpreters.how_to_get(candidates[0])}"))
+    recipe = catalog.environments[runtime.local_environment]
     where = interpreters.where_looked(candidates[0] if candidates else recipe.pythons[-1], env)
     for python in sorted(recipe.pythons, key=lambda p: _distance(p, asked_python)):
         found = find(python, env)

@@ -50,10 +50,11 @@ from pathlib import Path
 from aiptrain.gcs_endpoint import system_trust
 from aiptrain.gcs_endpoint.api import StorageServer
 from aiptrain.gcs_endpoint.certificates import ServerIdentity, extended_system_bundle, storage_identity
-from aiptrain.gcs_endpoint.metadata import MetadataServer, VmIdentity, metadata_variables
+from aiptrain.gcs_endpoint.metadata import MetadataServer, VmIdentity
 from aiptrain.gcs_endpoint.objects import Buckets, DirectoryBuckets
 from aiptrain.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
 from aiptrain.gcs_endpoint.upstream import EmulatorBuckets
+from aiptrain.replicas.containers.endpoints import HostEndpoint
 from aiptrain.replicas.private_env import without_secrets
 from aiptrain.replicas.processes import TOKEN_VARIABLE
 
@@ -72,18 +73,6 @@ _READ_BLOCK_MB = "16"
 # Set by `aiptrain local serve` when its clients stage into a GCS emulator (its STORAGE_EMULATOR_HOST):
 # the jobs it creates then read and write that emulator instead of the local store.
 UPSTREAM_VARIABLE = "AIPTRAIN_LOCAL_STORAGE_EMULATOR"
-
-
-@dataclass(frozen=True)
-class HostEndpoint:
-    """A server of the job on this machine that its replicas reach: its name, where it listens, and
-    the variables that lead a replica to it when the replica reaches it at another address
-    (`variables("HOST:PORT")`; a relay's address, for containers)."""
-
-    name: str  # "storage" | "metadata"
-    host: str
-    port: int
-    variables: Callable[[str], dict[str, str]]
 
 
 class ReplicaStorage:
@@ -124,10 +113,9 @@ class ReplicaStorage:
     def endpoint(self) -> str:
         return self.server.endpoint
 
-    def environment(self, inherited: Mapping[str, str], endpoint: str | None = None) -> dict[str, str]:
-        """The variables to set in every replica (on top of `inherited`, the rest of its environment);
-        `endpoint`: where the replica reaches the endpoint, when not at its own address."""
-        endpoint = endpoint or self.endpoint
+    def environment(self, inherited: Mapping[str, str]) -> dict[str, str]:
+        """The variables to set in every replica (on top of `inherited`, the rest of its environment)."""
+        endpoint = self.endpoint
         tuning = {} if _READ_BLOCK_VARIABLE in inherited else {_READ_BLOCK_VARIABLE: _READ_BLOCK_MB}
         trust = {} if self.system_bundle is None else {TRUST_VARIABLE: str(self.system_bundle)}
         metadata_names = {"http_proxy": endpoint, "HTTP_PROXY": endpoint} if self.proxies_metadata else {}
@@ -142,6 +130,13 @@ class ReplicaStorage:
             "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",
             "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE": str(self.ca_path),
         }
+
+    def host_endpoint(self) -> HostEndpoint:
+        """The endpoint as container replicas reach it (through the job's relays, at the same address)."""
+        host, port = self.server.server_address[:2]
+        env = self.environment({})
+        env.pop(TRUST_VARIABLE, None)  # a process replica's mount namespace; a container has its own files
+        return HostEndpoint("storage", str(host), int(port), env, files=(self.ca_path,), trusted=(self.ca_path,))
 
     def close(self) -> None:
         self.server.shutdown()
@@ -258,13 +253,12 @@ def replica_base_environment(inherited: Mapping[str, str], storage: ReplicaStora
 
 
 def host_endpoints(storage: ReplicaStorage | None, metadata: JobMetadata | None) -> list[HostEndpoint]:
-    """The job's servers on this machine, for a launcher that relays them to its replicas."""
+    """The job's servers on this machine, for a launcher that relays them to its replicas (containers
+    reach each at the same 127.0.0.1 address, so the variables are a process replica's)."""
     found = []
     if metadata is not None:
-        host, port = metadata.server.address.rsplit(":", 1)
-        found.append(HostEndpoint("metadata", host, int(port), metadata_variables))
+        host, port = metadata.server.server_address[:2]
+        found.append(HostEndpoint("metadata", str(host), int(port), metadata.server.environment()))
     if storage is not None:
-        host, port = storage.endpoint.removeprefix("http://").rsplit(":", 1)
-        found.append(HostEndpoint("storage", host, int(port),
-                                  lambda address: storage.environment({}, f"http://{address}")))
+        found.append(storage.host_endpoint())
     return found

@@ -3,7 +3,9 @@
 - `spec`: the ml v1 `Job` / `TrainingInput` resource (pydantic, REST field names);
 - `state`: job states and which of them are final (no pydantic, so polling loops stay light);
 - `logs`: log entries and the cursor that walks a job's log;
-- `catalog`: scale tiers, machine types, accelerators, regions and runtime versions (YAML data);
+- `catalog`: scale tiers, machine types, accelerators, regions, runtime versions and Google's
+  pre-built training images (YAML data);
+- `prebuilt`: which pre-built image's environment a job runs its module in;
 - `cluster`: the replica groups a tier or a CUSTOM config asks for;
 - `project_id`: project ids as gcloud accepts them;
 - `validate`: every problem of a job at once, against the catalog, with `limits` (what could

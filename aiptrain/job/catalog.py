@@ -1,5 +1,6 @@
-"""Loads `scale_tiers.yaml` (tiers, machine types, accelerators, regions, limits) and
-`runtimes.yaml` (runtime versions and the local environments they run in).
+"""Loads `scale_tiers.yaml` (tiers, machine types, accelerators, regions, limits),
+`runtimes.yaml` (runtime versions and the local environments they run in) and
+`prebuilt_images.yaml` (Google's pre-built training images and what each had).
 
 Every catalog value lives in the YAML files; this module only gives it types. The files are found
 next to the repository root in a checkout and as package data (`aiptrain/data`) in a wheel.
@@ -105,6 +106,8 @@ class Runtime:
     # Requires-Dist that uv is given for packages of the set whose own metadata it cannot parse
     # ("pandas==0.24.2" -> its requirements as pip read them).
     dependency_metadata: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # A pre-built image's framework ("PyTorch 1.4") when this entry stands for one (`PrebuiltImage`).
+    image: str = ""
 
     @property
     def tensorflow_minor(self) -> str:
@@ -141,6 +144,28 @@ class Runtime:
 
 
 @dataclass(frozen=True)
+class PrebuiltImage:
+    """One of Google's pre-built training images (prebuilt_images.yaml): a job naming it with a
+    Python package runs in an environment of its packages, built like a runtime version's; a
+    Vertex TensorFlow executor image is its runtime version's (`runtime`)."""
+
+    name: str  # the name the job wrote, without registry or tag: pytorch-cpu.1-4
+    framework: str = ""  # "PyTorch 1.4"
+    pythons: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    cutoff: str = ""
+    note: str = ""  # what of the image is not there (an XLA image's torch_xla)
+    source: str = ""
+    runtime: str = ""  # a TensorFlow executor image: the runtime version it is
+
+    def as_runtime(self) -> Runtime:
+        """The image as a runtime entry: what the environment builder and the day's rules read."""
+        return Runtime(version=self.name, tensorflow="", python=self.pythons, vertex_images=None, verified=False,
+                       default_python=self.pythons[0], pythons=self.pythons, packages=self.packages,
+                       cutoff=self.cutoff, source=self.source, image=self.framework)
+
+
+@dataclass(frozen=True)
 class Catalog:
     tiers: dict[str, Tier]
     machine_types: dict[str, MachineType]
@@ -154,6 +179,13 @@ class Catalog:
     source: Path
     zones: dict[str, str] = field(default_factory=dict)  # a region's zone where `<region>-a` is none
     sources: dict[str, str] = field(default_factory=dict)  # runtimes.yaml's source keys and what they are
+    prebuilt_images: dict[str, PrebuiltImage] = field(default_factory=dict)  # by name (`image_name`)
+    prebuilt_registries: tuple[str, ...] = ()
+
+    def prebuilt_image(self, uri: str | None) -> PrebuiltImage | None:
+        """The pre-built image `uri` names (any of its registries, any tag), None for another image."""
+        name = image_name(uri or "", self.prebuilt_registries)
+        return self.prebuilt_images.get(name) if name else None
 
     def runtime_for(self, version: str | None) -> Runtime | None:
         """The runtime a job's `runtimeVersion` names (the service's default when it names none);
@@ -202,6 +234,45 @@ def runtimes_path(catalog: Path) -> Path:
     if beside.is_file():
         return beside
     return Path(__file__).resolve().parent.parent / "data" / "runtimes.yaml"
+
+
+def prebuilt_images_path(catalog: Path) -> Path:
+    """`prebuilt_images.yaml` beside the catalog, else the packaged copy."""
+    beside = catalog.with_name("prebuilt_images.yaml")
+    if beside.is_file():
+        return beside
+    return Path(__file__).resolve().parent.parent / "data" / "prebuilt_images.yaml"
+
+
+def image_name(uri: str, registries: tuple[str, ...]) -> str:
+    """`us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-4:latest` -> `pytorch-cpu.1-4` when it is
+    under one of `registries`; "" otherwise."""
+    for registry in registries:
+        if uri.startswith(registry):
+            rest = uri[len(registry):].split("@", 1)[0]
+            return rest.split(":", 1)[0] if "/" not in rest else ""
+    return ""
+
+
+def _prebuilt_images(raw: dict[str, Any], runtimes: dict[str, Runtime]) -> dict[str, PrebuiltImage]:
+    found = {}
+    for key, spec in (raw.get("images") or {}).items():
+        pythons = tuple(str(p) for p in spec["python"])
+        cutoff = str(spec.get("cutoff", ""))
+        if cutoff and not _is_day(cutoff):
+            raise ValueError(f"pre-built image {key}: cutoff {cutoff!r} is not a YYYY-MM-DD date (quote it)")
+        for name in spec["names"]:
+            found[str(name)] = PrebuiltImage(
+                name=str(name), framework=str(spec["framework"]), pythons=pythons,
+                packages=tuple(str(p) for p in spec["packages"]), cutoff=cutoff, note=str(spec.get("note", "")),
+                source=str(spec.get("source", "")))
+    registries = tuple(str(r) for r in raw.get("registries") or ())
+    for runtime in runtimes.values():  # Vertex's TensorFlow executor images are runtime versions
+        for uri in (runtime.vertex_images or {}).values():
+            name = image_name(uri, registries)
+            if name:
+                found.setdefault(name, PrebuiltImage(name=name, runtime=runtime.version))
+    return found
 
 
 def _accelerator(raw: dict[str, Any] | None) -> AcceleratorSpec | None:
@@ -329,7 +400,10 @@ def _parse(raw: dict[str, Any], source: Path) -> Catalog:
     for runtime in runtimes.values():
         if runtime.local_environment and runtime.local_environment not in environments:
             raise ValueError(f"runtime {runtime.version} names the unknown environment {runtime.local_environment!r}")
+    prebuilt = raw.get("prebuilt") or {}
     return Catalog(
+        prebuilt_images=_prebuilt_images(prebuilt, runtimes),
+        prebuilt_registries=tuple(str(r) for r in prebuilt.get("registries") or ()),
         tiers=tiers,
         machine_types=machines,
         accelerators=dict(raw["accelerators"]),
@@ -362,6 +436,8 @@ def load_catalog(path: Path | None = None) -> Catalog:
         raw = _read_yaml(source)
         if "runtime_versions" not in raw:  # a catalog may still carry its runtimes itself
             raw.update(_read_yaml(runtimes_path(source)))
+        if "prebuilt" not in raw:
+            raw["prebuilt"] = _read_yaml(prebuilt_images_path(source))
         return _parse(raw, source)
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as error:
         raise InternalError(f"the catalog {source} cannot be read: {error}") from error

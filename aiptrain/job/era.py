@@ -107,6 +107,9 @@ def resolve_day(runtime: Runtime, labels: Mapping[str, str] | None, env: Mapping
         return ResolveDay(parse_day(setting), SETTING)
     if stands_in or not runtime.cutoff:
         return ResolveDay(None, f"the environment that stands in for runtime {runtime.version} has no day of its own")
+    if runtime.image:  # a pre-built image (prebuilt_images.yaml): current until the framework's next release
+        return ResolveDay(datetime.date.fromisoformat(runtime.cutoff),
+                          f"the pre-built {runtime.version} image's day: the last before {runtime.image}'s successor")
     bound = "on or after" if runtime.released_bound else "on"
     return ResolveDay(datetime.date.fromisoformat(runtime.cutoff),
                       f"runtime {runtime.version}'s day: 12 months after its release {bound} {runtime.released}")

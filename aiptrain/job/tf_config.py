@@ -1,4 +1,5 @@
-"""What each replica is told about its cluster: TF_CONFIG, CLUSTER_SPEC and the AIP_* variables.
+"""What each replica is told about its cluster: TF_CONFIG, CLUSTER_SPEC and the AIP_* variables
+(and, on Google's pre-built PyTorch images, torch.distributed's WORLD_SIZE, RANK, MASTER_ADDR/PORT).
 
 Pure functions, so dry-run can print exactly what a local run would set. The contract (DESIGN.md):
 
@@ -151,3 +152,18 @@ def replica_environment(
     if trial is not None:
         env["CLOUD_ML_TRIAL_ID"] = trial
     return env
+
+
+def pytorch_variables(groups: list[ReplicaGroup], addresses: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+    """Task name -> what the service set on the replicas of its pre-built PyTorch images, for
+    torch.distributed's env:// rendezvous: WORLD_SIZE (the primary and the workers), RANK (the
+    primary 0, then the workers in order), MASTER_ADDR and MASTER_PORT (the primary's address).
+    Other replica types get none."""
+    ranked = [task for task in replica_tasks(groups) if task.role in ("master", "worker")]
+    primary = next((group for group in groups if group.role == "master"), None)
+    if primary is None or not ranked:
+        return {}
+    host, _, port = _addresses_of(groups, addresses, primary)[0].rpartition(":")
+    return {task.task_name: {"WORLD_SIZE": str(len(ranked)), "RANK": str(rank), "MASTER_ADDR": host,
+                             "MASTER_PORT": port}
+            for rank, task in enumerate(ranked)}

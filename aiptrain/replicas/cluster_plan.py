@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
-from aiptrain.job.spec import ROLE, ROLES, Job, ScaleTier, TrainingInput
+from aiptrain.job.spec import ROLE, Job, ScaleTier, TrainingInput
+from aiptrain.replicas.containers.images import container_problems, runs_containers
+from aiptrain.replicas.containers.settings import ContainerSettings
 from aiptrain.replicas.machine_share import Gpu, gpu_refusal, gpus_per_run, replica_asks
 from aiptrain.replicas.settings import DEFAULT_MAX_REPLICAS, ReplicaSettings
 from aiptrain.replicas.this_machine import find_gpus
@@ -48,30 +50,17 @@ def describe_groups(groups: list[ReplicaGroup]) -> str:
 
 def local_problems(
     job: Job, catalog: Catalog, settings: ReplicaSettings, gpus: Callable[[], Sequence[Gpu]] = find_gpus,
+    container_settings: ContainerSettings | None = None,
 ) -> list[Problem]:
     """Everything about `job` the local backend cannot do; [] if it can run it. `gpus` lists
-    this machine's GPUs (called only for a job that asks for some)."""
+    this machine's GPUs (called only for a job that asks for some). A job whose master names an
+    image runs as containers: it needs an engine and its images here (`containers.images`)."""
     training_input = job.training_input or TrainingInput()
     problems: list[Problem] = []
-    for role in ROLES:
-        config = role.config(training_input)
-        field = f"trainingInput.{role.config_field}"
-        if config is None:
-            continue
-        if config.image_uri:
-            problems.append(Problem(
-                f"{field}.imageUri",
-                "custom containers cannot run on the local backend (it runs Python packages, not images)",
-                "drop the image and submit a --package-path/--module-name trainer, "
-                "or use --backend vertex",
-            ))
-        if config.container_command or config.container_args:
-            problems.append(Problem(
-                f"{field}.containerCommand" if config.container_command else f"{field}.containerArgs",
-                "container commands need a custom container, which the local backend cannot run",
-                "pass arguments after `--` as USER_ARGS instead, or use --backend vertex",
-            ))
-    if not training_input.python_module and not problems:
+    containers = runs_containers(training_input)
+    if containers:
+        problems += container_problems(training_input, container_settings or ContainerSettings.from_env())
+    elif not training_input.python_module:
         problems.append(Problem(
             "trainingInput.pythonModule", "the local backend needs a Python module to run",
             "pass --module-name, e.g. --module-name trainer.task",

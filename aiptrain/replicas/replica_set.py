@@ -48,11 +48,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
+from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import ReplicaGroup
+from aiptrain.job.prebuilt import prebuilt_image_of
 from aiptrain.job.spec import Job, JobState
 from aiptrain.job.tf_config import (
     ReplicaTask,
     cluster_specs_for,
+    pytorch_variables,
     replica_environment,
     replica_tasks,
     tf_configs_for,
@@ -92,6 +95,7 @@ def service_environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -
     """What AI Platform gave each replica: TF_CONFIG, CLUSTER_SPEC, AIP_* and CLOUD_ML_JOB_ID."""
     tf_configs = tf_configs_for(spec.job, spec.groups, addresses, spec.trial_id)
     cluster_specs = cluster_specs_for(spec.groups, addresses)
+    pytorch = pytorch_variables(spec.groups, addresses) if _runs_prebuilt_pytorch(spec.job) else {}
     return {
         name: replica_environment(
             job_id=spec.visible_job_id or spec.job.job_id or "",
@@ -99,9 +103,14 @@ def service_environment(spec: ReplicaSetSpec, addresses: dict[str, list[str]]) -
             cluster_spec=cluster_specs[name],
             job_dir=spec.job_dir,
             trial=spec.trial_id,
-        )
+        ) | pytorch.get(name, {})
         for name in tf_configs
     }
+
+
+def _runs_prebuilt_pytorch(job: Job) -> bool:
+    image = prebuilt_image_of(job.training_input, load_catalog()) if job.training_input is not None else None
+    return image is not None and image.framework.startswith("PyTorch")
 
 
 class ReplicaProcess(Protocol):
@@ -181,14 +190,22 @@ class ReplicaSetSpec:
     # Each replica's share of this machine (task name -> share: its threads, cores, GPUs); None
     # leaves the replicas the whole machine (the Ray backend, whose nodes schedule their own).
     shares: Mapping[str, ReplicaShare] | None = None
-    # False: the shares set no GPU variables (`local train`, whose replicas ask for no GPUs).
+    # False: the shares set no GPU variables (`local train`, whose replicas ask for no GPUs; container
+    # replicas, which get their GPUs as device requests).
     share_gpus: bool = True
+    # Each replica's command line where it is not `command()`: a container replica's image and args.
+    task_commands: Mapping[str, list[str]] | None = None
 
     def command(self) -> list[str]:
         argv = [self.python, "-m", self.module, *self.args]
         if self.job_dir and self.job_dir_argument:
             argv += ["--job-dir", self.job_dir]
         return argv
+
+    def command_for(self, task_name: str) -> list[str]:
+        if self.task_commands is not None and task_name in self.task_commands:
+            return list(self.task_commands[task_name])
+        return self.command()
 
 
 @dataclass(frozen=True)
@@ -307,7 +324,6 @@ class _ReplicaSetRun:
         spec = self.spec
         addresses = spec.addresses if spec.addresses is not None else free_addresses(spec.groups)
         environments = (spec.cluster_environment or service_environment)(spec, addresses)
-        argv = spec.command()
         for task in sorted(replica_tasks(spec.groups), key=lambda t: _START_ORDER[t.role]):
             env = dict(spec.base_env)
             env.update(environments[task.task_name])
@@ -318,7 +334,7 @@ class _ReplicaSetRun:
             # One token per replica, under the set's: its strays can be swept when it exits.
             env[TOKEN_VARIABLE] = f"{spec.run_token}/{task.task_name}"
             cwd = spec.shared_cwd or spec.work_dir / task.task_name
-            self.replicas.append(_Replica(task, argv, env, cwd))
+            self.replicas.append(_Replica(task, spec.command_for(task.task_name), env, cwd))
 
     def start(self, replica: _Replica) -> None:
         self.stopped = False
@@ -371,11 +387,10 @@ class _ReplicaSetRun:
     def run(self) -> ReplicaSetOutcome:
         self.build()
         primary = next(r for r in self.replicas if r.task.is_primary)
-        command = shlex.join(self.spec.command())
         for replica in self.replicas:
             if self.stop.is_set():
                 return self.cancelled()
-            self.say(f"Starting {replica.task.task_name}: {command}")
+            self.say(f"Starting {replica.task.task_name}: {shlex.join(replica.argv)}")
             try:
                 self.start(replica)
             except OSError as error:

@@ -53,7 +53,7 @@ def _seconds_setting(env: Mapping[str, str], name: str, default: float) -> float
     return value
 
 
-def _choice_setting(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+def choice_setting(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     """One of `choices` (the first when unset)."""
     value = env.get(name, "").strip().lower() or choices[0]
     if value not in choices:
@@ -116,7 +116,7 @@ class ReplicaSettings:
             replica_cap=_int_setting(source, "AIPTRAIN_LOCAL_REPLICA_CAP", 0, 1) if cap_raw else None,
             python=source.get("AIPTRAIN_LOCAL_PYTHON", "").strip() or sys.executable,
             python_override=bool(source.get("AIPTRAIN_LOCAL_PYTHON", "").strip()),
-            gcs=_choice_setting(source, "AIPTRAIN_LOCAL_GCS", ("endpoint", "rewrite")),
-            cpu_share=_choice_setting(source, "AIPTRAIN_LOCAL_CPU_SHARE", ("on", "threads", "off")),
-            metadata=_choice_setting(source, "AIPTRAIN_LOCAL_METADATA", ("on", "off")),
+            gcs=choice_setting(source, "AIPTRAIN_LOCAL_GCS", ("endpoint", "rewrite")),
+            cpu_share=choice_setting(source, "AIPTRAIN_LOCAL_CPU_SHARE", ("on", "threads", "off")),
+            metadata=choice_setting(source, "AIPTRAIN_LOCAL_METADATA", ("on", "off")),
         )

@@ -468,9 +468,12 @@ def dry_run_document(
     if view.cluster is not None:
         plan.cluster = view.cluster
     plan.warnings.extend(view.warnings)
-    document = plan_summary(plan, vertex=_vertex_translation(plan, catalog), tf_configs=_tf_configs(plan))
+    document = plan_summary(plan, vertex=_vertex_translation(plan, catalog),
+                            tf_configs=_tf_configs(plan, view.addresses))
     if view.runtime:
         document["localRuntime"] = view.runtime
+    if view.containers:
+        document["localContainers"] = view.containers
     return DryRun(plan, document)
 
 
@@ -485,8 +488,8 @@ def _vertex_translation(plan: SubmissionPlan, catalog: Catalog) -> dict[str, Any
         return {"problems": [p.render() for p in failed.problems]}
 
 
-def _tf_configs(plan: SubmissionPlan) -> dict[str, Any]:
+def _tf_configs(plan: SubmissionPlan, addresses: dict[str, list[str]] | None) -> dict[str, Any]:
     from aiptrain.job.tf_config import tf_configs_for
 
-    return tf_configs_for(plan.job, plan.cluster)
+    return tf_configs_for(plan.job, plan.cluster, addresses)
 

@@ -22,6 +22,7 @@ def all_groups() -> list[RowGroup]:
     from bench.rows import (
         cli_start,
         console,
+        containers,
         dry_run,
         engine_overhead,
         era,
@@ -54,5 +55,6 @@ def all_groups() -> list[RowGroup]:
         RowGroup("ray", "13", "Ray backend", ray.run),
         RowGroup("era", "14", "The runtime's day and the VM's metadata server", era.run),
         RowGroup("console", "15", "The console in the browser", console.run),
+        RowGroup("containers", "16", "Container jobs", containers.run),
         RowGroup("long-running", "17", "A machine that runs jobs for months", long_running.run),
     ]

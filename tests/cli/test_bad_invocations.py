@@ -100,6 +100,8 @@ CASES: list[tuple[str, str, Any, str]] = [
      "trainingInput.pythonVersion"),
     ("runtime-and-image", "ok", ["--runtime-version", "2.11", "--master-image-uri", "gcr.io/p/img"],
      "--runtime-version"),
+    # No container engine answers in the suite's environment (tests/conftest.py).
+    ("image-without-engine", "ok", ["--master-image-uri", "gcr.io/p/img:1"], "Docker (/"),
     ("chief-flag-word", "ok", ["--use-chief-in-tf-config", "maybe"], "--use-chief-in-tf-config"),
     ("label-uppercase", "ok", ["--labels", "Team=ml"], "labels.Team"),
     ("label-no-value", "ok", ["--labels", "team"], "--labels"),

@@ -53,7 +53,7 @@ def test_keras_trainer_written_for_runtime_2_1_runs_on_python_3_7(runtime_envs: 
                     "--job-dir", "gs://envtests/keras21")
     assert result.returncode == 0, _logs(result)[-4000:]
     report = json.loads(_storage(home, "envtests", "keras21", "result.json").read_text())
-    assert report["tensorflow"] == "2.1.0" and report["keras"] == "2.3.0-tf", report  # its bundled Keras 2
+    assert report["tensorflow"] == "2.1.0" and report["keras"] == "2.2.4-tf", report  # its bundled Keras 2
     assert report["lambda_width"] == 4  # the Lambda's output shape was inferred: [a, b, a^2, b^2]
 
 

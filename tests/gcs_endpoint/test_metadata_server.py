@@ -157,8 +157,10 @@ def test_every_client_is_told_where_the_vms_server_is(servers: tuple[JobMetadata
     assert env["NO_PROXY"].split(",") == ["localhost", "127.0.0.1", "::1", "corp.example"]
     relayed = {endpoint.name: endpoint for endpoint in host_endpoints(storage, metadata)}
     assert f"{relayed['metadata'].host}:{relayed['metadata'].port}" == address
-    assert relayed["metadata"].variables("10.0.0.2:80")["GCE_METADATA_HOST"] == "10.0.0.2:80"
-    assert relayed["storage"].variables("10.0.0.2:81")["STORAGE_EMULATOR_HOST"] == "http://10.0.0.2:81"
+    # A relayed replica reaches each server at its own address: the same variables lead it there.
+    assert relayed["metadata"].environment["GCE_METADATA_HOST"] == address
+    assert relayed["storage"].environment["STORAGE_EMULATOR_HOST"] == storage.endpoint
+    assert relayed["storage"].environment["http_proxy"] == storage.endpoint  # the metadata host's name, too
 
 
 @pytest.mark.slow

@@ -148,3 +148,22 @@ def test_start_port_layout_follows_gcloud() -> None:
     addresses = consecutive_addresses(groups, 27182)
     assert addresses == {"chief": ["localhost:27182"], "ps": ["localhost:27183"],
                          "worker": ["localhost:27184", "localhost:27185"], "evaluator": ["localhost:27186"]}
+
+
+def test_pre_built_pytorch_replicas_get_torch_distributed_rendezvous_variables() -> None:
+    from aiptrain.job.catalog import load_catalog
+    from aiptrain.job.cluster import resolve_cluster
+    from aiptrain.job.spec import TrainingInput
+    from aiptrain.job.tf_config import pytorch_variables
+
+    training_input = TrainingInput.model_validate({
+        "scaleTier": "CUSTOM", "masterType": "n1-standard-4", "workerType": "n1-standard-4", "workerCount": "2",
+        "parameterServerType": "n1-standard-4", "parameterServerCount": "1"})
+    groups = resolve_cluster(training_input, load_catalog())
+    addresses = {"master": ["master-replica-0:2222"], "worker": ["worker-replica-0:2222", "worker-replica-1:2222"],
+                 "ps": ["ps-replica-0:2222"]}
+    found = pytorch_variables(groups, addresses)
+    assert found["master-replica-0"] == {"WORLD_SIZE": "3", "RANK": "0", "MASTER_ADDR": "master-replica-0",
+                                         "MASTER_PORT": "2222"}
+    assert [found[f"worker-replica-{i}"]["RANK"] for i in (0, 1)] == ["1", "2"]
+    assert "ps-replica-0" not in found  # PyTorch has no parameter servers

@@ -86,6 +86,8 @@ class LocalBackend:
         environment on this machine, as the job's first log lines will say it."""
         from aiptrain.job.catalog import load_catalog
         from aiptrain.replicas.cluster_plan import plan_cluster
+        from aiptrain.replicas.containers.images import runs_containers
+        from aiptrain.replicas.containers.replica_containers import container_addresses, container_lines
         from aiptrain.replicas.settings import ReplicaSettings
 
         training_input = job.training_input
@@ -94,6 +96,10 @@ class LocalBackend:
         settings = ReplicaSettings.from_env()
         local = plan_cluster(training_input, catalog, settings)
         view = DryRunView(cluster=local.groups, warnings=list(local.warnings))
+        if runs_containers(training_input):
+            view.containers = container_lines(training_input, local.groups, catalog)
+            view.addresses = container_addresses(local.groups)
+            return view
         if not training_input.python_module:
             return view  # refused anyway (see `unsupported`)
         if settings.python_override:

@@ -22,9 +22,13 @@ from aiptrain.backends.local.layout import JobLayout, path_list_entry
 from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobRecord, JobStore
 from aiptrain.backends.local.store_errors import is_out_of_space, note
-from aiptrain.gcs_endpoint.service import replica_base_environment
-from aiptrain.job.spec import Job, TrainingInput
+from aiptrain.gcs_endpoint.service import host_endpoints, replica_base_environment
+from aiptrain.job.spec import Job, JobState, TrainingInput
+from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
+from aiptrain.replicas.containers.endpoints import HostEndpoint
+from aiptrain.replicas.containers.engine import Engine
+from aiptrain.replicas.containers.settings import ContainerSettings
 from aiptrain.replicas.gs_paths import local_location, localize
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.machine_share import JobShare
@@ -90,13 +94,17 @@ class JobContext:
     stop: threading.Event
     # The replicas' gs:// endpoint; None when gs:// is rewritten to local paths (AIPTRAIN_LOCAL_GCS=rewrite).
     storage: ReplicaStorage | None = None
-    # The VM's metadata server (credentials, project, zone); `host_endpoints(storage, metadata)` lists both.
+    # The VM's metadata server (credentials, project, zone); containers reach it through their relays.
     metadata: JobMetadata | None = None
     # The job's part of the machine: one set of replica shares per cluster running at once (a
     # tuning job's trials take a free set each); None runs replicas on the whole machine.
     share: JobShare | None = None
+    # The container engine of a job whose replicas are containers (its master names an image).
+    engine: Engine | None = None
 
     def __post_init__(self) -> None:
+        self._container_notes_said = False
+        self.container_settings = ContainerSettings.from_env()
         self._free_lanes: queue.SimpleQueue[int] = queue.SimpleQueue()
         for lane in range(len(self.share.lanes) if self.share is not None else 0):
             self._free_lanes.put(lane)
@@ -167,7 +175,9 @@ class JobContext:
         Blocks until every process of the set is gone. Thread-safe.
         """
         training_input = self.training_input
-        args = [*(training_input.args or []), *extra_args]
+        containers = self.engine is not None
+        # A container's command is made from the job's args and the trial's flags apart (containerArgs).
+        args = [*(training_input.args or [])] if containers else [*(training_input.args or []), *extra_args]
         local_dir = job_dir if job_dir is not None else training_input.job_dir
         if self.storage is None:  # AIPTRAIN_LOCAL_GCS=rewrite; else the trainer gets them as given
             local = localize(args, local_dir, self.storage_root)
@@ -176,7 +186,7 @@ class JobContext:
             args, local_dir = local.args, local.job_dir
             if local_dir:
                 Path(local_dir).mkdir(parents=True, exist_ok=True)
-        base_env = self.replica_base_env()
+        base_env = {} if containers else self.replica_base_env()
         spec = ReplicaSetSpec(
             job=self.record.job,
             groups=self.plan.groups,
@@ -200,14 +210,60 @@ class JobContext:
             evaluator_grace=self.settings.evaluator_grace,
         )
         observer = _StoreObserver(self.store, self.record.key, trial_id)
-        if self.share is None:
-            return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
-        lane = self._free_lanes.get()  # never waits: a study runs no more trials at once than there are lanes
+        lane = self._free_lanes.get() if self.share is not None else None  # never waits: a study runs no
+        # more trials at once than there are lanes
         try:
-            spec = dataclasses.replace(spec, shares={share.task_name: share for share in self.share.lanes[lane]})
+            if self.share is not None and lane is not None:
+                spec = dataclasses.replace(spec, shares={share.task_name: share for share in self.share.lanes[lane]})
+            if containers:
+                return self._run_containers(spec, policy, observer, stop, extra_args)
             return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
         finally:
-            self._free_lanes.put(lane)
+            if lane is not None:
+                self._free_lanes.put(lane)
+
+    def container_endpoints(self) -> list[HostEndpoint]:
+        """The job's host-side servers its containers reach (its metadata server, its storage endpoint)."""
+        return host_endpoints(self.storage, self.metadata)
+
+    def _run_containers(self, spec: ReplicaSetSpec, policy: ReplicaPolicy, observer: _StoreObserver,
+                        stop: threading.Event | None, extra_args: Sequence[str]) -> ReplicaSetOutcome:
+        """The set as containers (`replicas.containers`): its network and owners made first, removed
+        with its containers at the end, whatever the end."""
+        assert self.engine is not None
+        from aiptrain.job.catalog import load_catalog
+        from aiptrain.replicas.containers.launcher import ContainerLauncher, ContainerSetupFailed
+        from aiptrain.replicas.containers.replica_containers import replica_containers
+
+        replicas = replica_containers(
+            self.training_input, spec.groups, load_catalog(), args=spec.args, job_dir=spec.job_dir,
+            job_dir_argument=spec.job_dir_argument, extra_args=extra_args, shares=spec.shares)
+        mounts = {} if self.storage is not None else {str(self.storage_root): f"{self.storage_root}:rw"}
+        launcher = ContainerLauncher(
+            self.engine, replicas, job_token=self.record.run_token, run_token=spec.run_token,
+            endpoints=self.container_endpoints(), mounts=mounts, pull=self.container_settings.pulls,
+            say=lambda line: self.say(line, trial_id=spec.trial_id),
+            trust_cache=self.home / "cache" / "container-trust")
+        try:
+            launcher.open()
+        except ContainerSetupFailed as failed:
+            message = f"The containers of this job could not be set up: {failed.message}"
+            self.say(message, "ERROR", trial_id=spec.trial_id)
+            return ReplicaSetOutcome(JobState.FAILED, message)
+        try:
+            if not self._container_notes_said:
+                self._container_notes_said = True
+                for line in launcher.notes():
+                    self.say(line, trial_id=spec.trial_id)
+                with _unless_out_of_space():
+                    self.store.set_runtime_environment(self.record.key, {"notes": launcher.notes()})
+            tasks = [(task.task_type, task.task_name) for task in replica_tasks(spec.groups)]
+            spec = dataclasses.replace(
+                spec, launcher=launcher, share_gpus=False, addresses=launcher.addresses(tasks),
+                task_commands={replica.task_name: replica.command.engine_arguments() for replica in replicas})
+            return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
+        finally:
+            launcher.close()
 
 
 JobBody = Callable[[JobContext], ReplicaSetOutcome]

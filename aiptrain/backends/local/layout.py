@@ -65,6 +65,12 @@ class JobLayout:
         return self.root / "supervisor.log"
 
     @property
+    def container_engine(self) -> Path:
+        """Which container engine the job's containers run on (written before it creates any), so
+        that they can be removed after a supervisor that died."""
+        return self.root / "container-engine.json"
+
+    @property
     def space_reserve(self) -> Path:
         """A file the supervisor holds while the job runs and deletes when the disk is full, so the
         job's end can still be written."""

@@ -19,6 +19,7 @@ from aiptrain.backends.local.layout import JobLayout
 from aiptrain.backends.local.store import JobRecord, JobSnapshot, JobStore, PendingLine
 from aiptrain.job.state import JobState
 from aiptrain.replicas.clock import utc_now
+from aiptrain.replicas.containers.cleanup import remove_job_containers
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.processes import is_running, kill_tokened_processes
 
@@ -37,8 +38,9 @@ def supervisor_alive(record: JobRecord | JobSnapshot) -> bool:
     return is_running(record.supervisor_pid, record.supervisor_start_ticks)
 
 
-def kill_job_processes(store: JobStore, record: JobRecord) -> None:
-    """SIGKILL every replica group of the job still alive, then anything with its token."""
+def kill_job_processes(store: JobStore, record: JobRecord, home: Path) -> None:
+    """SIGKILL every replica group of the job still alive, then anything with its token, and remove
+    every container, network and volume it created."""
     for replica in store.replicas(record.key):
         if replica.pid is None or replica.pgid is None:
             continue
@@ -47,6 +49,8 @@ def kill_job_processes(store: JobStore, record: JobRecord) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(replica.pgid, signal.SIGKILL)
     kill_tokened_processes(record.run_token)
+    layout = JobLayout.of(home, record.project, record.job_id, record.key)
+    remove_job_containers(layout.container_engine, record.run_token)
 
 
 def reap_if_supervisor_died(store: JobStore, record: JobRecord, home: Path) -> JobRecord:
@@ -61,7 +65,7 @@ def reap_if_supervisor_died(store: JobStore, record: JobRecord, home: Path) -> J
     severity = "ERROR"
     reason = (
         f"The local supervisor of this job ({pid_text}) died unexpectedly (killed or crashed), "
-        f"so the job cannot continue; its replica processes were stopped. "
+        f"so the job cannot continue; its replica processes (and containers) were stopped. "
         f"The supervisor's own output is in {layout.supervisor_log}."
     )
     if succeeded:
@@ -71,7 +75,7 @@ def reap_if_supervisor_died(store: JobStore, record: JobRecord, home: Path) -> J
                   f"the job succeeded and its other replica processes were stopped. The supervisor's own output is "
                   f"in {layout.supervisor_log}.")
     # Stop the processes first: the supervisor is gone for good, so nothing else will.
-    kill_job_processes(store, record)
+    kill_job_processes(store, record, home)
     store.transition(
         record.key,
         state,

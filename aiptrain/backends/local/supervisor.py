@@ -55,6 +55,10 @@ from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.spec import JobState, TrainingInput
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.cluster_plan import plan_cluster
+from aiptrain.replicas.containers.cleanup import record_engine, remove_job_containers
+from aiptrain.replicas.containers.engine import Engine, find_engine
+from aiptrain.replicas.containers.images import runs_containers
+from aiptrain.replicas.containers.settings import ContainerSettings
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.processes import (
     kill_tokened_processes,
@@ -179,51 +183,17 @@ class Supervisor:
         if not self.move(JobState.PREPARING, "Job PREPARING.", allowed_from=frozenset({JobState.QUEUED})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
-        record = self.store.get_by_key(self.key)
-        try:
-            environment, resolution = environment_for_job(
-                training_input, catalog, home=self.home, settings=settings, say=self.say,
-                stop=self.stop, run_token=record.run_token,
-            )
-        except BuildCancelled:
-            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
-            return
-        except JobEnvironmentFailed as failed:
-            self.say(failed.message, "ERROR")
-            self._finish(ReplicaSetOutcome(JobState.FAILED, failed.message))
-            return
-        day = job_day(resolution, self.record.job.labels, os.environ) if environment is not None else None
-        self.store.set_runtime_environment(self.key, ran_in(resolution, environment, settings, day))
-        needs_system_trust = environment is not None and not resolution.honours_ca_bundle
-        if needs_system_trust and settings.gcs == "endpoint" and (why := system_trust_problem(self.home)):
-            self.say(f"TensorFlow {resolution.tensorflow}'s gs:// client trusts only the system's certificates, and "
-                     f"here they cannot be extended with the job's storage endpoint's ({why}): gs:// in --job-dir "
-                     "and the trainer's arguments become local paths of the store (as with "
-                     "AIPTRAIN_LOCAL_GCS=rewrite); gs:// paths built in the trainer's code do not work on this "
-                     "runtime here.", "WARNING")
-            settings = dataclasses.replace(settings, gcs="rewrite")
-        if environment is not None:
-            settings = dataclasses.replace(settings, python=environment.python)
-        problem = install_packages(
-            list(training_input.package_uris or []),
-            site_dir=self.layout.site_dir,
-            storage_root=self.home / "storage",
-            python=settings.python,
-            base_env=dict(os.environ),
-            run_token=record.run_token,
-            sink=self.sink,
-            stop=self.stop,
-            kill_grace=settings.kill_grace,
-            environment=environment,
-            day=day,
-        )
-        if self.stop.is_set():
-            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
-            return
-        if problem is not None:
-            self.say(problem, "ERROR")
-            self._finish(ReplicaSetOutcome(JobState.FAILED, problem))
-            return
+        engine: Engine | None = None
+        needs_system_trust = False
+        if runs_containers(training_input):  # the image brings its runtime: nothing to build or install
+            engine = self._container_engine()
+            if engine is None:
+                return
+        else:
+            prepared = self._prepare_runtime(training_input, catalog, settings)
+            if prepared is None:
+                return
+            settings, needs_system_trust = prepared
         plan = plan_cluster(training_input, catalog, settings, lambda: claim.machine.gpus)
         for warning in plan.warnings:
             self.say(warning, "WARNING")
@@ -251,8 +221,76 @@ class Supervisor:
                 storage=storage,
                 metadata=metadata,
                 share=share,
+                engine=engine,
             )
             self._finish(job_body_for(context.record)(context))
+
+    def _prepare_runtime(
+        self, training_input: TrainingInput, catalog: Catalog, settings: ReplicaSettings,
+    ) -> tuple[ReplicaSettings, bool] | None:
+        """PREPARING for a Python package: the runtime's environment, then the job's packages into
+        its site; (the settings the replicas run with, whether they need the system's trust
+        extended), or None when the job ended instead (recorded)."""
+        record = self.store.get_by_key(self.key)
+        try:
+            environment, resolution = environment_for_job(
+                training_input, catalog, home=self.home, settings=settings, say=self.say,
+                stop=self.stop, run_token=record.run_token,
+            )
+        except BuildCancelled:
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return None
+        except JobEnvironmentFailed as failed:
+            self.say(failed.message, "ERROR")
+            self._finish(ReplicaSetOutcome(JobState.FAILED, failed.message))
+            return None
+        day = job_day(resolution, self.record.job.labels, os.environ) if environment is not None else None
+        self.store.set_runtime_environment(self.key, ran_in(resolution, environment, settings, day))
+        needs_system_trust = environment is not None and not resolution.honours_ca_bundle
+        if needs_system_trust and settings.gcs == "endpoint" and (why := system_trust_problem(self.home)):
+            self.say(f"TensorFlow {resolution.tensorflow}'s gs:// client trusts only the system's certificates, and "
+                     f"here they cannot be extended with the job's storage endpoint's ({why}): gs:// in --job-dir "
+                     "and the trainer's arguments become local paths of the store (as with "
+                     "AIPTRAIN_LOCAL_GCS=rewrite); gs:// paths built in the trainer's code do not work on this "
+                     "runtime here.", "WARNING")
+            settings = dataclasses.replace(settings, gcs="rewrite")
+        if environment is not None:
+            settings = dataclasses.replace(settings, python=environment.python)
+        problem = install_packages(
+            list(training_input.package_uris or []),
+            site_dir=self.layout.site_dir,
+            storage_root=self.home / "storage",
+            python=settings.python,
+            base_env=dict(os.environ),
+            run_token=record.run_token,
+            sink=self.sink,
+            stop=self.stop,
+            kill_grace=settings.kill_grace,
+            environment=environment,
+            day=day,
+        )
+        if self.stop.is_set():
+            self._finish(ReplicaSetOutcome(JobState.CANCELLED))
+            return None
+        if problem is not None:
+            self.say(problem, "ERROR")
+            self._finish(ReplicaSetOutcome(JobState.FAILED, problem))
+            return None
+        return settings, needs_system_trust
+
+    def _container_engine(self) -> Engine | None:
+        """The container engine of a job whose replicas are containers, recorded in its files before it
+        creates anything there (`cleanup`); None when there is none any more (the job FAILED)."""
+        try:
+            engine = find_engine(ContainerSettings.from_env())
+        except AiptrainError as error:
+            message = f"{error.message} ({error.hint})" if error.hint else error.message
+            self.say(message, "ERROR")
+            self._finish(ReplicaSetOutcome(JobState.FAILED, message))
+            return None
+        record_engine(self.layout.container_engine, engine)
+        self.say(f"The replicas run as containers of {engine.name} {engine.version} ({engine.binary}).")
+        return engine
 
     def _take_slot(
         self, settings: ReplicaSettings, catalog: Catalog, training_input: TrainingInput,
@@ -307,6 +345,7 @@ class Supervisor:
         mine = self.record.run_token
         kill_descendants(spare=lambda pid: (run_token_of(pid) or mine).split("/")[0] != mine)
         kill_tokened_processes(self.record.run_token)
+        remove_job_containers(self.layout.container_engine, mine)  # each set removed its own; nothing else
         outcome = self._with_storage_failure(outcome)
         deadline = time.monotonic() + _FINAL_STATE_RETRY_SECONDS
         while True:

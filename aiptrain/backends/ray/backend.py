@@ -112,7 +112,8 @@ class RayBackend(RemoteBackendDefaults):
         return problems or self._fit_problems(job)
 
     def _fit_problems(self, job: Job) -> list[Problem]:
-        """A replica larger than every node of the cluster, found before anything is built or staged.
+        """A replica larger than every node of the cluster, or images and no node with a container
+        engine, found before anything is built or staged.
         Only with a cluster to ask and Ray to ask it with: a dry run needs neither, and a cluster
         that does not answer is met when the job is created."""
         from aiptrain.backends.ray.settings import fit_check, jobs_api_address, resource_scale
@@ -128,12 +129,16 @@ class RayBackend(RemoteBackendDefaults):
         if not fit_check() or job.training_input is None:
             return []
         from aiptrain.backends.ray.client import cluster_nodes
-        from aiptrain.backends.ray.node_fit import fit_refusal
+        from aiptrain.backends.ray.node_fit import container_refusal, fit_refusal
 
         catalog = load_catalog()
         scale = resource_scale(self.settings.ray_resource_scale)
         bundles = plan.bundles_for(resolve_cluster(job.training_input, catalog), catalog, scale)
-        refusal = fit_refusal(bundles, cluster_nodes(address), scale)
+        nodes = cluster_nodes(address)
+        no_engine = container_refusal(bundles, nodes)
+        if no_engine is not None:
+            return [Problem("trainingInput.masterConfig.imageUri", no_engine.message, no_engine.hint)]
+        refusal = fit_refusal(bundles, nodes, scale)
         return [] if refusal is None else [Problem("", refusal.message, refusal.hint)]
 
     def _document(self, job: Job, working_dir: str, scale: float) -> dict[str, Any]:
@@ -169,7 +174,18 @@ class RayBackend(RemoteBackendDefaults):
     def dry_run_view(self, job: Job, request_body: dict[str, Any]) -> DryRunView:
         # What the Ray job's log will say first (bundles scaled down, the region unused); how the
         # runtime is honoured on the nodes is the request's `runtimeNotes`.
-        return DryRunView(warnings=list(request_body.get("notes", [])))
+        from aiptrain.replicas.containers.images import runs_containers
+
+        view = DryRunView(warnings=list(request_body.get("notes", [])))
+        if job.training_input is not None and runs_containers(job.training_input):
+            from aiptrain.job.catalog import load_catalog
+            from aiptrain.job.cluster import resolve_cluster
+            from aiptrain.replicas.containers.replica_containers import container_lines
+
+            catalog = load_catalog()
+            view.containers = container_lines(job.training_input, resolve_cluster(job.training_input, catalog),
+                                              catalog)
+        return view
 
     def create_job(self, job: Job) -> Job:
         from aiptrain.backends.ray.settings import runtime_packages_mode

@@ -48,6 +48,7 @@ def cluster_nodes(address: str) -> list[Any]:
     from ray.util.state import list_nodes
 
     from aiptrain.backends.ray.node_fit import NodeSize
+    from aiptrain.backends.ray.plan import CONTAINER_RESOURCE
 
     try:
         nodes = list_nodes(address=address, filters=[("state", "=", "ALIVE")], detail=True, limit=10000,
@@ -58,7 +59,8 @@ def cluster_nodes(address: str) -> list[Any]:
     for node in nodes:
         total = node.resources_total or {}
         sizes.append(NodeSize(label=f"{node.node_ip} ({str(node.node_id)[:8]})", cpus=float(total.get("CPU", 0)),
-                              memory_bytes=float(total.get("memory", 0)), gpus=float(total.get("GPU", 0))))
+                              memory_bytes=float(total.get("memory", 0)), gpus=float(total.get("GPU", 0)),
+                              containers=float(total.get(CONTAINER_RESOURCE, 0))))
     return sizes
 
 

@@ -25,6 +25,7 @@ removes them, and each trainer dies with its actor (parent-death signal).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import signal
@@ -109,7 +110,8 @@ class RaySetRun:
     def say(self, message: str, severity: str = "INFO") -> None:
         self.driver.printer.emit(joblog.SERVICE_TASK, severity, message, trial_id=self.trial_id)
 
-    def run(self, ray: Any, args: list[str], job_dir: str | None, extra_env: dict[str, str]) -> ReplicaSetOutcome:
+    def run(self, ray: Any, args: list[str], job_dir: str | None, extra_env: dict[str, str],
+            extra_args: list[str] | None = None) -> ReplicaSetOutcome:
         try:
             if not self.reserve(ray):
                 return ReplicaSetOutcome(JobState.CANCELLED)
@@ -124,6 +126,8 @@ class RaySetRun:
             if self.trial_id is None:
                 self.say(joblog.RUNNING_LINE)
             spec = self.replica_set(addresses, args, job_dir, extra_env)
+            if self.driver.payload.get("containers"):
+                spec = self.as_containers(spec, extra_args or [])
             return run_replica_set(spec, self.driver.policy, self.driver.printer, self.stop)
         finally:
             self.release(ray)
@@ -178,7 +182,44 @@ class RaySetRun:
             # With the cluster's own Python the replica runs with the actor's; else its environment's.
             python = f", Python {where['python']}" if self.driver.payload.get("packagesMode") == "cluster" else ""
             self.say(f"{name} runs on node {nodes[name][1]}, host {where['hostname']}{python}.")
+        if self.driver.payload.get("containers"):
+            return self.open_containers(ray, nodes)
         return NodesPreparation(self, ray, nodes).run()
+
+    def open_containers(self, ray: Any, nodes: dict[str, tuple[str, str]]) -> ReplicaSetOutcome | None:
+        """PREPARING of a container job: each replica's actor finds its node's engine and the image
+        there (pulled if the job may pull), or says why it cannot run it. The failure, if any."""
+        images = {task.task_name: group.image_uri for group in self.driver.groups
+                  for task in replica_tasks([group])}
+        pending = {}
+        for bundle in self.driver.payload["bundles"]:
+            task, res = bundle["taskName"], bundle["resources"]
+            pending[task] = self.actors[task].open_container.remote({
+                "image": images[task], "cpus": res["CPU"], "memory": res["memory"],
+                "jobToken": self.driver.run_token, "runToken": self.run_token,
+                "storageRoot": str(self.driver.storage_root), "pull": self.driver.payload["containers"]["pull"]})
+        for task, ref in pending.items():
+            try:
+                lines, error = ray.get(ref)
+            except ray.exceptions.RayError as crash:
+                lines, error = [], f"its Ray actor is gone ({_first_line(crash)})"
+            for line in lines:
+                self.say(line)
+            if error is not None:
+                return ReplicaSetOutcome(JobState.FAILED, f"The replica {task} cannot run its container on node "
+                                         f"{nodes[task][1]}: {error}", failed_task=task)
+        return None
+
+    def as_containers(self, spec: ReplicaSetSpec, extra_args: list[str]) -> ReplicaSetSpec:
+        """The set's replicas as their containers: each one's image and arguments (the job's, on the
+        node's storage, and a trial's flags), as on the local backend."""
+        from aiptrain.replicas.containers.replica_containers import replica_containers
+
+        args, _ = rewrite_args(list(self.driver.training_input.args or []), self.driver.storage_root)
+        containers = replica_containers(self.driver.training_input, self.driver.groups, load_catalog(), args=args,
+                                        job_dir=spec.job_dir, job_dir_argument=True, extra_args=extra_args)
+        return dataclasses.replace(spec, task_commands={replica.task_name: replica.command.engine_arguments()
+                                                        for replica in containers})
 
     def addresses(self, ray: Any) -> dict[str, list[str]]:
         """TF_CONFIG task type -> `IP:PORT` per replica, each probed on the replica's own node."""
@@ -378,7 +419,7 @@ class Driver:
         """The job's cluster once (a trial passes its id, its arguments and its --job-dir)."""
         args = [*(self.training_input.args or []), *(extra_args or [])]
         job_dir = job_dir if trial_id is not None else self.training_input.job_dir
-        return RaySetRun(self, trial_id, stop).run(ray, args, job_dir, dict(extra_env or {}))
+        return RaySetRun(self, trial_id, stop).run(ray, args, job_dir, dict(extra_env or {}), extra_args)
 
 
 def finish(printer: LinePrinter, outcome: ReplicaSetOutcome) -> int:

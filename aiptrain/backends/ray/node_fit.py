@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aiptrain.backends.ray.plan import Bundle
+from aiptrain.backends.ray.plan import CONTAINER_RESOURCE, Bundle
 from aiptrain.backends.ray.settings import FIT_CHECK_VARIABLE
 from aiptrain.errors import UsageError
 
@@ -28,13 +28,28 @@ class NodeSize:
     cpus: float
     memory_bytes: float
     gpus: float
+    containers: float = 0.0  # its CONTAINER_RESOURCE: it offers a container engine
 
     def holds(self, bundle: Bundle) -> bool:
-        return bundle.cpus <= self.cpus and bundle.memory_bytes <= self.memory_bytes and bundle.gpus <= self.gpus
+        return (bundle.cpus <= self.cpus and bundle.memory_bytes <= self.memory_bytes and bundle.gpus <= self.gpus
+                and (not bundle.container or self.containers > 0))
 
     def describe(self) -> str:
         gpus = f", {self.gpus:g} GPU" if self.gpus else ""
         return f"{self.label}: {self.cpus:g} CPU, {self.memory_bytes / _GIB:.1f} GiB{gpus}"
+
+
+def container_refusal(bundles: list[Bundle], nodes: list[NodeSize]) -> UsageError | None:
+    """The refusal of a container job on a cluster none of whose nodes offers a container engine,
+    naming the nodes; else None (also when the cluster reported no nodes)."""
+    if not nodes or not any(bundle.container for bundle in bundles) or any(node.containers for node in nodes):
+        return None
+    listed = "; ".join(node.label for node in nodes)
+    return UsageError(
+        f"the job's replicas run images, and no node of the Ray cluster offers a container engine (a node that "
+        f"has one declares the resource {CONTAINER_RESOURCE}): {listed}",
+        hint="install Docker or Podman on the nodes that should run containers and start them with "
+             f"ray start --resources='{{\"{CONTAINER_RESOURCE}\": 1000}}', or run the job on the local backend")
 
 
 def fit_refusal(bundles: list[Bundle], nodes: list[NodeSize], scale: float) -> UsageError | None:

@@ -26,9 +26,12 @@ from aiptrain.environments.resolution import RuntimeResolution, package_label, r
 from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
-from aiptrain.job.spec import ROLES, Job, TrainingInput
+from aiptrain.job.prebuilt import prebuilt_image_of
+from aiptrain.job.spec import Job, TrainingInput
 from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.cluster_plan import is_tpu
+from aiptrain.replicas.containers.images import runs_containers
+from aiptrain.replicas.containers.settings import ContainerSettings
 from aiptrain.replicas.settings import ReplicaSettings
 
 ENTRYPOINT = "python -m aiptrain.backends.ray.driver"
@@ -41,6 +44,11 @@ METADATA_JOB = "aiptrain.job"
 # Seconds `ray job stop` waits for the driver beyond the replicas' kill grace.
 STOP_MARGIN_SECONDS = 15
 _GIB = 1024**3
+# The custom resource a node that can run containers offers (`ray start --resources
+# '{"aiptrain_container_engine": 1000}'`): each container replica's bundle takes a sliver of it, so
+# its replica lands on such a node.
+CONTAINER_RESOURCE = "aiptrain_container_engine"
+CONTAINER_RESOURCE_PER_REPLICA = 0.001
 
 
 @dataclass(frozen=True)
@@ -52,12 +60,15 @@ class Bundle:
     cpus: float
     memory_bytes: int
     gpus: int
+    container: bool = False  # the replica runs an image: only a node offering an engine takes it
 
     def resources(self) -> dict[str, float]:
         """The placement-group bundle as Ray takes it."""
         resources: dict[str, float] = {"CPU": self.cpus, "memory": float(self.memory_bytes)}
         if self.gpus:
             resources["GPU"] = float(self.gpus)
+        if self.container:
+            resources[CONTAINER_RESOURCE] = CONTAINER_RESOURCE_PER_REPLICA
         return resources
 
     def describe(self) -> str:
@@ -71,26 +82,15 @@ def ray_problems(job: Job, catalog: Catalog) -> list[Problem]:
 
     training_input = job.training_input or TrainingInput()
     problems: list[Problem] = []
-    for role in ROLES:
-        config = role.config(training_input)
-        field = role.config_field
-        if config is None:
-            continue
-        if config.image_uri:
-            problems.append(Problem(
-                f"trainingInput.{field}.imageUri",
-                "custom containers are not run by the ray backend (it runs Python packages on the cluster's nodes)",
-                "submit the trainer as --package-path/--module-name, or use --backend vertex",
-            ))
-        if config.container_command or config.container_args:
-            problems.append(Problem(
-                f"trainingInput.{field}.containerCommand",
-                "container commands need a custom container, which the ray backend does not run",
-                "pass arguments after `--` as USER_ARGS instead",
-            ))
-    if not training_input.python_module and not problems:
+    if not training_input.python_module and not runs_containers(training_input):
         problems.append(Problem("trainingInput.pythonModule", "the ray backend needs a Python module to run",
                                 "pass --module-name, e.g. --module-name trainer.task"))
+    prebuilt = prebuilt_image_of(training_input, catalog)
+    if prebuilt is not None and not prebuilt.runtime:
+        problems.append(Problem("trainingInput.masterConfig.imageUri",
+                                f"the ray backend does not build the environments of Google's pre-built images "
+                                f"({prebuilt.name})", "run the job on the local backend (--backend local), or "
+                                "build an image with the job's packages and name it instead"))
     problems += [
         Problem(f"trainingInput.packageUris[{index}]", f"{uri!r} is a path on this machine, not a staged package",
                 "give packages as gs:// URIs or pass them with --packages, which stages them")
@@ -138,6 +138,7 @@ def bundles_for(groups: list[ReplicaGroup], catalog: Catalog, scale: float = 1.0
             cpus=cpus,
             memory_bytes=int(memory_gb * scale * 1e9),
             gpus=group.accelerator_count if group.accelerator_type and not is_tpu(group, catalog) else 0,
+            container=group.image_uri is not None,
         ))
     return bundles
 
@@ -159,6 +160,8 @@ def replica_environments(training_input: TrainingInput, bundles: list[Bundle], c
                          mode: str) -> dict[str, dict[str, Any]]:
     """Task name -> the environment its replica runs in, as planned (each node resolves it against
     its own interpreters when the job runs, and the log says what it found)."""
+    if runs_containers(training_input):
+        return {bundle.task_name: {"container": "its image, on its node's engine"} for bundle in bundles}
     if mode == "cluster":
         return {bundle.task_name: {"python": "the node's own (AIPTRAIN_RAY_RUNTIME_PACKAGES=cluster)"}
                 for bundle in bundles}
@@ -183,6 +186,9 @@ def planned_resolution(training_input: TrainingInput, catalog: Catalog) -> Runti
 
 def runtime_notes(training_input: TrainingInput, catalog: Catalog, mode: str) -> list[str]:
     """INFO lines for the job's log: which environment the replicas run in, and where it comes from."""
+    if runs_containers(training_input):
+        return ["Each replica runs its image as a container on its node's engine (Docker, or Podman), on the "
+                f"node's own network: nodes offering one declare the resource {CONTAINER_RESOURCE}."]
     runtime = catalog.runtime_for(training_input.runtime_version)
     assert runtime is not None  # validated
     if mode == "cluster":
@@ -220,6 +226,7 @@ def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: 
         "packagesMode": packages_mode,
         "runtime": runtime_spec(training_input, catalog, job.labels),
         "storageRoot": storage_root,
+        "containers": {"pull": ContainerSettings.from_env().pulls} if runs_containers(training_input) else None,
         "restartPolicy": {
             "maxRestarts": policy.max_restarts,
             "restartDelay": policy.restart_delay,

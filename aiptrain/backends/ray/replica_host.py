@@ -69,6 +69,8 @@ class ReplicaHost:
         self.returncode: int | None = None
         self.metric_file: Path | None = None  # the trainer's CLOUD_ML_HP_METRIC_FILE on this node
         self.metric_seen: tuple[int, int] | None = None  # (mtime_ns, size) last handed over
+        self.containers: Any = None  # a ContainerLauncher when the replica runs an image
+        self.guard: Any = None  # removes the replica's container if this actor dies
 
     def where(self) -> dict[str, str]:
         import ray
@@ -94,6 +96,34 @@ class ReplicaHost:
         it ended within `timeout` seconds."""
         return self.preparation is None or self.preparation.cancel(timeout)
 
+    def open_container(self, request: dict[str, Any]) -> tuple[list[str], str | None]:
+        """Make ready to run the replica's image on this node's engine (found with the node's own
+        settings): (lines for the job's log, or the error that keeps it from running here)."""
+        import ray
+
+        from aiptrain.errors import AiptrainError
+        from aiptrain.replicas.containers.cleanup import RemovalGuard
+        from aiptrain.replicas.containers.command import ContainerCommand, ContainerLimits
+        from aiptrain.replicas.containers.engine import find_engine
+        from aiptrain.replicas.containers.labels import RUN_LABEL
+        from aiptrain.replicas.containers.launcher import ContainerLauncher, ReplicaContainer
+        from aiptrain.replicas.containers.settings import ContainerSettings
+
+        try:
+            engine = find_engine(ContainerSettings.from_env())
+            gpus = tuple(int(gpu) for gpu in ray.get_gpu_ids())
+            limits = ContainerLimits(cpus=float(request["cpus"]), memory_bytes=int(request["memory"]), gpus=gpus)
+            storage = str(request["storageRoot"])
+            self.containers = ContainerLauncher(
+                engine, [ReplicaContainer(self.task_name, ContainerCommand(str(request["image"])), limits)],
+                job_token=str(request["jobToken"]), run_token=str(request["runToken"]),
+                mounts={storage: f"{storage}:rw"}, pull=bool(request["pull"]), host_network=True)
+            self.guard = RemovalGuard(engine, f"{RUN_LABEL}={request['runToken']}")
+            self.containers.open()
+        except AiptrainError as error:
+            return [], error.message
+        return self.containers.notes(), None
+
     def address(self) -> str:
         """`IP:PORT` of this node, the port free a moment ago."""
         from aiptrain.replicas.ports import free_ports
@@ -101,7 +131,8 @@ class ReplicaHost:
         return f"{_node_ip()}:{free_ports(1)[0]}"
 
     def start(self, argv: list[str], env: dict[str, str]) -> int:
-        """Start the trainer with the replica's Python (its runtime environment's); its pid."""
+        """Start the trainer with the replica's Python (its runtime environment's), or its container
+        (`argv` is then its image and arguments); its pid (the container's `start --attach`'s)."""
         if self.process is not None and not self.process.has_exited():
             raise RuntimeError(f"{self.task_name} is still running")
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -117,7 +148,14 @@ class ReplicaHost:
             self.pending.clear()
             self.returncode = None
             self.open_streams = 2
-        process = start_process([self.python, *argv[1:]], env=full_env, cwd=self.work_dir)
+        process: ManagedProcess
+        if self.containers is not None:  # the set's variables only: none of this node's own
+            container_env = dict(env)
+            if self.metric_file is not None:
+                container_env[METRIC_FILE_VARIABLE] = str(self.metric_file)
+            process = self.containers.start(self.task_name, argv, container_env, self.work_dir)
+        else:
+            process = start_process([self.python, *argv[1:]], env=full_env, cwd=self.work_dir)
         self.process = process
         for number, stream in ((1, process.stdout), (2, process.stderr)):
             threading.Thread(target=self._pump, args=(number, stream), daemon=True).start()
@@ -159,7 +197,9 @@ class ReplicaHost:
             return None
 
     def stop(self, grace: float) -> None:
-        if self.process is not None:
+        if self.process is not None and self.containers is not None:
+            self.containers.stop([self.process], grace)
+        elif self.process is not None:
             stop_processes([self.process], grace)
 
     def sweep(self, token: str) -> list[int]:
@@ -169,7 +209,11 @@ class ReplicaHost:
         return self.process.pid if self.process is not None else None
 
     def cleanup(self) -> None:
-        """Remove this replica's directory (site-packages, working directory) from its node."""
+        """Remove this replica's container and its directory (site-packages, working directory) from its node."""
+        if self.containers is not None:
+            self.containers.close()
+        if self.guard is not None:
+            self.guard.close()
         shutil.rmtree(self.root, ignore_errors=True)
         parent = self.root.parent
         while parent != self.job_root.parent:  # the trial's and the job's, once their last replica's is gone

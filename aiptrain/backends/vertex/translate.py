@@ -32,6 +32,7 @@ from typing import Any
 from aiptrain.errors import Problem, ProblemList, ValidationFailed
 from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
+from aiptrain.job.prebuilt import prebuilt_image_of
 from aiptrain.job.spec import ROLE, ROLES, AcceleratorType, Job, JobState, ReplicaConfig, TrainingInput
 
 # Worker pool index -> ml v1 role; the order is Vertex's contract (and the service's role order).
@@ -222,12 +223,16 @@ def _worker_pool(ti: TrainingInput, group: ReplicaGroup, images: dict[str, str] 
     pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(group.count)}
 
     config = ROLE[group.role].config(ti)
-    if group.image_uri:
+    # A module on one of Google's pre-built images is a Python package on that executor image.
+    executor = group.image_uri if group.image_uri and prebuilt_image_of(ti, catalog) is not None else None
+    if group.image_uri and executor is None:
         pool["containerSpec"] = _container_spec(ti, group.image_uri, config)
     else:
-        assert images is not None  # vertex_problems refused the job otherwise
+        if executor is None:
+            assert images is not None  # vertex_problems refused the job otherwise
+            executor = images[_image_kind(group, catalog, images)]
         package: dict[str, Any] = {
-            "executorImageUri": images[_image_kind(group, catalog, images)],
+            "executorImageUri": executor,
             "packageUris": list(ti.package_uris or []),
             "pythonModule": ti.python_module or "",
         }
@@ -405,8 +410,9 @@ def _program_into(ti: dict[str, Any], pool: dict[str, Any], job_dir: str | None,
         args.pop()
     if args:
         ti["args"] = args
-    image = package.get("executorImageUri")
-    for runtime in catalog.runtimes.values():
-        if runtime.vertex_images and image in runtime.vertex_images.values():
-            ti["runtimeVersion"] = runtime.version
-            break
+    image = str(package.get("executorImageUri") or "")
+    prebuilt = catalog.prebuilt_image(image)
+    if prebuilt is not None and prebuilt.runtime:  # a TensorFlow executor image is its runtime version
+        ti["runtimeVersion"] = prebuilt.runtime
+    elif image:  # PyTorch, scikit-learn, XGBoost: the image runs the module (`job.prebuilt`)
+        ti.setdefault("masterConfig", {})["imageUri"] = image

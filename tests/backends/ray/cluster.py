@@ -140,16 +140,18 @@ def _alive_nodes(address: str) -> int:
     return sum(1 for node in nodes if node.get("state") == "ALIVE")
 
 
-def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: float = 16e9) -> RayCluster:
+def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: float = 16e9,
+                  resources: dict[str, float] | None = None, env: dict[str, str] | None = None) -> RayCluster:
     """Head + second node; returns once both are up. The caller must call `stop()`.
 
     The second node starts as soon as the head's GCS answers, while the head's dashboard is still
     starting. Each node has its own temp dir and its own cache of runtime environments
-    (AIPTRAIN_RAY_CACHE_DIR), as on separate machines."""
+    (AIPTRAIN_RAY_CACHE_DIR), as on separate machines. `resources` are offered by both nodes on top
+    of their own, `env` is added to both nodes' environment."""
     temp_dir.mkdir(parents=True, exist_ok=True)
     python = _node_python(temp_dir)
     cache_dirs = (temp_dir / "cache-head", temp_dir / "cache-second")
-    env = {**node_environment(python.parent), "AIPTRAIN_RAY_CACHE_DIR": str(cache_dirs[0])}
+    env = {**node_environment(python.parent), "AIPTRAIN_RAY_CACHE_DIR": str(cache_dirs[0]), **(env or {})}
     ray = [str(python), "-c", "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
     gcs_port, dashboard_port, client_port, worker_slot = _free_ports(4)
     common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", str(cpus_per_node), "--num-gpus", "0",
@@ -160,7 +162,7 @@ def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: fl
         [*ray, "start", "--head", "--port", str(gcs_port), "--dashboard-host", "127.0.0.1",
          "--dashboard-port", str(dashboard_port), "--ray-client-server-port", str(client_port),
          "--include-dashboard", "true", "--temp-dir", str(temp_dir / "ray"),
-         "--resources", '{"node_head": 1}', *common, *_node_ports(worker_slot)],
+         "--resources", json.dumps({"node_head": 1, **(resources or {})}), *common, *_node_ports(worker_slot)],
         env=env, stdout=head_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )
     cluster = RayCluster(f"http://127.0.0.1:{dashboard_port}", f"127.0.0.1:{gcs_port}", temp_dir, [head], cache_dirs)
@@ -168,7 +170,8 @@ def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: fl
         _wait_for(lambda: _port_open(gcs_port), "the head's GCS did not answer", head, head_log)
         second_log = temp_dir / "second.log"
         second = subprocess.Popen(
-            [*ray, "start", "--address", cluster.gcs_address, "--resources", '{"node_second": 1}',
+            [*ray, "start", "--address", cluster.gcs_address,
+             "--resources", json.dumps({"node_second": 1, **(resources or {})}),
              "--temp-dir", str(temp_dir / "ray2"), *common, *_node_ports(worker_slot + 1)],
             env={**env, "AIPTRAIN_RAY_CACHE_DIR": str(cache_dirs[1])}, stdout=second_log.open("wb"),
             stderr=subprocess.STDOUT, start_new_session=True,

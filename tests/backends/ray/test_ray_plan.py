@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from aiptrain.backends.ray import joblog
-from aiptrain.backends.ray.node_fit import NodeSize, fit_refusal
+from aiptrain.backends.ray.node_fit import NodeSize, container_refusal, fit_refusal
 from aiptrain.backends.ray.node_preparation import BUILD, INSTALL, NOTE, PHASE, READY
-from aiptrain.backends.ray.plan import bundles_for, ray_problems, replica_environments
+from aiptrain.backends.ray.plan import CONTAINER_RESOURCE, bundles_for, ray_problems, replica_environments
 from aiptrain.backends.ray.preparation_log import PreparationLog
 from aiptrain.backends.ray.settings import (
     jobs_api_address,
@@ -187,9 +187,9 @@ def test_what_ray_cannot_run_is_refused_naming_the_field():
     catalog = load_catalog()
     paths = {p.path for p in ray_problems(job(scaleTier="BASIC_TPU"), catalog)}
     assert "trainingInput.scaleTier" in paths
-    container = ray_problems(job(scaleTier="CUSTOM", masterType="n1-standard-4",
-                                 masterConfig={"imageUri": "gcr.io/p/i"}), catalog)
-    assert [p.path for p in container] == ["trainingInput.masterConfig.imageUri"]
+    # An image runs as a container on a node that offers an engine (`container_refusal`), no module needed.
+    assert ray_problems(job(scaleTier="CUSTOM", masterType="n1-standard-4", pythonModule=None,
+                            masterConfig={"imageUri": "gcr.io/p/i"}), catalog) == []
     local_package = ray_problems(job(packageUris=["/home/me/trainer.tar.gz"]), catalog)
     assert [p.path for p in local_package] == ["trainingInput.packageUris[0]"]
     assert ray_problems(job(scaleTier="STANDARD_1"), catalog) == []
@@ -349,6 +349,23 @@ def test_dry_run_says_how_each_way_to_the_runtime_packages_runs(monkeypatch):
     assert refused.exit_code == 2 and "AIPTRAIN_RAY_RUNTIME_PACKAGES" in refused.stderr
 
 
+def test_container_replicas_go_to_nodes_offering_an_engine_and_none_is_refused_naming_the_nodes():
+    catalog = load_catalog()
+    training_input = TrainingInput.model_validate({"scaleTier": "CUSTOM", "masterType": "n1-standard-4",
+                                                   "workerType": "n1-standard-4", "workerCount": "1",
+                                                   "masterConfig": {"imageUri": "gcr.io/p/i"}})
+    bundles = bundles_for(resolve_cluster(training_input, catalog), catalog)
+    assert all(bundle.resources()[CONTAINER_RESOURCE] > 0 for bundle in bundles)  # the workers' image too
+    refusal = container_refusal(bundles, NODES)
+    assert refusal is not None and "10.0.0.3 (a1b2c3d4); 10.0.0.4 (e5f6a7b8)" in refusal.message
+    assert CONTAINER_RESOURCE in (refusal.hint or "")
+    with_engine = [NODES[0], NodeSize("10.0.0.4 (e5f6a7b8)", 8, 30e9, 0, containers=1000)]
+    assert container_refusal(bundles, with_engine) is None
+    # Only the node with an engine can hold them: one that is too small for it is the fit's refusal.
+    assert fit_refusal(bundles, [NodeSize("10.0.0.4 (e5f6a7b8)", 2, 30e9, 0, containers=1000), NODES[1]],
+                       1.0) is not None
+    packages = bundles_for(resolve_cluster(TrainingInput.model_validate({"scaleTier": "BASIC"}), catalog), catalog)
+    assert container_refusal(packages, NODES) is None and CONTAINER_RESOURCE not in packages[0].resources()
 def test_each_node_resolves_the_trainers_packages_as_of_the_jobs_day() -> None:
     import datetime
 

@@ -352,3 +352,25 @@ def test_translated_bodies_satisfy_the_aiplatform_schema() -> None:
 def test_task_names(ml: str, vertex: str) -> None:
     assert vertex_task_name(ml) == vertex
     assert ml_task_name(vertex) == ml
+
+
+def test_a_python_package_on_a_pre_built_executor_image_keeps_its_image() -> None:
+    def back(image: str) -> Any:
+        pool = {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+                "pythonPackageSpec": program(image)}
+        return custom_job_to_job({"displayName": "p", "jobSpec": {"workerPoolSpecs": [pool]}}, load_catalog())
+
+    pytorch = back("us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-4:latest").training_input
+    assert pytorch.master_config.image_uri == "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.1-4:latest"
+    assert pytorch.python_module == "trainer.task" and pytorch.runtime_version is None
+    # A TensorFlow executor image is its runtime version, in any of its regions' registries.
+    tensorflow = back("europe-docker.pkg.dev/vertex-ai/training/tf-cpu.2-1:latest").training_input
+    assert tensorflow.runtime_version == "2.1" and tensorflow.master_config is None
+
+
+def test_a_module_on_a_pre_built_image_is_a_python_package_on_that_executor_image() -> None:
+    image = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-10:latest"
+    pools = translate(runtimeVersion=None, masterConfig={"imageUri": image}, args=["--epochs", "2"])[
+        "jobSpec"]["workerPoolSpecs"]
+    assert pools == [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+                      "pythonPackageSpec": program(image, ["--epochs", "2"])}]

@@ -174,7 +174,9 @@ def _stop_engine_jobs(home: Path) -> None:
 
 
 @contextmanager
-def gcloud_session(root: Path, storage_endpoint: str) -> Iterator[GcloudSession]:
+def gcloud_session(root: Path, storage_endpoint: str,
+                   server_env: dict[str, str] | None = None) -> Iterator[GcloudSession]:
+    """The emulator (with `server_env` on top of this process's environment) and gcloud pointed at it."""
     gcloud = shutil.which("gcloud")
     assert gcloud is not None
     home, config, work = root / "home", root / "cloudsdk", root / "work"
@@ -184,7 +186,7 @@ def gcloud_session(root: Path, storage_endpoint: str) -> Iterator[GcloudSession]
     log = root / "serve.log"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("CLOUDSDK_", "AIPTRAIN_"))},
            "AIPTRAIN_HOME": str(home), "CLOUDSDK_CONFIG": str(config), "STORAGE_EMULATOR_HOST": storage_endpoint,
-           "PYTHONPATH": str(REPO), "AIPTRAIN_LOCAL_KILL_GRACE": str(KILL_GRACE)}
+           "PYTHONPATH": str(REPO), "AIPTRAIN_LOCAL_KILL_GRACE": str(KILL_GRACE), **(server_env or {})}
     with open(log, "wb") as sink:
         server = subprocess.Popen(
             [sys.executable, "-m", "aiptrain", "local", "serve", "--port", "0", "--gcloud-config", CONFIG_NAME,

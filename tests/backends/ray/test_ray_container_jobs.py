@@ -1,0 +1,59 @@
+"""Container jobs on a real two-node Ray cluster whose nodes offer the suite's Docker daemon.
+
+The cluster is this module's own (its nodes declare the container resource and reach the suite's
+daemon), so these tests carry the `containers` marker, not `ray_cluster`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aiptrain.backends.ray.plan import CONTAINER_RESOURCE
+from tests.backends.ray.cluster import RayCluster, start_cluster
+from tests.backends.ray.harness import actor_nodes, aiptrain, log_text
+from tests.fixtures.containers import SuiteDocker, SuiteImages
+
+pytestmark = [pytest.mark.containers, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def ray_with_docker(suite_docker_daemon: SuiteDocker) -> Iterator[RayCluster]:
+    temp_dir = Path(tempfile.mkdtemp(prefix="aiprc-"))  # short: Ray's socket paths are limited
+    cluster = start_cluster(temp_dir, resources={CONTAINER_RESOURCE: 1000},
+                            env={"DOCKER_HOST": suite_docker_daemon.host, "AIPTRAIN_CONTAINER_ENGINE": "docker"})
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def test_each_replica_runs_its_container_on_its_node(
+    ray_with_docker: RayCluster, docker: SuiteDocker, images: SuiteImages, isolated_environment: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    home = isolated_environment
+    monkeypatch.setenv("AIPTRAIN_RAY_ADDRESS", ray_with_docker.address)
+    script = ('task=$(echo $TF_CONFIG | sed \'s/.*\\"task\\": {\\([^}]*\\)}.*/\\1/\'); echo "task=$task"; '
+              'echo "args=$*"; mkdir -p "$1"; echo written > "$1/$(echo $task | sed \'s/[^a-z0-9]//g\').txt"')
+    job_id = "ray_containers"
+    submitted = aiptrain("jobs", "submit", "training", job_id, "--backend", "ray", "--region", "us-central1",
+                         "--master-image-uri", images["shell"], "--scale-tier", "custom",
+                         "--master-machine-type", "n1-standard-4", "--worker-machine-type", "n1-standard-4",
+                         "--worker-count", "1", "--ray-resource-scale", "0.25", "--stream-logs",
+                         "--", script, "--out", "gs://ray-jobs/containers")
+    assert submitted.returncode == 0, submitted.stderr
+    log = log_text(ray_with_docker, job_id)
+    assert 'task="type": "worker", "index": 0' in log and 'task="type": "master", "index": 0' in log
+    # gs:// became the nodes' shared storage, mounted at the same path in each container.
+    written = sorted(path.name for path in (home / "storage" / "ray-jobs" / "containers").glob("*.txt"))
+    assert written == ["typemasterindex0.txt", "typeworkerindex0.txt"], log
+    nodes = actor_nodes(ray_with_docker, job_id, ["master-replica-0", "worker-replica-0"])
+    assert len(set(nodes.values())) == 2  # spread over both nodes, each running its own container
+    left = docker.output("ps", "--all", "--filter", "label=aiptrain.job", "--format", "{{.Names}}")
+    assert left == ""

@@ -1,0 +1,66 @@
+"""The launcher on the suite's Docker daemon, below a job: what the engine is really given."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from aiptrain.replicas.containers.command import ContainerCommand, ContainerLimits
+from aiptrain.replicas.containers.endpoints import HostEndpoint
+from aiptrain.replicas.containers.engine import find_engine
+from aiptrain.replicas.containers.launcher import ContainerLauncher, ReplicaContainer
+from aiptrain.replicas.processes import ManagedProcess
+from tests.fixtures.containers import SuiteDocker, SuiteImages
+
+pytestmark = pytest.mark.containers
+
+
+def test_gpus_become_device_requests_of_the_container(docker: SuiteDocker, images: SuiteImages,
+                                                       tmp_path: Path) -> None:
+    replica = ReplicaContainer("master-replica-0", ContainerCommand(images["shell"], None, ("echo hi",)),
+                               ContainerLimits(cpus=1.0, gpus=(0, 1)))
+    launcher = ContainerLauncher(find_engine(), [replica], job_token="gputest", run_token="gputest/run")
+    with launcher:
+        process = launcher.start("master-replica-0", replica.command.engine_arguments(), {}, tmp_path)
+        assert isinstance(process, ManagedProcess)
+        process.popen.wait(timeout=120)
+        returncode = process.reap()
+        assert returncode != 0  # no GPU runtime here: the engine refuses to start it
+        assert b"could not select device driver" in process.stderr.read()
+        requests = json.loads(docker.output("inspect", "--format", "{{json .HostConfig.DeviceRequests}}",
+                                            launcher.names.replica("master-replica-0")))
+        assert requests == [{"Driver": "", "Count": 0, "DeviceIDs": ["0", "1"], "Capabilities": [["gpu"]],
+                             "Options": {}}]
+    assert docker.output("ps", "--all", "--filter", "label=aiptrain.job=gputest", "--quiet") == ""
+
+
+def test_a_host_endpoint_is_reached_at_its_own_address_through_the_relay(
+    docker: SuiteDocker, images: SuiteImages, tmp_path: Path,
+) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        client, _ = server.accept()
+        client.sendall(b"from the host: " + client.recv(100))
+        client.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    endpoint = HostEndpoint("probe", "127.0.0.1", port, {"PROBE_AT": f"127.0.0.1:{port}"})
+    script = "echo $(hostname) | nc 127.0.0.1 ${PROBE_AT##*:}"
+    replica = ReplicaContainer("master-replica-0", ContainerCommand(images["shell"], None, (script,)))
+    launcher = ContainerLauncher(find_engine(), [replica], job_token="relaytest", run_token="relaytest/run",
+                                 endpoints=[endpoint])
+    with launcher:
+        process = launcher.start("master-replica-0", replica.command.engine_arguments(), {}, tmp_path)
+        assert isinstance(process, ManagedProcess)
+        output = process.popen.communicate(timeout=120)[0]
+        assert process.reap() == 0
+        assert output.decode().strip() == "from the host: master-replica-0"
+    server.close()
