@@ -1,8 +1,73 @@
 """aiptrain: AI Platform Training jobs, locally, on Vertex AI, or on any ml v1 endpoint.
 
+As a library (docs/python-api.md):
+
+    import aiptrain
+
+    job = aiptrain.submit("my_job", package_path="trainer", module_name="trainer.task", args=["--epochs", "3"])
+    ended = aiptrain.wait("my_job")
+
+`submit`, `get`, `list`, `cancel`, `wait`, `logs` and `Client` (one backend and project for them
+all) come from aiptrain.api.client, loaded on first use so that `import aiptrain` stays light;
+errors are the `AiptrainError` family (aiptrain.errors).
+
 The folders below are layers (ARCHITECTURE.md); each folder's docstring says what it may import.
 The loose modules here (`errors`, `paths`, `cache_eviction`) import nothing of aiptrain but
 `errors`, so every layer may use them.
 """
 
+from __future__ import annotations
+
+import sys
+import types
+
+# Not `typing.TYPE_CHECKING`: `import aiptrain` (which every submodule's import runs) loads nothing
+# it does not need, not even `typing` (tests/packaging: a cache hit stays interpreter start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aiptrain.api.client import (
+        AiptrainWarning,
+        Client,
+        WaitTimedOut,
+        cancel,
+        get,
+        list,
+        logs,
+        submit,
+        wait,
+    )
+    from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound, UsageError, ValidationFailed
+
 __version__ = "0.1.0"
+__all__ = ["AiptrainError", "AiptrainWarning", "Client", "JobAlreadyFinished", "NotFound", "UsageError",
+           "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "get", "list", "logs", "submit", "wait"]
+_API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "get", "list", "logs", "submit", "wait"})
+_ERRORS = frozenset({"AiptrainError", "JobAlreadyFinished", "NotFound", "UsageError", "ValidationFailed"})
+
+
+class _Package(types.ModuleType):
+    """`aiptrain.submit` is the function even once the subpackage aiptrain.submit is imported
+    (the import system binds a subpackage on its parent; `from aiptrain.submit import ...` finds
+    it in sys.modules all the same)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _API and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from aiptrain.api import client
+
+        return getattr(client, name)
+    if name in _ERRORS:
+        from aiptrain import errors
+
+        return getattr(errors, name)
+    raise AttributeError(f"module 'aiptrain' has no attribute {name!r}")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# The installed aiptrain package (what a supervisor or a Ray node puts on its import path).
+PACKAGE_DIR = Path(__file__).resolve().parent
+
 
 def aiptrain_home() -> Path:
     """$AIPTRAIN_HOME, default ~/.aiptrain; created private (0700) on first use."""

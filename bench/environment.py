@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -177,3 +178,22 @@ def interpreter_floor(env: Mapping[str, str], runs: int = 5) -> float:
     """Median wall time of `python -c pass`: what any fresh Python process costs on this machine now."""
     samples = sorted(time_command([str(PYTHON), "-c", "pass"], env=env) for _ in range(runs))
     return samples[len(samples) // 2]
+
+
+_SERVING = re.compile(r"on (http://127\.0\.0\.1:\d+/)")
+
+
+def start_local_serve(cleanup: Cleanup, env: Mapping[str, str], log: Path, *extra: str) -> str:
+    """`aiptrain local serve --port 0 EXTRA...` in the background (stopped by `cleanup`); its URL."""
+    with open(log, "wb") as sink:
+        process = subprocess.Popen([*aiptrain_command(), "local", "serve", "--port", "0", *extra], env=dict(env),
+                                   stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    cleanup.track(process)
+    deadline = time.monotonic() + 60
+    while True:
+        match = _SERVING.search(log.read_text(errors="replace"))
+        if match:
+            return match.group(1)
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise BenchError("aiptrain local serve did not start:\n" + log.read_text(errors="replace")[-2000:])
+        time.sleep(0.1)

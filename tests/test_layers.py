@@ -37,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "backends.ray": _BASE | {"job", "replicas", "environments", "tuning", "storage", "backends"},
     "backends.local": _BASE | {"job", "replicas", "environments", "gcs_endpoint", "tuning", "storage",
                        "backends"},
+    "api": _BASE | {"job", "packaging", "storage", "environments", "submit", "backends"},
     "emulator": _BASE | {"job", "replicas", "environments", "gcs_endpoint", "tuning", "storage", "submit",
                          "backends", "backends.local",
                          "backends.vertex"},

@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class RequestOptions:
+    """gcloud's global flags that change the REST requests a backend sends."""
+
+    billing_project: str | None = None  # --billing-project: the X-Goog-User-Project header
+    trace_token: str | None = None  # --trace-token: `trace=token:TOKEN` on every request
+    impersonate_service_account: str | None = None  # --impersonate-service-account: act as it
+
+
+@dataclass(frozen=True)
 class BackendSettings:
     """What the CLI knows that a backend may need."""
 
@@ -34,6 +43,7 @@ class BackendSettings:
     # The ray backend: the Jobs API address (--ray-address) and the bundle scale (--ray-resource-scale).
     ray_address: str | None = None
     ray_resource_scale: float | None = None
+    request_options: RequestOptions = field(default_factory=RequestOptions)
 
 
 @dataclass
@@ -105,6 +115,9 @@ class Backend(Protocol):
     # A wait cheaper than following the job's log and state, or None to follow it.
     def wait_for_job(self, job_id: str, *, timeout: float | None) -> WaitResult | None: ...
 
+    # What a submit tells the user about how this backend runs the job (e.g. another Python); [] if nothing.
+    def submit_warnings(self, job: Job) -> list[str]: ...
+
 
 class RemoteBackendDefaults:
     """The answers of a backend that knows no more of a job than its REST resource."""
@@ -117,3 +130,6 @@ class RemoteBackendDefaults:
 
     def wait_for_job(self, job_id: str, *, timeout: float | None) -> WaitResult | None:
         return None
+
+    def submit_warnings(self, job: Job) -> list[str]:
+        return []

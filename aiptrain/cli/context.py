@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from aiptrain.backends.base import Backend
+    from aiptrain.api.client import Client
+    from aiptrain.backends.base import Backend, RequestOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,50 +34,26 @@ class AppContext:
     region: str | None = None
     ray_address: str | None = None
     ray_resource_scale: float | None = None
+    request_options: RequestOptions | None = None  # gcloud's --billing-project, --trace-token, ...
 
     @property
     def color(self) -> bool:
         return sys.stderr.isatty() and "NO_COLOR" not in os.environ
 
+    def client(self) -> Client:
+        """The Python API's client for these options: every command works through it."""
+        from aiptrain.api.client import Client
+
+        return Client(self.backend_name, self.project, self.region, self.api_endpoint, self.ray_address,
+                      self.ray_resource_scale, self.verbosity, self.request_options)
+
     def project_id(self) -> str:
         """The project jobs belong to; the local backend has a default, the cloud ones do not."""
-        if self.project:
-            from aiptrain.job.project_id import project_id_problem, suggest_project_id
-
-            problem = project_id_problem(self.project)
-            if problem:
-                from aiptrain.errors import UsageError
-
-                raise UsageError(f"--project: {problem}", hint=f"use e.g. {suggest_project_id(self.project)}")
-            return self.project
-        from aiptrain.backends import backend_entry
-
-        default = backend_entry(self.backend_name).default_project
-        if default is not None:
-            return default
-        from aiptrain.errors import UsageError
-
-        raise UsageError(
-            f"backend {self.backend_name!r} needs a project",
-            hint="pass --project my-project or set AIPTRAIN_PROJECT",
-        )
+        return self.client().project_id()
 
     def backend(self, region: str | None = None) -> Backend:
         """The chosen backend; `region` (a submit's job region) wins over --region/AIPTRAIN_REGION."""
-        from aiptrain.backends import get_backend
-        from aiptrain.backends.base import BackendSettings
-        from aiptrain.paths import aiptrain_home
-
-        settings = BackendSettings(
-            project=self.project_id(),
-            region=region or self.region,
-            home=aiptrain_home(),
-            api_endpoint=self.api_endpoint,
-            verbosity=self.verbosity,
-            ray_address=self.ray_address,
-            ray_resource_scale=self.ray_resource_scale,
-        )
-        return get_backend(self.backend_name, settings)
+        return self.client().open_backend(region)
 
     def progress(self, message: str) -> None:
         """A progress line on stderr, unless -q."""
@@ -147,8 +124,33 @@ def _shared_options(*, for_group: bool) -> list[Callable[[F], F]]:
                      "or variable gives (default: CLOUDSDK_ACTIVE_CONFIG_NAME, else gcloud's active one)."),
         click.option("--log-http", is_flag=True, default=None,
                      help="Log each REST request aiptrain makes on stderr (credentials redacted), as -vv does."),
+        *_gcloud_global_options(group_default),
         click.option("-v", "--verbose", count=True, **group_default, help="More detail on stderr (repeatable)."),
         click.option("-q", "--quiet", count=True, **group_default, help="Less output on stderr."),
+    ]
+
+
+# gcloud's global flags that aiptrain accepts so command lines carrying them keep working.
+GCLOUD_GLOBALS = ("billing_project", "account", "impersonate_service_account", "trace_token", "user_output_enabled",
+                  "flags_file")
+
+
+def _gcloud_global_options(group_default: dict[str, Any]) -> list[Callable[[F], F]]:
+    return [
+        click.option("--flags-file", metavar="YAML_FILE",
+                     help="Flags from a YAML/JSON file ({--flag: value}, or a list of them for repeated flags), "
+                     "inserted where it stands, as in gcloud; see docs/reference/global-flags.md."),
+        click.option("--billing-project", metavar="PROJECT",
+                     help="The project billed for REST requests (mlv1, vertex): sent as X-Goog-User-Project."),
+        click.option("--account", metavar="ACCOUNT",
+                     help="Accepted for gcloud's command lines; aiptrain uses Application Default Credentials "
+                     "(or the emulator's token), noted at --verbosity info."),
+        click.option("--impersonate-service-account", metavar="SERVICE_ACCOUNT_EMAILS",
+                     help="REST requests to Google (mlv1, vertex) act as this service account."),
+        click.option("--trace-token", metavar="TOKEN",
+                     help="Sent with each REST request (mlv1, vertex) as gcloud does: ?trace=token:TOKEN."),
+        click.option("--user-output-enabled/--no-user-output-enabled", default=None,
+                     help="--no-user-output-enabled: no progress lines on stderr, as -q."),
     ]
 
 
@@ -166,7 +168,7 @@ def global_options(group: F) -> F:
     @functools.wraps(callback)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         names = ("backend", "project", "region", "api_endpoint", "ray_address", "ray_resource_scale",
-                 "output_format", "verbosity", "configuration", "log_http", "verbose", "quiet")
+                 "output_format", "verbosity", "configuration", "log_http", "verbose", "quiet", *GCLOUD_GLOBALS)
         _remember_globals(click.get_current_context(), {name: kwargs.pop(name) for name in names})
         return callback(*args, **kwargs)
 
@@ -203,6 +205,31 @@ def _fill_from_gcloud(values: dict[str, Any]) -> None:
         values["api_endpoint"] = properties.get(endpoint[values["backend"]])
 
 
+def _request_options(values: dict[str, Any]) -> RequestOptions:
+    from aiptrain.backends.base import RequestOptions
+
+    return RequestOptions(billing_project=values["billing_project"], trace_token=values["trace_token"],
+                          impersonate_service_account=values["impersonate_service_account"])
+
+
+def _note_gcloud_globals(app: AppContext, values: dict[str, Any]) -> None:
+    """At --verbosity info, what each gcloud global flag given does here."""
+    remote = app.backend_name in ("mlv1", "vertex")
+    if values["account"]:
+        app.detail(f"note: --account {values['account']} is not used: aiptrain calls Google with Application "
+                   "Default Credentials (`gcloud auth application-default login`), an emulator with its token")
+    for name, flag in (("billing_project", "--billing-project"), ("trace_token", "--trace-token"),
+                       ("impersonate_service_account", "--impersonate-service-account")):
+        if values[name] and not remote:
+            app.detail(f"note: {flag} has no effect on the {app.backend_name} backend: it sends no REST requests")
+        elif values[name] and name == "impersonate_service_account" and app.api_endpoint:
+            from aiptrain.backends.mlv1.client import is_loopback
+
+            if is_loopback(app.api_endpoint):
+                app.detail("note: --impersonate-service-account has no effect on a loopback endpoint: the "
+                           "emulator takes its own token")
+
+
 def common_options(func: F) -> F:
     """Add the shared options and pass an AppContext as the first argument."""
 
@@ -211,28 +238,34 @@ def common_options(func: F) -> F:
                 ray_address: str | None, ray_resource_scale: float | None, output_format: str | None,
                 verbosity: str | None, configuration: str | None, log_http: bool | None, verbose: int, quiet: int,
                 **kwargs: Any) -> Any:
+        gcloud_globals = {name: kwargs.pop(name) for name in GCLOUD_GLOBALS}
         values = _resolve(click.get_current_context(), {
             "backend": backend, "project": project, "region": region, "api_endpoint": api_endpoint,
             "ray_address": ray_address, "ray_resource_scale": ray_resource_scale, "output_format": output_format,
             "verbosity": verbosity, "configuration": configuration, "log_http": log_http, "verbose": verbose,
-            "quiet": quiet})
+            "quiet": quiet, **gcloud_globals})
         _fill_from_gcloud(values)
         if values["output_format"]:
             from aiptrain.job.projection import parse_format
 
             parse_format(values["output_format"])  # a bad --format is refused before any work
         level = values["verbosity"]
+        level_number: int = VERBOSITY_LEVELS[level] if level else values["verbose"] - values["quiet"]
+        if values["user_output_enabled"] is False:
+            level_number = min(level_number, -1)
         app = AppContext(
             backend_name=values["backend"],
             project=values["project"],
             api_endpoint=values["api_endpoint"],
             output_format=values["output_format"] or None,
-            verbosity=VERBOSITY_LEVELS[level] if level else values["verbose"] - values["quiet"],
+            verbosity=level_number,
             region=values["region"],
             ray_address=values["ray_address"],
             ray_resource_scale=values["ray_resource_scale"],
+            request_options=_request_options(values),
         )
         _configure_logging(2 if values["log_http"] else app.verbosity)
+        _note_gcloud_globals(app, values)
         return func(app, *args, **kwargs)
 
     decorated: Any = wrapper

@@ -87,9 +87,8 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     """
     from aiptrain.job.catalog import load_catalog
     from aiptrain.job.validate import runtime_warnings
-    from aiptrain.storage import open_store
     from aiptrain.submit.staging import describe_result
-    from aiptrain.submit.submission import dry_run_document, submit
+    from aiptrain.submit.submission import dry_run_document
 
     if kw["stream_logs"] and kw["async_"]:
         raise click.UsageError("--async and --stream-logs cannot be used together")
@@ -103,17 +102,18 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     catalog = load_catalog()
     options = _submit_options(job, kw, ctx.meta.get("user_args"), app, region_given, problems, catalog)
     backend = app.backend(options.region or options.default_region)
-    store_kind = kw["storage"] or backend.default_storage
-    store = open_store(store_kind, project=app.project)
     if kw["dry_run"]:
         from aiptrain.cli.dry_run import render_dry_run
+        from aiptrain.storage import open_store
 
+        store = open_store(kw["storage"] or backend.default_storage, project=app.project)
         render_dry_run(app, dry_run_document(options, backend=backend, catalog=catalog, store=store,
                                              project=app.project_id(), flag_problems=problems.problems))
         return 0
-    created = submit(options, backend=backend, catalog=catalog, store=store, project=app.project_id(),
-                     flag_problems=problems.problems, on_upload=lambda result: app.progress(describe_result(result)),
-                     progress_factory=_progress_factory(app))
+    created = app.client().submit_options(options, storage=kw["storage"], flag_problems=problems.problems,
+                                          on_upload=lambda result: app.progress(describe_result(result)),
+                                          progress_factory=_progress_factory(app),
+                                          on_warning=lambda text: app.progress(f"warning: {text}"))
     for warning in runtime_warnings(created.training_input, catalog):
         app.progress(f"warning: {warning}")
     job_id = created.job_id or job
@@ -305,7 +305,7 @@ def describe(app: AppContext, job: str, summarize: bool, flatten: tuple[str, ...
     from aiptrain.cli.output import emit
 
     backend = app.backend()
-    found = backend.get_job(job)
+    found = backend.get_job(job)  # as Client.get, with the backend kept for its notes
     data = found.to_api()
     text = dump_yaml(data)
     if summarize:
@@ -335,7 +335,6 @@ def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_
     """List jobs, newest first."""
     from aiptrain.cli.output import emit
     from aiptrain.job.filters import parse_filter
-    from aiptrain.job.listing import select_jobs
 
     job_filter = parse_filter(filter_expr)  # a bad filter is refused before the backend is asked
     if flatten:
@@ -347,9 +346,8 @@ def list_jobs(app: AppContext, filter_expr: str | None, limit: int | None, sort_
                                     list(flatten))
         data = select_records(records, job_filter=job_filter, limit=limit, sort_by=sort_by)
     else:
-        found = select_jobs(app.backend().list_jobs(page_size=page_size, filter=filter_expr),
-                            filter_expr=job_filter, limit=limit, sort_by=sort_by)
-        data = [job.to_api() for job in found]
+        data = [job.to_api() for job in app.client().list(filter=filter_expr, limit=limit, sort_by=sort_by,
+                                                          page_size=page_size)]
     if uri:
         for record in data:
             click.echo(job_uri(app, str(record.get("jobId", ""))))
@@ -420,7 +418,7 @@ def update(app: AppContext, job: str, update_labels: tuple[str, ...], remove_lab
 @common_options
 def cancel(app: AppContext, job: str) -> int:
     """Cancel a job; its replicas are stopped."""
-    app.backend().cancel_job(job)
+    app.client().cancel(job)
     app.progress(f"Requested cancellation of job [{job}].")
     return 0
 
@@ -454,6 +452,28 @@ def stream_logs(app: AppContext, job: str, task_name: str | None, allow_multilin
 
 
 jobs.add_command(stream_logs, name="logs")
+
+
+@jobs.command("tensorboard")
+@click.argument("job")
+@click.option("--port", type=click.IntRange(0, 65535), default=6006, show_default=True,
+              help="Port on 127.0.0.1 (0: a free one).")
+@common_options
+def tensorboard(app: AppContext, job: str, port: int) -> int:
+    """Serve TensorBoard on a job's summaries (its job dir; a run per tuning trial) until Ctrl-C.
+
+    Uses the TensorBoard of the job's runtime environment, else one installed on demand
+    ($AIPTRAIN_HOME/tools/tensorboard). A gs:// job dir is read from the local store."""
+    with app.client().tensorboard(job, port=port) as board:
+        app.progress(f"TensorBoard on {board.logdir} (with {board.python}); Ctrl-C stops it.")
+        click.echo(board.url)
+        try:
+            board.process.wait()
+        except KeyboardInterrupt:
+            return 0
+    from aiptrain.errors import OperationalError
+
+    raise OperationalError(f"TensorBoard exited on its own (status {board.process.returncode})")
 
 
 @jobs.command("wait")

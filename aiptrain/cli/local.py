@@ -81,8 +81,12 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
               show_default=True, help="The project of the --gcloud-config configuration. [env: AIPTRAIN_PROJECT]")
 @click.option("--region", envvar=["AIPTRAIN_REGION", "CLOUDSDK_COMPUTE_REGION"], default="us-central1",
               show_default=True, help="The region of the --gcloud-config configuration. [env: AIPTRAIN_REGION]")
+@click.option("--grpc-port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port of the aiplatform v1 gRPC services, the Vertex AI SDK's default transport (0 picks a free "
+              "one); served when grpcio and google-cloud-aiplatform are installed.")
+@click.option("--no-grpc", is_flag=True, help="Do not serve gRPC.")
 def serve(host: str, port: int, allow_remote: bool, token: str | None, token_file: Path | None, no_auth: bool,
-          gcloud_config: str | None, project: str, region: str) -> int:
+          gcloud_config: str | None, project: str, region: str, grpc_port: int, no_grpc: bool) -> int:
     """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine, and a console of
     its jobs in the browser at / (the URL it prints carries the token; `aiptrain local console` opens it)."""
     import os
@@ -117,6 +121,13 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
         click.echo(f"The console in a browser: {served.console}  (or `aiptrain local console --port "
                    f"{urlsplit(url).port}`)", err=True)
         click.echo(f"Point aiptrain at it with: --backend mlv1 --api-endpoint {url}", err=True)
+        if served.grpc_address is not None:
+            click.echo(f"gRPC (the Vertex AI SDK's default transport) on {served.grpc_address}: "
+                       f"aiplatform.init(api_endpoint=\"{served.grpc_address}\", ...) with "
+                       f"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH={served.grpc_certificate}", err=True)
+        elif served.grpc_missing:
+            click.echo("gRPC is not served: grpcio and google-cloud-aiplatform are not installed (pip install "
+                       "google-cloud-aiplatform); the Vertex AI SDK works with api_transport=\"rest\"", err=True)
         if gcloud_config is not None:
             storage = os.environ.get("STORAGE_EMULATOR_HOST")
             path = write_configuration(gcloud_config, url, project=project, region=region, storage_endpoint=storage,
@@ -126,7 +137,8 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
             click.echo(f"Point gcloud at it with: gcloud config configurations activate {gcloud_config}  "
                        f"(or CLOUDSDK_ACTIVE_CONFIG_NAME={gcloud_config})", err=True)
 
-    run_server(host, port, allow_remote=allow_remote, token=token, auth=not no_auth, home=None, on_ready=announce)
+    run_server(host, port, allow_remote=allow_remote, token=token, auth=not no_auth, home=None, on_ready=announce,
+               grpc_port=None if no_grpc else grpc_port)
     return 0
 
 

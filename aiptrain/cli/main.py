@@ -60,6 +60,13 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 class AiptrainGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from aiptrain.cli.flags_file import FLAG, expand_flags_files
+
+        if any(arg == FLAG or arg.startswith(FLAG + "=") for arg in args):
+            args = expand_flags_files(args)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             result = super().invoke(ctx)

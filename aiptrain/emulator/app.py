@@ -15,6 +15,7 @@ Routes (the paths googleapiclient builds from the discovery documents):
     GET  /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs            ... hyperparameterTuningJobs.list
     GET  /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{n}        ... hyperparameterTuningJobs.get
     POST /v1/projects/{p}/locations/{l}/hyperparameterTuningJobs/{n}:cancel ... hyperparameterTuningJobs.cancel
+    POST|GET /v1/projects/{p}/locations/{l}/trainingPipelines[/{n}[:cancel]]   ... trainingPipelines (pipelines_api)
     POST /v2/entries:list                                        logging.entries.list
     GET  / and /console/...                                      the console (see `console.routes`)
 
@@ -39,7 +40,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from aiptrain.emulator import logging_api, mlv1_api, tuning_api, vertex_api
+from aiptrain.emulator import logging_api, mlv1_api, pipelines_api, tuning_api, vertex_api
 from aiptrain.emulator.console.log_stream import Stopping
 from aiptrain.emulator.console.login import ConsoleLogin
 from aiptrain.emulator.console.routes import Console
@@ -47,10 +48,8 @@ from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.faults import FaultPlan
 from aiptrain.emulator.guard import RequestGuard
 from aiptrain.emulator.limits import parse_json_body, read_capped_body
-from aiptrain.emulator.projects import ProjectDirectory
 from aiptrain.emulator.schema import Violation
-from aiptrain.emulator.services import Services
-from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TUNING_JOBS, VertexJobStore
+from aiptrain.emulator.services import Services, make_services
 from aiptrain.errors import AiptrainError
 from aiptrain.job.project_id import project_id_problem
 
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from aiptrain.backends.local.engine import LocalEngine
 
 LOG = logging.getLogger("aiptrain.emulator")
+V1 = "GoogleCloudAiplatformV1"  # the aiplatform v1 schemas' prefix
 
 # (params, query, body) -> response body
 Handler = Callable[[dict[str, str], dict[str, str], Any], dict[str, Any]]
@@ -136,15 +136,7 @@ def create_app(
     faults:       test-only fault injection (see `faults`)
     stopping:     set when the server shuts down: the console's event streams end
     """
-    home = _engine_home(engine)
-    records = state_dir or home / "emulator"
-    services = Services(
-        engine=engine,
-        storage_root=storage_root or home / "storage",
-        custom_jobs=VertexJobStore(records / "custom_jobs", CUSTOM_JOBS),
-        tuning_jobs=VertexJobStore(records / "hyperparameter_tuning_jobs", TUNING_JOBS),
-        projects=ProjectDirectory(records / "projects.json"),
-    )
+    services = make_services(engine, storage_root=storage_root, state_dir=state_dir)
 
     def by_project_id(handler: Handler, *, remember: bool) -> Handler:
         def resolved(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
@@ -159,8 +151,13 @@ def create_app(
 
         return resolved
 
-    def route(path: str, method: str, handler: Handler) -> Route:
-        return Route(path, _endpoint(by_project_id(handler, remember=method != "GET"), faults=faults),
+    def route(path: str, method: str, handler: Handler, answers: str | None = None) -> Route:
+        """`answers`: the aiplatform v1 schema of the response, whose enums go back as numbers
+        to a client that asks for them (`$alt=json;enum-encoding=int`)."""
+        def answered(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
+            return services.answer(handler(params, query, body), answers, query)
+
+        return Route(path, _endpoint(by_project_id(answered, remember=method != "GET"), faults=faults),
                      methods=[method])
 
     jobs = "/v1/projects/{project}/jobs"
@@ -178,22 +175,27 @@ def create_app(
               lambda p, q, b: vertex_api.cancel_custom_job(services, p["project"], p["location"],
                                                            p["custom_job"], b)),
         route(custom, "POST",
-              lambda p, q, b: vertex_api.create_custom_job(services, p["project"], p["location"], b)),
+              lambda p, q, b: vertex_api.create_custom_job(services, p["project"], p["location"], b),
+              f"{V1}CustomJob"),
         route(custom, "GET",
-              lambda p, q, b: vertex_api.list_custom_jobs(services, p["project"], p["location"], q)),
+              lambda p, q, b: vertex_api.list_custom_jobs(services, p["project"], p["location"], q),
+              f"{V1}ListCustomJobsResponse"),
         route(f"{custom}/{{custom_job}}", "GET",
               lambda p, q, b: vertex_api.get_custom_job(services, p["project"], p["location"],
-                                                        p["custom_job"])),
+                                                        p["custom_job"]), f"{V1}CustomJob"),
         route(f"{tuning}/{{tuning_job}}:cancel", "POST",
               lambda p, q, b: tuning_api.cancel_tuning_job(services, p["project"], p["location"],
                                                            p["tuning_job"], b)),
         route(tuning, "POST",
-              lambda p, q, b: tuning_api.create_tuning_job(services, p["project"], p["location"], b)),
+              lambda p, q, b: tuning_api.create_tuning_job(services, p["project"], p["location"], b),
+              f"{V1}HyperparameterTuningJob"),
         route(tuning, "GET",
-              lambda p, q, b: tuning_api.list_tuning_jobs(services, p["project"], p["location"], q)),
+              lambda p, q, b: tuning_api.list_tuning_jobs(services, p["project"], p["location"], q),
+              f"{V1}ListHyperparameterTuningJobsResponse"),
         route(f"{tuning}/{{tuning_job}}", "GET",
               lambda p, q, b: tuning_api.get_tuning_job(services, p["project"], p["location"],
-                                                        p["tuning_job"])),
+                                                        p["tuning_job"]), f"{V1}HyperparameterTuningJob"),
+        *_pipeline_routes(route, services),
         route("/v2/entries:list", "POST", lambda p, q, b: logging_api.list_entries(services, b)),
     ]
     # The console in the browser (`/`, `/console/...`); its login is the guard's for console paths.
@@ -204,14 +206,23 @@ def create_app(
     return RequestGuard(Starlette(routes=routes), token=token, bind_host=bind_host, console=ConsoleLogin(token))
 
 
+def _pipeline_routes(route: Callable[..., Route], services: Services) -> list[Route]:
+    pipelines = "/v1/projects/{project}/locations/{location}/trainingPipelines"
+    return [
+        route(f"{pipelines}/{{pipeline}}:cancel", "POST",
+              lambda p, q, b: pipelines_api.cancel_training_pipeline(services, p["project"], p["location"],
+                                                                     p["pipeline"], b)),
+        route(pipelines, "POST",
+              lambda p, q, b: pipelines_api.create_training_pipeline(services, p["project"], p["location"], b),
+              f"{V1}TrainingPipeline"),
+        route(pipelines, "GET",
+              lambda p, q, b: pipelines_api.list_training_pipelines(services, p["project"], p["location"], q),
+              f"{V1}ListTrainingPipelinesResponse"),
+        route(f"{pipelines}/{{pipeline}}", "GET",
+              lambda p, q, b: pipelines_api.get_training_pipeline(services, p["project"], p["location"],
+                                                                  p["pipeline"]), f"{V1}TrainingPipeline"),
+    ]
+
+
 def _unknown_method(params: dict[str, str], query: dict[str, str], body: Any) -> dict[str, Any]:
     raise ApiError("NOT_FOUND", f"The aiptrain emulator does not serve /{params.get('path', '')}.")
-
-
-def _engine_home(engine: Any) -> Path:
-    home = getattr(engine, "home", None)
-    if isinstance(home, Path):
-        return home
-    from aiptrain.paths import aiptrain_home
-
-    return aiptrain_home()

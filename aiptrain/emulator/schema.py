@@ -9,6 +9,10 @@ accepted; the validated copy returned uses the camelCase names only, and drops n
 Checked: `$ref`, object properties, maps (`additionalProperties`), arrays, string / boolean /
 integer / number types, enums, int64 and uint64 (a number or a decimal string, in range), int32
 ranges, `byte` (base64), `google-duration`, `google-datetime`.
+
+Enums are names, or their proto numbers where the document's fields were given them
+(`enum_numbers`, see `with_enum_numbers`): the validated copy always holds the name.
+`numbered_enums` turns a response's names back into numbers for a client that asked for them.
 """
 
 from __future__ import annotations
@@ -63,11 +67,31 @@ def _proto_kind(schema: dict[str, Any]) -> str:
     }.get(str(schema.get("type")), "TYPE_STRING" if fmt != "byte" else "TYPE_BYTES")
 
 
+# The key under which an enum field's schema keeps {name: proto number}.
+ENUM_NUMBERS = "x-aiptrainEnumNumbers"
+
+
+def with_enum_numbers(schemas: dict[str, Any], numbers: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """A copy of `schemas` whose enum fields named in `numbers` (`Schema.property` -> {name:
+    number}) carry their numbers; the document's own schemas are left as they are."""
+    copied = dict(schemas)
+    for key, table in numbers.items():
+        schema_id, prop = key.split(".", 1)
+        schema = copied[schema_id] = {**copied[schema_id]}
+        properties = schema["properties"] = dict(schema["properties"])
+        field = properties[prop] = dict(properties[prop])
+        if "items" in field:
+            field["items"] = {**field["items"], ENUM_NUMBERS: table}
+        else:
+            field[ENUM_NUMBERS] = table
+    return copied
+
+
 class SchemaValidator:
     """Validates JSON values against the `schemas` of one discovery document."""
 
-    def __init__(self, document: dict[str, Any]) -> None:
-        self.schemas: dict[str, dict[str, Any]] = document["schemas"]
+    def __init__(self, document: dict[str, Any], enum_numbers: dict[str, dict[str, int]] | None = None) -> None:
+        self.schemas: dict[str, dict[str, Any]] = with_enum_numbers(document["schemas"], enum_numbers or {})
 
     def validate(self, value: Any, schema_id: str, root: str) -> tuple[Any, list[Violation]]:
         """(the value with camelCase keys and no nulls, every violation found).
@@ -78,6 +102,26 @@ class SchemaValidator:
         violations: list[Violation] = []
         cleaned = self._check(value, {"$ref": schema_id}, root, violations)
         return cleaned, violations
+
+    def numbered_enums(self, value: Any, schema_id: str) -> Any:
+        """`value` (valid for `schema_id`) with each numbered enum's name replaced by its number."""
+        return self._numbered(value, {"$ref": schema_id})
+
+    def _numbered(self, value: Any, schema: dict[str, Any]) -> Any:
+        schema = self._resolve(schema)
+        if isinstance(value, dict):
+            properties = schema.get("properties")
+            if properties is None:
+                extra = schema.get("additionalProperties")
+                return {key: self._numbered(item, extra) for key, item in value.items()} if extra else value
+            return {key: self._numbered(item, properties[key]) if key in properties else item
+                    for key, item in value.items()}
+        if isinstance(value, list):
+            items = schema.get("items")
+            return [self._numbered(item, items) for item in value] if items else value
+        if isinstance(value, str) and ENUM_NUMBERS in schema:
+            return schema[ENUM_NUMBERS].get(value, value)
+        return value
 
     # -- walking ---------------------------------------------------------------------------
 
@@ -135,6 +179,9 @@ class SchemaValidator:
         fmt = schema.get("format")
         ok = True
         if "enum" in schema:
+            if ENUM_NUMBERS in schema and isinstance(value, int) and not isinstance(value, bool):
+                # The proto JSON parser takes an enum's number as well as its name.
+                value = next((name for name, number in schema[ENUM_NUMBERS].items() if number == value), value)
             ok = isinstance(value, str) and value in schema["enum"]
             if not ok:
                 out.append(Violation(path, self._invalid(path, schema, value).description

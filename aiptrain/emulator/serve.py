@@ -14,10 +14,13 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiptrain.emulator.faults import FaultPlan
 from aiptrain.errors import OperationalError, UsageError
+
+if TYPE_CHECKING:
+    from aiptrain.backends.local.engine import LocalEngine
 
 
 def is_loopback_host(host: str) -> bool:
@@ -105,6 +108,9 @@ class Served:
 
     url: str  # the base URL, with the real port
     token_file: Path | None  # where its token is kept (None: it asks for no token)
+    grpc_address: str | None = None  # host:port of the aiplatform v1 gRPC services (None: not served)
+    grpc_certificate: Path | None = None  # the certificate gRPC clients trust (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)
+    grpc_missing: bool = False  # gRPC was asked for but grpcio / google-cloud-aiplatform are not installed
     console: str = ""  # the console's URL, with the token to exchange for a session cookie
 
 
@@ -118,9 +124,12 @@ def serve(
     auth: bool = True,
     faults: FaultPlan | None = None,
     on_ready: Callable[[Served], None] | None = None,
+    grpc_port: int | None = None,
 ) -> None:
     """Serve until interrupted. `on_ready` is called once listening.
 
+    grpc_port: also serve the aiplatform v1 job and pipeline services over gRPC (TLS) on this port
+               (0: a free one), when grpcio and google-cloud-aiplatform are installed; None: not.
     token: the bearer token clients must send; None with `auth` (the default): a new random one.
     auth:  False serves without a token (`--no-auth`); `token` must then be None.
     Fault injection comes from `faults` or, when not given, $AIPTRAIN_EMULATOR_FAULTS (tests only).
@@ -151,10 +160,15 @@ def serve(
                      stopping=stopping)
     sock = bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
+    grpc_server, grpc_served = None, Served("", None, grpc_missing=grpc_port is not None)
     try:
         token_file = write_token_file(token, actual_port, home) if token else None
+        if grpc_port is not None:
+            grpc_server, grpc_served = _start_grpc(engine, host, grpc_port, token)
     except BaseException:
         sock.close()
+        if grpc_server is not None:
+            grpc_server.stop(grace=None)
         raise
     # The token stays in this process: supervisors and trainers never inherit it.
     os.environ.pop("AIPTRAIN_SERVE_TOKEN", None)
@@ -165,9 +179,30 @@ def serve(
     try:
         if on_ready is not None:
             url = base_url(host, actual_port)
-            on_ready(Served(url, token_file, console_url(url, token)))
+            on_ready(Served(url, token_file, grpc_served.grpc_address, grpc_served.grpc_certificate,
+                            grpc_served.grpc_missing, console_url(url, token)))
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if grpc_server is not None:
+            grpc_server.stop(grace=None)
         if token_file is not None and token is not None:
             remove_token_file(token_file, token)
+
+
+def _start_grpc(engine: LocalEngine, host: str, port: int, token: str | None) -> tuple[Any, Served]:
+    """The gRPC port (aiptrain.emulator.grpc_api), or nothing when its packages are missing."""
+    from aiptrain.emulator import grpc_api
+
+    if not grpc_api.available():
+        return None, Served("", None, grpc_missing=True)
+    from aiptrain.emulator.services import make_services
+
+    services = make_services(engine)
+    identity = grpc_api.grpc_identity(services.storage_root.parent)
+    server, bound = grpc_api.start_grpc_server(services, host=host, port=port, token=token, identity=identity)
+    if not bound:
+        server.stop(grace=None)
+        raise OperationalError(f"cannot listen for gRPC on {host}:{port}", hint="choose another --grpc-port")
+    shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
+    return server, Served("", None, f"{shown}:{bound}", identity.certificate_path)

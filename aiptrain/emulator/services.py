@@ -27,6 +27,7 @@ class Services:
     custom_jobs: VertexJobStore
     tuning_jobs: VertexJobStore
     projects: ProjectDirectory
+    training_pipelines: VertexJobStore
 
     def vertex_name(self, record: VertexJobRecord) -> str:
         """The job's resource name as Vertex AI returns it: with the project number."""
@@ -59,9 +60,61 @@ class Services:
         return cleaned
 
 
+    def answer(self, result: dict[str, Any], schema_id: str | None, query: dict[str, str]) -> dict[str, Any]:
+        """A Vertex response as the client asked for it: enums as numbers with
+        `$alt=json;enum-encoding=int` (the Vertex AI SDK's REST transport), as names otherwise."""
+        if schema_id is None or not wants_int_enums(query):
+            return result
+        numbered: dict[str, Any] = _validator("aiplatform", "v1").numbered_enums(result, schema_id)
+        return numbered
+
+
+def make_services(engine: LocalEngine, *, storage_root: Path | None = None,
+                  state_dir: Path | None = None) -> Services:
+    """The services over `engine`: `gs://` under `storage_root` (default: the engine home's
+    `storage`, the local store), Vertex records under `state_dir` (default: its `emulator`)."""
+    from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TRAINING_PIPELINES, TUNING_JOBS
+
+    home = _engine_home(engine)
+    records = state_dir or home / "emulator"
+    return Services(
+        engine=engine,
+        storage_root=storage_root or home / "storage",
+        custom_jobs=VertexJobStore(records / "custom_jobs", CUSTOM_JOBS),
+        tuning_jobs=VertexJobStore(records / "hyperparameter_tuning_jobs", TUNING_JOBS),
+        projects=ProjectDirectory(records / "projects.json"),
+        training_pipelines=VertexJobStore(records / "training_pipelines", TRAINING_PIPELINES),
+    )
+
+
+def _engine_home(engine: Any) -> Path:
+    home = getattr(engine, "home", None)
+    if isinstance(home, Path):
+        return home
+    from aiptrain.paths import aiptrain_home
+
+    return aiptrain_home()
+
+
+def wants_int_enums(query: dict[str, str]) -> bool:
+    options = [part.strip() for part in query.get("$alt", "").split(";")]
+    return "enum-encoding=int" in options
+
+
 @functools.cache
 def _validator(api: str, version: str) -> SchemaValidator:
-    return SchemaValidator(discovery_document(api, version))
+    numbers = enum_numbers() if (api, version) == ("aiplatform", "v1") else None
+    return SchemaValidator(discovery_document(api, version), numbers)
+
+
+def enum_numbers() -> dict[str, dict[str, int]]:
+    """The proto numbers of the aiplatform v1 enums the emulator's resources use
+    (written by scripts/vertex_enum_numbers.py from the SDK's descriptors)."""
+    from importlib import resources
+
+    text = resources.files("aiptrain").joinpath("data/aiplatform_v1_enums.json").read_text(encoding="utf-8")
+    table: dict[str, dict[str, int]] = json.loads(text)
+    return table
 
 
 INT32_MAX = 2**31 - 1

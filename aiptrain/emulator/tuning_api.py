@@ -8,8 +8,8 @@ other route, then as Vertex does: display name, study spec, trial job spec, maxT
 parallelTrialCount are required, and the study must be valid (400 INVALID_ARGUMENT). Refused with
 400 FAILED_PRECONDITION, because the local engine cannot honour them: what the customJobs route
 refuses in the trial job, more than one metric, safety metrics, conditional parameters, study
-stopping conditions, BEST_MEASUREMENT (the final metric is the last report, as on ml v1), and
-stopping rules other than the median rule on steps.
+stopping conditions, and stopping rules other than the median rule on steps. BEST_MEASUREMENT (the
+Vertex AI SDK's default) makes a trial's best report its final metric, LAST_MEASUREMENT its last.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from aiptrain.emulator.vertex_api import (
     cancel_vertex_job,
     check_chief_program,
     check_pools,
+    find_record,
     list_vertex_jobs,
     present_vertex_job,
     submit_to_engine,
@@ -91,9 +92,6 @@ def _check_study(study: dict[str, Any]) -> None:
     if (study.get("medianAutomatedStoppingSpec") or {}).get("useElapsedDuration"):
         raise _unsupported(f"{root}.median_automated_stopping_spec.use_elapsed_duration",
                            "The aiptrain emulator compares trials at the same step, not the same elapsed time.")
-    if study.get("measurementSelectionType") == "BEST_MEASUREMENT":
-        raise _unsupported(f"{root}.measurement_selection_type", "The aiptrain emulator takes a trial's last "
-                           "measurement as its final one (LAST_MEASUREMENT), as ml v1 did.")
 
 
 def _violation(problem: Problem) -> Violation:
@@ -144,10 +142,7 @@ def present(services: Services, record: VertexJobRecord) -> dict[str, Any]:
 
 
 def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:
-    record = services.tuning_jobs.get(project, location, numeric_id)
-    if record is None:
-        raise _not_found(f"projects/{project}/locations/{location}/hyperparameterTuningJobs/{numeric_id}")
-    return record
+    return find_record(services.tuning_jobs, project, location, numeric_id, _not_found)
 
 
 def get_tuning_job(services: Services, project: str, location: str, numeric_id: str) -> dict[str, Any]:

@@ -3,10 +3,12 @@
 A CustomJob is reverse-translated into an ml v1 Job (worker pools -> a CUSTOM tier, the Python
 package spec -> packages, module and args, the output directory -> the job dir) and run by the
 engine; its state is reported with Vertex's JOB_STATE_* names. Refused with 400
-FAILED_PRECONDITION, because a local job cannot honour them: per-pool environment variables, pools
-running different Python programs, and a job mixing containers and Python packages. Container
-pools (`containerSpec`) run as containers (`replicas.containers`): each pool its image, command and
-args; the submit checks of the local backend (an engine, the image here) apply.
+FAILED_PRECONDITION, because a local job cannot honour them: pools running different Python
+programs, a job mixing containers and Python packages, and a container pool's own environment
+variables. Container pools (`containerSpec`) run as containers (`replicas.containers`): each pool
+its image, command and args; the submit checks of the local backend (an engine, the image here)
+apply. A Python package pool's environment variables (`env`) reach its replicas, under the
+service's own (TF_CONFIG, CLOUD_ML_JOB_ID, AIP_*).
 Placement-only fields (network, reserved IP ranges, persistent resources, scheduling strategy,
 TensorBoard, ...) are accepted and have no effect on a local run.
 
@@ -70,14 +72,25 @@ def check_pools(spec: dict[str, Any], root: str = "custom_job.job_spec.worker_po
             raise _unsupported(f"{root}[{index}].python_package_spec",
                                "Every worker pool must run a container when the first one does, in the aiptrain "
                                "emulator.")
-        if package.get("env"):
-            raise _unsupported(f"{root}[{index}].python_package_spec.env",
-                               "Environment variables per worker pool are not supported by the aiptrain emulator.")
+        _check_env(package.get("env") or [], f"{root}[{index}].python_package_spec.env")
         if _program(package) != _program(pools[0]["pythonPackageSpec"]):
             # A local job runs one program on every replica, as ml v1 did.
             raise _unsupported(f"{root}[{index}].python_package_spec",
                                "Every worker pool must run the same packages, module and args in the aiptrain "
                                "emulator.")
+
+
+def _check_env(env: list[dict[str, Any]], field: str) -> None:
+    """A pool's environment variables: each needs a name, and a name appears once (as on Vertex)."""
+    seen: set[str] = set()
+    for position, item in enumerate(env):
+        name = str(item.get("name") or "")
+        if not name:
+            raise invalid_argument([Violation(f"{field}[{position}].name", "An environment variable needs a name.")])
+        if name in seen:
+            raise invalid_argument([Violation(f"{field}[{position}].name",
+                                              f"The environment variable {name} is set twice.")])
+        seen.add(name)
 
 
 def _check_container_pool(container: dict[str, Any], containers: bool, pool_field: str) -> None:
@@ -90,7 +103,7 @@ def _check_container_pool(container: dict[str, Any], containers: bool, pool_fiel
                                   "aiptrain emulator.")
     if container.get("env"):
         raise _unsupported(f"{field}.env",
-                           "Environment variables per worker pool are not supported by the aiptrain emulator.")
+                           "Environment variables per container pool are not supported by the aiptrain emulator.")
 
 
 def _refuse_auto_packaged_image(container: dict[str, Any], field: str) -> None:
@@ -172,11 +185,17 @@ def submit_to_engine(services: Services, store: VertexJobStore, project: str, lo
     return record
 
 
-def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:
-    record = services.custom_jobs.get(project, location, numeric_id)
+def find_record(store: VertexJobStore, project: str, location: str, numeric_id: str,
+                not_found: Callable[[str], ApiError]) -> VertexJobRecord:
+    """The record of `store`'s collection with this ID, or the collection's NOT_FOUND."""
+    record = store.get(project, location, numeric_id)
     if record is None:
-        raise _not_found(f"projects/{project}/locations/{location}/customJobs/{numeric_id}")
+        raise not_found(f"projects/{project}/locations/{location}/{store.collection}/{numeric_id}")
     return record
+
+
+def _record(services: Services, project: str, location: str, numeric_id: str) -> VertexJobRecord:
+    return find_record(services.custom_jobs, project, location, numeric_id, _not_found)
 
 
 def present(services: Services, record: VertexJobRecord, job: Job | None = None) -> dict[str, Any]:

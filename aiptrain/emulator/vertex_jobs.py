@@ -21,8 +21,9 @@ from typing import Any
 
 CUSTOM_JOBS = "customJobs"
 TUNING_JOBS = "hyperparameterTuningJobs"
+TRAINING_PIPELINES = "trainingPipelines"  # each runs as a CustomJob (`pipelines_api`), not an engine job of its own
 # Collection -> the prefix of its engine job IDs.
-_ENGINE_PREFIX = {CUSTOM_JOBS: "customjob", TUNING_JOBS: "hptuningjob"}
+_ENGINE_PREFIX = {CUSTOM_JOBS: "customjob", TUNING_JOBS: "hptuningjob", TRAINING_PIPELINES: "trainingpipeline"}
 # Vertex's job IDs are 19-digit numbers.
 _ID_LOW, _ID_HIGH = 10**18, 9 * 10**18
 

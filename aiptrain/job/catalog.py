@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,7 @@ class Runtime:
     version: str
     tensorflow: str  # the release it runs, e.g. 1.15.0
     python: tuple[str, ...]  # what the service accepted as --python-version
-    vertex_images: dict[str, str] | None
+    vertex_images: dict[str, str] | None  # the pre-built images ({cpu, gpu, ...}) a job runs by default
     verified: bool = True
     retired: bool = False
     local_environment: str = ""  # the fallback environment
@@ -98,6 +99,8 @@ class Runtime:
     tensorflow_requirement: str = ""  # e.g. tensorflow-cpu==2.1.0
     pythons: tuple[str, ...] = ()  # the CPython 3 versions its TensorFlow has Linux wheels for, best first
     packages: tuple[str, ...] = ()  # the image's other packages, pinned
+    # Every set of Vertex AI images by the Python they run (the default set included).
+    vertex_images_by_python: dict[str, dict[str, str]] = field(default_factory=dict)
     package_set: str = ""  # the name of that set in runtimes.yaml
     released: str = ""  # YYYY-MM-DD: the release, or a lower bound of it (`released_bound`)
     released_bound: bool = False
@@ -320,6 +323,7 @@ def _runtime(version: str, spec: dict[str, Any], fallback: str, package_sets: di
         cutoff=str(spec.get("cutoff", "")),
         source=str(spec.get("source", "")),
         dependency_metadata={pin: requires for pin, requires in metadata.items() if pin in packages},
+        vertex_images_by_python=_vertex_images_by_python(spec),
     )
 
 
@@ -441,3 +445,23 @@ def load_catalog(path: Path | None = None) -> Catalog:
         return _parse(raw, source)
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as error:
         raise InternalError(f"the catalog {source} cannot be read: {error}") from error
+
+
+# Vertex AI's pre-built training images name their Python in the tag (`tf-cpu.2-11.py310`);
+# the older ones, without it, all run Python 3.7 (docs/runtime-versions.md).
+_IMAGE_PYTHON = re.compile(r"\.py(\d)(\d+)(?::|$)")
+UNTAGGED_IMAGE_PYTHON = "3.7"
+
+
+def vertex_image_python(uri: str) -> str:
+    """The Python a Vertex AI pre-built training image runs."""
+    found = _IMAGE_PYTHON.search(uri)
+    return f"{found.group(1)}.{found.group(2)}" if found else UNTAGGED_IMAGE_PYTHON
+
+
+def _vertex_images_by_python(spec: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """{python: {kind: image}} of a runtime's `vertex` images (`cpu`, `gpu`, `cpu-py310`, ...)."""
+    found: dict[str, dict[str, str]] = {}
+    for key, uri in (spec.get("vertex") or {}).items():
+        found.setdefault(vertex_image_python(str(uri)), {})[str(key).split("-py", 1)[0]] = str(uri)
+    return found

@@ -24,6 +24,7 @@ class ReplicaGroup:
     accelerator_type: str | None = None
     accelerator_count: int = 0
     image_uri: str | None = None
+    env: tuple[tuple[str, str], ...] = ()  # the role's own environment variables (ReplicaConfig.env)
 
     def task_names(self) -> list[str]:
         prefix = "master" if self.role == "master" else TASK_TYPES[self.role]
@@ -78,6 +79,7 @@ def resolve_cluster(training_input: TrainingInput, catalog: Catalog) -> list[Rep
                 accelerator_type=accel_type,
                 accelerator_count=accel_count,
                 image_uri=image,
+                env=tuple(sorted((config.env or {}).items())) if config else (),
             )
         )
     return groups

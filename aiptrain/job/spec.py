@@ -143,6 +143,9 @@ class ReplicaConfig(ApiModel):
     container_command: list[str] | None = None
     container_args: list[str] | None = None
     disk_config: DiskConfig | None = None
+    # aiptrain's own, not ml v1's: a Vertex AI worker pool's environment variables (its
+    # pythonPackageSpec.env / containerSpec.env), which the emulator's Vertex jobs run with.
+    env: dict[str, str] | None = None
 
 
 class Scheduling(ApiModel):
@@ -207,6 +210,9 @@ class HyperparameterSpec(ApiModel):
     resume_previous_job_id: str | None = None
     enable_trial_early_stopping: bool | None = None
     algorithm: Algorithm | None = None
+    # aiptrain's own, not ml v1's: a trial's final metric is its best report rather than its
+    # last (a Vertex AI study's measurementSelectionType BEST_MEASUREMENT).
+    best_measurement: bool | None = None
 
 
 class TrainingInput(ApiModel):

@@ -324,8 +324,11 @@ class _ReplicaSetRun:
         spec = self.spec
         addresses = spec.addresses if spec.addresses is not None else free_addresses(spec.groups)
         environments = (spec.cluster_environment or service_environment)(spec, addresses)
+        role_env = {group.role: dict(group.env) for group in spec.groups}
         for task in sorted(replica_tasks(spec.groups), key=lambda t: _START_ORDER[t.role]):
             env = dict(spec.base_env)
+            # The pool's own variables, under the service's: TF_CONFIG and the job's IDs stay true.
+            env.update(role_env.get(task.role, {}))
             env.update(environments[task.task_name])
             env.update(spec.extra_env)
             share = (spec.shares or {}).get(task.task_name)

@@ -302,7 +302,7 @@ class _ProgressReader:
 
 def _make_client(project: str | None) -> Any:
     try:
-        from google.cloud import storage  # type: ignore[import-untyped]
+        from google.cloud import storage  # type: ignore[import-untyped, unused-ignore]
 
         if os.environ.get("STORAGE_EMULATOR_HOST"):
             from google.auth.credentials import AnonymousCredentials

@@ -81,6 +81,8 @@ class SubmitOptions:
     enable_web_access: bool | None = None
     user_args: list[str] | None = None
     default_region: str | None = None
+    # A Job's REST body standing in for a --config file (the Python API's `submit(job=...)`).
+    config_body: dict[str, Any] | None = None
 
 
 @dataclass
@@ -221,8 +223,8 @@ def prepare(
     from aiptrain.submit.staging import classify_packages, plan_uploads
 
     problems: list[Problem] = list(flag_problems or [])
-    config: dict[str, Any] | None = None
-    if options.config_path is not None:
+    config: dict[str, Any] | None = copy.deepcopy(options.config_body) if options.config_body else None
+    if options.config_path is not None and config is None:
         try:
             config = load_config(options.config_path)
         except ValidationFailed as failed:
@@ -230,7 +232,7 @@ def prepare(
     body = merge_job(options, config)
     # Unknown fields are reported but do not stop validation, so a typo in the config does not
     # hide the job's other problems; only a structure that cannot be parsed at all stops here.
-    job, parse_problems = parse_job_lenient(body, source=f"--config {options.config_path}" if config else "")
+    job, parse_problems = parse_job_lenient(body, source=_config_source(options) if config else "")
     if job is None:
         raise ValidationFailed(_dedupe([*problems, *parse_problems, *_flag_only_problems(options, catalog)]))
     problems += parse_problems
@@ -295,6 +297,10 @@ def prepare(
 # required when --worker-count is given") already tells the user what to type; the job-level
 # complaint about the same field ("workerCount is 2 but no workerType is set") would say it again.
 _PAIRED_FIELDS = {flag: flag_field(flag) for pair in PAIRED_FLAGS for flag in pair}
+
+
+def _config_source(options: SubmitOptions) -> str:
+    return "job" if options.config_body else f"--config {options.config_path}"
 
 
 def _not_covered_by_flags(job_problems: list[Problem], flag_problems: list[Problem]) -> list[Problem]:
@@ -392,11 +398,13 @@ def submit(
     flag_problems: list[Problem] | None = None,
     on_upload: Callable[[UploadResult], None] | None = None,
     progress_factory: Any = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> Job:
     """Validate, build, stage and create the job; returns it as the backend reports it.
 
     Raises ValidationFailed, with nothing uploaded or created, when the input is wrong.
-    `on_upload` hears of each staged package (uploaded or reused), after all of them are staged.
+    `on_upload` hears of each staged package (uploaded or reused), after all of them are staged;
+    `on_warning` of what the backend says about how it runs the job, once it is created.
     """
     plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=False,
                    flag_problems=flag_problems)
@@ -405,10 +413,14 @@ def submit(
         if on_upload is not None:
             on_upload(result)
     try:
-        return backend.create_job(plan.job)
+        created = backend.create_job(plan.job)
     except KeyboardInterrupt:
         _raise_if_created(backend, plan)
         raise
+    for warning in backend.submit_warnings(plan.job):
+        if on_warning is not None:
+            on_warning(warning)
+    return created
 
 
 def _check_local_room(plan: SubmissionPlan, store: ObjectStore) -> None:

@@ -101,6 +101,8 @@ class _Trial:
     suggestion: Suggestion
     hyperparameters: dict[str, str]
     metrics: MetricFile
+    # None: the final metric is the last report; True / False: the best one, maximizing or not.
+    best_maximizing: bool | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     start_time: str = field(default_factory=job_time)
     end_time: str | None = None
@@ -116,6 +118,10 @@ class _Trial:
     def final(self) -> MetricReport | None:
         if self.state != JobState.SUCCEEDED:
             return None
+        reports = self.metrics.reports
+        if self.best_maximizing is not None and reports:
+            pick = max if self.best_maximizing else min
+            return pick(reports, key=lambda report: report.value)
         return self.metrics.final or self.summary_metric
 
     def output(self) -> HyperparameterOutput:
@@ -241,7 +247,8 @@ class TuningRun:
         metric_path.parent.mkdir(parents=True, exist_ok=True)
         metric_path.unlink(missing_ok=True)
         trial = _Trial(trial_id, suggestion, self.plan.space.as_text(suggestion.values),
-                       MetricFile(metric_path, self.plan.metric_tag))
+                       MetricFile(metric_path, self.plan.metric_tag),
+                       best_maximizing=self.plan.maximize if self.plan.best_measurement else None)
         self.trials[trial_id] = trial
         arguments = self.plan.space.arguments(suggestion.values)
         self.say(f"Trial {trial_id} starting: {' '.join(arguments)}", trial_id=trial_id)

@@ -41,6 +41,7 @@ class TuningPlan:
     failed_trials_limit: int  # the job fails once this many trials have failed
     early_stopping: bool
     resume_from: str | None
+    best_measurement: bool = False  # a trial's final metric is its best report, not its last
 
     @classmethod
     def from_spec(cls, spec: HyperparameterSpec) -> TuningPlan:
@@ -55,6 +56,7 @@ class TuningPlan:
             failed_trials_limit=spec.max_failed_trials or default_failed_trials_limit(max_trials),
             early_stopping=bool(spec.enable_trial_early_stopping),
             resume_from=spec.resume_previous_job_id or None,
+            best_measurement=bool(spec.best_measurement),
         )
 
     @property

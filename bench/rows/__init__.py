@@ -37,6 +37,7 @@ def all_groups() -> list[RowGroup]:
         store_scale,
         training,
         upload,
+        vertex_sdk,
     )
 
     return [
@@ -57,4 +58,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("console", "15", "The console in the browser", console.run),
         RowGroup("containers", "16", "Container jobs", containers.run),
         RowGroup("long-running", "17", "A machine that runs jobs for months", long_running.run),
+        RowGroup("vertex-sdk", "18", "The Vertex AI SDK via `local serve`", vertex_sdk.run),
     ]

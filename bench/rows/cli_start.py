@@ -1,7 +1,9 @@
-"""Row 1: how long the CLI takes to show its help, against importing click alone.
+"""Row 1: how long the CLI takes to show its help, against importing click alone; and `import
+aiptrain` (the Python API), against the CLI's `--help`.
 
 The anchor is the floor any click CLI pays: the interpreter plus `import click`. What aiptrain
-adds on top is its own modules (heavy ones are imported lazily, inside the commands).
+adds on top is its own modules (heavy ones are imported lazily, inside the commands). The Python
+API loads nothing until a function runs, so importing it must cost no more than the help.
 """
 
 from __future__ import annotations
@@ -41,4 +43,24 @@ def run(ctx: BenchContext) -> list[RowResult]:
             notes="Subprocess wall time, output discarded; 2 warm-up pairs not counted. For scale: a bare "
                   f"`python -c pass` took {floor:.3f} s (median of {ctx.runs(5)}, measured before the pairs).",
         ), paired))
+    rows.append(_import_row(ctx, env, floor))
     return rows
+
+
+def _import_row(ctx: BenchContext, env: dict[str, str], floor: float) -> RowResult:
+    help_argv = [*aiptrain_command(), "--help"]
+    import_argv = [str(PYTHON), "-c", "import aiptrain"]
+    paired = alternate(partial(time_command, import_argv, env=env), partial(time_command, help_argv, env=env),
+                       ctx.runs(RUNS), warmup=2)
+    return paired_row(RowResult(
+        row_id="1c",
+        group="cli-start",
+        title="Python API: `import aiptrain`, wall time",
+        unit="s",
+        goal=ratio_max(1.0),
+        commands=[ctx.show(import_argv)],
+        anchor_commands=[ctx.show(help_argv, home=True)],
+        anchor_label="`aiptrain --help`",
+        notes="Subprocess wall time; 2 warm-up pairs not counted. For scale: a bare `python -c pass` took "
+              f"{floor:.3f} s.",
+    ), paired)

@@ -10,21 +10,16 @@ the first paint shows them); the anchor is `aiptrain jobs list` of the same home
 
 from __future__ import annotations
 
-import re
 import secrets
-import subprocess
-import time
-from pathlib import Path
 from typing import Any
 
 from bench.context import BenchContext
-from bench.environment import BenchError, aiptrain_command, isolated_env, run_checked, time_command
+from bench.environment import BenchError, aiptrain_command, isolated_env, run_checked, start_local_serve, time_command
 from bench.harness import RowResult, alternate, paired_row, ratio_max
 from bench.rows.store_scale import PROJECT, fill_store
 
 RUNS = 10
 JOBS = 1_000
-_SERVING = re.compile(r"on (http://127\.0\.0\.1:\d+/)")
 TITLE = (f"Console: the jobs page with {JOBS:,} jobs in the store, first contentful paint in Chromium "
          "(anchor: `aiptrain jobs list` of the same store)")
 
@@ -42,7 +37,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
     fill_store(home, JOBS)
     token = secrets.token_urlsafe(32)
     env = isolated_env(home, {"AIPTRAIN_SERVE_TOKEN": token})
-    url = _serve(ctx, home, env)
+    url = start_local_serve(ctx.cleanup, env, home / "serve.log")
     jobs_list = [*aiptrain_command(), "jobs", "list"]
     listed = run_checked(jobs_list, env=isolated_env(home)).stdout
     page_url = f"{url}console/projects/{PROJECT}/jobs"
@@ -66,22 +61,6 @@ def run(ctx: BenchContext) -> list[RowResult]:
                  "in a new tab each run. First contentful paint as the browser reports it "
                  "(`performance.getEntriesByType('paint')`), from the start of the navigation. One warm-up pair.")
     return [paired_row(row, paired)]
-
-
-def _serve(ctx: BenchContext, home: Path, env: dict[str, str]) -> str:
-    log = home / "serve.log"
-    with open(log, "wb") as sink:
-        process = subprocess.Popen([*aiptrain_command(), "local", "serve", "--port", "0"], env=env, stdout=sink,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    ctx.cleanup.track(process)
-    deadline = time.monotonic() + 60
-    while True:
-        match = _SERVING.search(log.read_text(errors="replace"))
-        if match:
-            return match.group(1)
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise BenchError("aiptrain local serve did not start:\n" + log.read_text(errors="replace")[-2000:])
-        time.sleep(0.1)
 
 
 def _first_paint(context: Any, url: str) -> tuple[float, int]:

@@ -315,11 +315,13 @@ def test_custom_job_refusals(emulator: Emulator) -> None:
     assert error_of(raised)["details"][0]["fieldViolations"][0]["field"] == (
         "custom_job.job_spec.worker_pool_specs[1].python_package_spec")
 
-    with_env = custom_job("with env")
-    with_env["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["env"] = [{"name": "A", "value": "1"}]
+    nameless_env = custom_job("nameless env")
+    nameless_env["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["env"] = [{"value": "1"}]
     with pytest.raises(HttpError) as raised:
-        jobs.create(parent=parent, body=with_env).execute()
-    assert error_of(raised)["status"] == "FAILED_PRECONDITION"
+        jobs.create(parent=parent, body=nameless_env).execute()
+    assert error_of(raised)["status"] == "INVALID_ARGUMENT"
+    assert error_of(raised)["details"][0]["fieldViolations"][0]["field"] == (
+        "custom_job.job_spec.worker_pool_specs[0].python_package_spec.env[0].name")
 
     escaping = custom_job("escaping", "--lines", "1", "--out=gs://plain-bucket/../../tmp/escape")
     with pytest.raises(HttpError) as raised:

@@ -20,7 +20,7 @@ from typing import Any
 import google_crc32c
 import pytest
 from google.api_core import exceptions
-from google.cloud import storage  # type: ignore[import-untyped]  # as in aiptrain/storage/gcs.py
+from google.cloud import storage  # type: ignore[import-untyped, unused-ignore]  # as in aiptrain/storage/gcs.py
 
 from aiptrain.gcs_endpoint.service import ReplicaStorage
 from aiptrain.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles, trusting

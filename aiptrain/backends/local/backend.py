@@ -81,6 +81,14 @@ class LocalBackend:
     def request_body(self, job: Job) -> dict[str, Any]:
         return job.to_api()
 
+    def runtime_environment(self, job_id: str) -> dict[str, Any] | None:
+        """What the job ran in (its interpreter under "python"), once it was prepared."""
+        with self._store_errors():
+            return self.engine.store.get(self.project, job_id).runtime_environment
+
+    def submit_warnings(self, job: Job) -> list[str]:
+        return []  # the local runtime notes how it runs the job in the job's first log lines
+
     def dry_run_view(self, job: Job, request_body: dict[str, Any]) -> DryRunView:
         """The cluster that will really start (after AIPTRAIN_LOCAL_REPLICA_CAP) and the runtime's
         environment on this machine, as the job's first log lines will say it."""

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import aiptrain
 from aiptrain.backends.local.filters import compile_filter
 from aiptrain.backends.local.launch import dispatch, dispatch_lock, launch_lock
 from aiptrain.backends.local.layout import JobLayout, run_limit_line
@@ -37,7 +36,7 @@ from aiptrain.errors import EtagMismatch, JobAlreadyFinished, OperationalError, 
 from aiptrain.job.filters import parse_filter
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job, JobState, as_new_job
-from aiptrain.paths import aiptrain_home
+from aiptrain.paths import PACKAGE_DIR, aiptrain_home
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.processes import is_running, process_start_ticks
@@ -135,7 +134,7 @@ class LocalEngine:
         layout = JobLayout.of(self.home, record.project, record.job_id, record.key)
         layout.claim(record.run_token)
         # The supervisor must import this very aiptrain, installed or not.
-        package_parent = str(Path(aiptrain.__file__).resolve().parent.parent)
+        package_parent = str(PACKAGE_DIR.parent)
         env = supervisor_environment(os.environ, record.run_token, self.home, package_parent)
         pid = start_supervisor(self.home, record.key, layout.root, layout.supervisor_log, env,
                                store_path=self.store.path, release_store=self.store.close)

@@ -57,13 +57,13 @@ class MlV1Backend(RemoteBackendDefaults):
     @property
     def _jobs(self) -> Any:
         if self._ml is None:
-            self._ml = build_client("ml", "v1", self.endpoint)
+            self._ml = build_client("ml", "v1", self.endpoint, self.settings.request_options)
         return self._ml.projects().jobs()
 
     @property
     def _entries(self) -> Any:
         if self._logging is None:
-            self._logging = build_client("logging", "v2", self.logging_endpoint)
+            self._logging = build_client("logging", "v2", self.logging_endpoint, self.settings.request_options)
         return self._logging
 
     def _name(self, job_id: str) -> str:

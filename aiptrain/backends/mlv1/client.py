@@ -30,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
+from aiptrain.backends.base import RequestOptions
 from aiptrain.backends.polling import current_retry_deadline
 from aiptrain.errors import (
     AiptrainError,
@@ -102,6 +103,11 @@ def is_loopback(endpoint: str) -> bool:
         return False
 
 
+def uses_google_credentials(endpoint: str) -> bool:
+    """Whether requests to `endpoint` carry Application Default Credentials (not a given token)."""
+    return not os.environ.get(TOKEN_ENV) and not is_loopback(endpoint)
+
+
 def _credentials_for(endpoint: str) -> tuple[Any, bool]:
     """(credentials, refreshable) for `endpoint`."""
     token = os.environ.get(TOKEN_ENV)
@@ -145,13 +151,17 @@ def _local_serve_credentials(endpoint: str) -> Any | None:
     return LocalServeToken(path, token) if token else None
 
 
-def _logging_http(timeout: float, endpoint: str) -> Any:
-    """An httplib2.Http that logs each request at DEBUG, with credentials redacted."""
+def _logging_http(timeout: float, endpoint: str, options: RequestOptions | None = None) -> Any:
+    """An httplib2.Http that logs each request at DEBUG, with credentials redacted, and adds
+    what gcloud's --billing-project and --trace-token ask for."""
     import httplib2
+
+    sent = options or RequestOptions()
 
     class LoggingHttp(httplib2.Http):  # type: ignore[misc]
         def request(self, uri: str, method: str = "GET", body: Any = None, headers: Any = None,
                     *args: Any, **kwargs: Any) -> Any:
+            uri, headers = with_request_options(uri, dict(headers or {}), sent)
             started = time.monotonic()
             if LOG.isEnabledFor(logging.DEBUG):
                 shown = {k: (_REDACTED if k.lower() in ("authorization", "x-goog-api-key") else v)
@@ -163,6 +173,26 @@ def _logging_http(timeout: float, endpoint: str) -> Any:
             return response, content
 
     return LoggingHttp(timeout=timeout, proxy_info=_proxy_for(endpoint))
+
+
+def with_request_options(uri: str, headers: dict[str, str],
+                         options: RequestOptions) -> tuple[str, dict[str, str]]:
+    """The request's URI and headers with the billing project and the trace token, as gcloud sends them."""
+    if options.billing_project:
+        headers["X-Goog-User-Project"] = options.billing_project
+    if options.trace_token:
+        separator = "&" if "?" in uri else "?"
+        uri = f"{uri}{separator}{urlencode({'trace': 'token:' + options.trace_token})}"
+    return uri, headers
+
+
+def _impersonated(credentials: Any, service_account: str) -> Any:
+    """`credentials` acting as `service_account` (IAM Credentials API), as gcloud's
+    --impersonate-service-account does; the caller needs the Token Creator role on it."""
+    from google.auth import impersonated_credentials
+
+    return impersonated_credentials.Credentials(  # type: ignore[no-untyped-call]
+        source_credentials=credentials, target_principal=service_account, target_scopes=[CLOUD_PLATFORM_SCOPE])
 
 
 def _proxy_for(endpoint: str) -> Any:
@@ -183,15 +213,20 @@ def _proxy_for(endpoint: str) -> Any:
     return info
 
 
-def build_client(api: str, version: str, endpoint: str) -> Any:
-    """A googleapiclient resource for `api` `version` at `endpoint`, built offline."""
+def build_client(api: str, version: str, endpoint: str, options: RequestOptions | None = None) -> Any:
+    """A googleapiclient resource for `api` `version` at `endpoint`, built offline.
+
+    `options`: gcloud's global flags for the requests; impersonation applies to Google
+    credentials only (an emulator's token is not a Google identity)."""
     from google_auth_httplib2 import AuthorizedHttp
     from googleapiclient import discovery
 
     credentials, refreshable = _credentials_for(endpoint)
+    if options is not None and options.impersonate_service_account and uses_google_credentials(endpoint):
+        credentials = _impersonated(credentials, options.impersonate_service_account)
     http = AuthorizedHttp(
         credentials,
-        http=_logging_http(HTTP_TIMEOUT_SECONDS, endpoint),
+        http=_logging_http(HTTP_TIMEOUT_SECONDS, endpoint, options),
         # Static and anonymous credentials cannot be refreshed: a 401 is an answer, not a cue.
         refresh_status_codes=(401,) if refreshable else (),
     )

@@ -25,7 +25,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-import aiptrain
 from aiptrain.backends.base import BackendSettings, DryRunView, RemoteBackendDefaults
 from aiptrain.backends.ray import joblog, plan
 from aiptrain.backends.ray.client import LogTail, call, connect, require_ray
@@ -34,6 +33,7 @@ from aiptrain.errors import JobAlreadyFinished, OperationalError, Problem, Usage
 from aiptrain.job import era
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job, JobState, TrainingInput, TrainingOutput
+from aiptrain.paths import PACKAGE_DIR
 
 # Shown by --dry-run in place of the temporary directory created at submit time.
 WORKING_DIR_PLACEHOLDER = f"<a new directory holding {plan.PAYLOAD_FILE} and {plan.PACKAGE_STORE_DIR}/>"
@@ -151,7 +151,7 @@ class RayBackend(RemoteBackendDefaults):
         assert job.training_input is not None
         groups = resolve_cluster(job.training_input, catalog)
         return plan.ray_job_document(job, self.project, groups, catalog, scale=scale, working_dir=working_dir,
-                                     aiptrain_dir=str(Path(aiptrain.__file__).parent),
+                                     aiptrain_dir=str(PACKAGE_DIR),
                                      packages_mode=runtime_packages_mode(),
                                      kill_grace=ReplicaSettings.from_env().kill_grace)
 

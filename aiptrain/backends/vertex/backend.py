@@ -20,7 +20,7 @@ import heapq
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from aiptrain.backends.base import BackendSettings, RemoteBackendDefaults
+from aiptrain.backends.base import BackendSettings, DryRunView, RemoteBackendDefaults
 from aiptrain.backends.mlv1 import logs as _logs
 from aiptrain.backends.mlv1.backend import logging_endpoint
 from aiptrain.backends.mlv1.client import call, resolve_endpoint
@@ -28,6 +28,7 @@ from aiptrain.backends.vertex.study import hyperparameter_tuning_job_to_job, is_
 from aiptrain.backends.vertex.translate import (
     custom_job_to_job,
     ml_task_name,
+    python_change_warning,
     vertex_problems,
     vertex_task_name,
 )
@@ -87,7 +88,7 @@ class VertexBackend(RemoteBackendDefaults):
         if self._client is None:
             from aiptrain.backends.mlv1.client import build_client
 
-            self._client = build_client("aiplatform", "v1", self.endpoint)
+            self._client = build_client("aiplatform", "v1", self.endpoint, self.settings.request_options)
         locations = self._client.projects().locations()
         return locations.hyperparameterTuningJobs() if collection == TUNING_JOBS else locations.customJobs()
 
@@ -96,8 +97,8 @@ class VertexBackend(RemoteBackendDefaults):
         if self._logging is None:
             from aiptrain.backends.mlv1.client import build_client
 
-            self._logging = build_client("logging", "v2",
-                                         logging_endpoint(self.settings.api_endpoint, self.endpoint))
+            self._logging = build_client("logging", "v2", logging_endpoint(self.settings.api_endpoint, self.endpoint),
+                                         self.settings.request_options)
         return self._logging
 
     @property
@@ -111,6 +112,13 @@ class VertexBackend(RemoteBackendDefaults):
 
     def request_body(self, job: Job) -> dict[str, Any]:
         return vertex_request_body(job, self.catalog)
+
+    def dry_run_view(self, job: Job, request_body: dict[str, Any]) -> DryRunView:
+        return DryRunView(warnings=self.submit_warnings(job))  # what the submit would warn of
+
+    def submit_warnings(self, job: Job) -> list[str]:
+        warning = python_change_warning(job, self.catalog)
+        return [warning] if warning else []
 
     def _as_job(self, resource: dict[str, Any]) -> Job:
         if collection_of(str(resource.get("name") or "")) == TUNING_JOBS:

@@ -106,7 +106,7 @@ def study_spec(spec: HyperparameterSpec) -> dict[str, Any]:
     }
     if spec.algorithm is not None and spec.algorithm.value != "ALGORITHM_UNSPECIFIED":
         study["algorithm"] = spec.algorithm.value
-    study["measurementSelectionType"] = "LAST_MEASUREMENT"
+    study["measurementSelectionType"] = "BEST_MEASUREMENT" if spec.best_measurement else "LAST_MEASUREMENT"
     if spec.enable_trial_early_stopping:
         study["medianAutomatedStoppingSpec"] = {}
     return study
@@ -194,6 +194,8 @@ def hyperparameters_from_study(tuning_job: dict[str, Any]) -> HyperparameterSpec
         data["maxFailedTrials"] = int(tuning_job["maxFailedTrialCount"])
     if any(key in study for key in _STOPPING_SPECS):
         data["enableTrialEarlyStopping"] = True
+    if study.get("measurementSelectionType") == "BEST_MEASUREMENT":
+        data["bestMeasurement"] = True
     return HyperparameterSpec.model_validate(data)
 
 

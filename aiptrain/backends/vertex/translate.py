@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiptrain.errors import Problem, ProblemList, ValidationFailed
-from aiptrain.job.catalog import Catalog, load_catalog
+from aiptrain.job.catalog import Catalog, Runtime, load_catalog, vertex_image_python
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.prebuilt import prebuilt_image_of
 from aiptrain.job.spec import ROLE, ROLES, AcceleratorType, Job, JobState, ReplicaConfig, TrainingInput
@@ -162,7 +162,31 @@ def _executor_images(ti: TrainingInput, catalog: Catalog, refusals: ProblemList)
                      f"use a runtime version Vertex AI supports ({supported}), or a custom container "
                      "(--master-image-uri)")
         return None
-    return runtime.vertex_images
+    # The images whose Python is the job's (its pythonVersion, else the runtime's default), when
+    # Vertex AI has them; else the runtime's default images, and `python_change_warning` says so.
+    return runtime.vertex_images_by_python.get(_job_python(ti, runtime), runtime.vertex_images)
+
+
+def _job_python(ti: TrainingInput, runtime: Runtime) -> str:
+    return ti.python_version or runtime.default_python
+
+
+def python_change_warning(job: Job, catalog: Catalog) -> str | None:
+    """What a job is told when Vertex AI has no pre-built image with its Python: the Python the
+    images run instead. None when the Python stays (or a custom container brings its own)."""
+    ti = job.training_input
+    if ti is None or _custom_image(ti):
+        return None
+    runtime = catalog.runtime_for(ti.runtime_version)
+    if runtime is None or not runtime.vertex_images:
+        return None
+    wanted = _job_python(ti, runtime)
+    if wanted in runtime.vertex_images_by_python:
+        return None
+    running = vertex_image_python(next(iter(runtime.vertex_images.values())))
+    others = ", ".join(sorted(runtime.vertex_images_by_python))
+    return (f"on Vertex AI this job runs Python {running}, not {wanted}: runtime version {runtime.version} has "
+            f"pre-built images for Python {others} only; check the trainer runs on Python {running}")
 
 
 def job_to_custom_job(job: Job, catalog: Catalog) -> dict[str, Any]:
@@ -240,6 +264,9 @@ def _worker_pool(ti: TrainingInput, group: ReplicaGroup, images: dict[str, str] 
         if args:
             package["args"] = args
         pool["pythonPackageSpec"] = package
+    if config is not None and config.env:
+        spec_key = "containerSpec" if group.image_uri else "pythonPackageSpec"
+        pool[spec_key]["env"] = [{"name": name, "value": value} for name, value in config.env.items()]
 
     disk = config.disk_config if config is not None else None
     if disk is not None and (disk.boot_disk_type or disk.boot_disk_size_gb):
@@ -371,6 +398,12 @@ def _ml_accelerator(vertex_name: str | None, catalog: Catalog) -> str | None:
     return None
 
 
+def _pool_env(pool: dict[str, Any]) -> dict[str, str]:
+    """A worker pool's `env` (a list of {name, value}, in its package or container spec) as a mapping."""
+    spec = pool.get("pythonPackageSpec") or pool.get("containerSpec") or {}
+    return {str(item.get("name")): str(item.get("value") or "") for item in spec.get("env") or [] if item.get("name")}
+
+
 def _role_into(ti: dict[str, Any], role_name: str, pool: dict[str, Any], catalog: Catalog) -> None:
     role = ROLE[role_name]
     machine = pool.get("machineSpec") or {}
@@ -388,6 +421,9 @@ def _role_into(ti: dict[str, Any], role_name: str, pool: dict[str, Any], catalog
             config["containerCommand"] = list(container["command"])
         if container.get("args"):
             config["containerArgs"] = list(container["args"])
+    env = _pool_env(pool)
+    if env:
+        config["env"] = env
     disk = pool.get("diskSpec") or {}
     disk_config = {k: disk[k] for k in ("bootDiskType", "bootDiskSizeGb") if disk.get(k)}
     if disk_config:

@@ -374,3 +374,72 @@ def test_a_module_on_a_pre_built_image_is_a_python_package_on_that_executor_imag
         "jobSpec"]["workerPoolSpecs"]
     assert pools == [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
                       "pythonPackageSpec": program(image, ["--epochs", "2"])}]
+
+
+def test_a_pools_env_survives_the_way_back_and_forth() -> None:
+    catalog = load_catalog()
+    package = {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest",
+               "packageUris": ["gs://bucket/t.tar.gz"], "pythonModule": "trainer.task"}
+    custom_job = {"displayName": "env", "name": "projects/p/locations/us-central1/customJobs/1", "jobSpec": {
+        "workerPoolSpecs": [
+            {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+             "pythonPackageSpec": {**package, "env": [{"name": "ROLE", "value": "chief"}]}},
+            {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "2",
+             "pythonPackageSpec": {**package, "env": [{"name": "ROLE", "value": "worker"}]}}]}}
+    job = custom_job_to_job(custom_job, catalog)
+    assert job.training_input is not None
+    assert job.training_input.master_config is not None and job.training_input.worker_config is not None
+    assert job.training_input.master_config.env == {"ROLE": "chief"}
+    assert job.training_input.worker_config.env == {"ROLE": "worker"}
+    pools = job_to_custom_job(job, catalog)["jobSpec"]["workerPoolSpecs"]
+    assert [pool["pythonPackageSpec"].get("env") for pool in pools] == [
+        [{"name": "ROLE", "value": "chief"}], [{"name": "ROLE", "value": "worker"}]]
+
+
+def _pool_image(body: dict[str, Any]) -> str:
+    image: str = body["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["executorImageUri"]
+    return image
+
+
+def test_the_image_whose_python_is_the_runtimes_and_a_warning_when_python_changes() -> None:
+    from aiptrain.backends.vertex.translate import python_change_warning
+
+    catalog = load_catalog()
+    keeps = job(runtimeVersion="2.11", pythonVersion="3.7")
+    assert _pool_image(job_to_custom_job(keeps, catalog)) == "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11:latest"
+    assert python_change_warning(keeps, catalog) is None
+    assert python_change_warning(job(runtimeVersion="2.11"), catalog) is None  # its default Python, 3.7
+    changes = job(runtimeVersion="1.15")  # its default Python was 2.7; Vertex AI's 1.15 images run 3.7
+    assert _pool_image(job_to_custom_job(changes, catalog)) == "us-docker.pkg.dev/vertex-ai/training/tf-cpu.1-15:latest"
+    warning = python_change_warning(changes, catalog)
+    assert warning is not None and "Python 3.7, not 2.7" in warning
+
+
+def test_a_py310_image_still_reads_back_as_its_runtime() -> None:
+    package = {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-11.py310:latest",
+               "packageUris": ["gs://bucket/t.tar.gz"], "pythonModule": "trainer.task"}
+    back = custom_job_to_job({"displayName": "x", "jobSpec": {"workerPoolSpecs": [
+        {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1", "pythonPackageSpec": package}]}})
+    assert back.training_input is not None and back.training_input.runtime_version == "2.11"
+
+
+def test_dry_run_on_the_vertex_backend_warns_of_the_python_change(tmp_path: Any) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from aiptrain.cli.main import root
+
+    package = tmp_path / "trainer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text("print('hi')\n")
+    base = ["jobs", "submit", "training", "py_job", "--backend", "vertex", "--project", "vertex-project",
+            "--region", "us-central1", "--package-path", str(package), "--module-name", "trainer.task",
+            "--staging-bucket", "gs://my-bucket", "--dry-run", "--format", "json"]
+    result = CliRunner().invoke(root, [*base, "--runtime-version", "1.15"])
+    assert result.exit_code == 0, result.stderr
+    assert any("runs Python 3.7, not 2.7" in warning for warning in json.loads(result.stdout)["warnings"])
+    result = CliRunner().invoke(root, [*base, "--runtime-version", "2.11"])
+    assert result.exit_code == 0, result.stderr
+    assert not any("Python" in warning for warning in json.loads(result.stdout)["warnings"])

@@ -1,0 +1,95 @@
+"""`import aiptrain` as a notebook or an Airflow task uses it: real jobs on the local backend and
+through `aiptrain local serve` (the mlv1 backend), errors of the AiptrainError family."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import aiptrain
+from aiptrain.job.logs import LogEntry
+from aiptrain.job.spec import JobState
+from tests.fixtures.emulator import REPO, Emulator
+
+
+def test_submit_wait_logs_list_get_on_the_local_backend(trainer: Path) -> None:
+    created = aiptrain.submit("api_ok", package_path=trainer, module_name="trainer.task", args=["ok"],
+                              region="us-central1",
+                              labels={"team": "api"})
+    assert created.job_id == "api_ok"
+    assert created.state in (JobState.QUEUED, JobState.PREPARING, JobState.RUNNING)
+    streamed: list[LogEntry] = []
+    ended = aiptrain.wait("api_ok", timeout=120, on_entry=streamed.append)
+    assert ended.state == JobState.SUCCEEDED
+    messages = [entry.message for entry in aiptrain.logs("api_ok")]
+    assert any(message.startswith("hello from") for message in messages)
+    assert "bye" in messages
+    assert "bye" in [entry.message for entry in streamed]
+    assert aiptrain.get("api_ok").labels == {"team": "api"}
+    assert [job.job_id for job in aiptrain.list(filter="labels.team=api")] == ["api_ok"]
+    assert aiptrain.list(filter="labels.team=other") == []
+
+
+def test_a_job_object_is_submitted_with_flags_on_top(trainer: Path) -> None:
+    client = aiptrain.Client(project="api-project")
+    client.submit("api_first", package_path=trainer, module_name="trainer.task", args=["ok"], region="us-central1")
+    client.wait("api_first", timeout=120)
+    first = client.get("api_first")
+    again = client.submit("api_again", job=first, args=["fail"])
+    assert again.training_input is not None and again.training_input.args == ["fail"]
+    failed = client.wait("api_again", timeout=120)
+    assert failed.state == JobState.FAILED
+    assert "the trainer gave up" in (failed.error_message or "")
+
+
+def test_cancel_and_a_wait_that_times_out(trainer: Path) -> None:
+    aiptrain.submit("api_sleep", package_path=trainer, module_name="trainer.task", args=["sleep"], region="us-central1")
+    with pytest.raises(aiptrain.WaitTimedOut) as timed_out:
+        aiptrain.wait("api_sleep", timeout=0.5)
+    assert timed_out.value.exit_code == 12
+    aiptrain.cancel("api_sleep")
+    assert aiptrain.wait("api_sleep", timeout=60).state == JobState.CANCELLED
+    with pytest.raises(aiptrain.JobAlreadyFinished):
+        aiptrain.cancel("api_sleep")
+
+
+def test_errors_are_the_aiptrain_family(trainer: Path) -> None:
+    with pytest.raises(aiptrain.ValidationFailed) as refused:
+        aiptrain.submit("api_bad", package_path=trainer, module_name="trainer.task", worker_count=-1,
+                        region="us-central1",
+                        scale_tier="CUSTOM", master_machine_type="n1-standard-4")
+    assert any("worker" in problem.path.lower() for problem in refused.value.problems)
+    assert aiptrain.list(filter="jobId=api_bad") == []  # nothing created
+    with pytest.raises(aiptrain.UsageError, match="master_machin"):
+        aiptrain.submit("api_typo", package_path=trainer, module_name="trainer.task", master_machin="x")
+    with pytest.raises(aiptrain.NotFound):
+        aiptrain.get("no_such_job")
+    with pytest.raises(aiptrain.UsageError, match="needs a project"):
+        aiptrain.get("x", backend="mlv1")
+    with pytest.raises(aiptrain.AiptrainError):
+        aiptrain.Client(backend="nowhere")
+
+
+def test_through_the_emulator_with_the_mlv1_backend(emulator: Emulator, trainer_sdist: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIPTRAIN_API_TOKEN", emulator.token or "")  # its token file is in the server's home
+    uri = emulator.stage(trainer_sdist, "gs://api-bucket/packages/trainer.tar.gz")
+    client = aiptrain.Client(backend="mlv1", project="api-project", api_endpoint=emulator.url)
+    client.submit("api_remote", packages=[uri], module_name="trainer.task", region="us-central1",
+                  runtime_version="2.11", args=["--lines", "2"])
+    assert client.wait("api_remote", timeout=120).state == JobState.SUCCEEDED
+    assert "line 1 from chief-0" in [entry.message for entry in client.logs("api_remote")]
+    assert [job.job_id for job in client.list()] == ["api_remote"]
+
+
+def test_import_aiptrain_stays_light() -> None:
+    # Namespace packages' .pth files may load `google` itself at start-up: count only what the import adds.
+    code = ("import sys\nbefore = set(sys.modules)\nimport aiptrain\n"
+            "heavy = [m for m in set(sys.modules) - before\n"
+            "         if m.split('.')[0] in ('google', 'pydantic', 'click', 'yaml', 'googleapiclient')]\n"
+            "print(sorted(heavy))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
