@@ -50,7 +50,7 @@ def envs() -> None:
 @envs.command("list")
 @common_options
 def list_envs(app: AppContext) -> int:
-    """Built environments: runtimes served, TensorFlow, size, last use."""
+    """Built environments: runtimes served, TensorFlow, size, last use, and whether files are missing."""
     from aiptrain.cli.output import emit, table
 
     runtimes = _runtimes_by_environment()
@@ -66,11 +66,13 @@ def list_envs(app: AppContext) -> int:
             "ownBytes": info.own_bytes,
             "lastUsed": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(info.last_used)),
             "path": str(info.environment.root),
+            "health": "healthy" if info.damage is None else f"damaged: {info.damage}; the next job rebuilds it",
         })
     text = table(
         [[r["key"], r["name"], _version_span(r["runtimeVersions"]), r["python"],
-          f"{_size(r['sizeBytes'])} ({_size(r['ownBytes'])} own)", r["lastUsed"]] for r in rows],
-        ["KEY", "PACKAGE SET", "RUNTIMES", "PYTHON", "SIZE", "LAST USED"],
+          f"{_size(r['sizeBytes'])} ({_size(r['ownBytes'])} own)", r["lastUsed"],
+          "healthy" if r["health"] == "healthy" else "DAMAGED"] for r in rows],
+        ["KEY", "PACKAGE SET", "RUNTIMES", "PYTHON", "SIZE", "LAST USED", "HEALTH"],
     ) if rows else "No runtime environments built yet; `aiptrain local envs build RUNTIME` builds one."
     emit(rows, app.output_format, text=text, many=True)
     return 0

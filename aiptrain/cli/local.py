@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
 
+from aiptrain.cli.context import AppContext, common_options
 from aiptrain.cli.envs import envs
 from aiptrain.cli.jobs import TrainingCommand
+from aiptrain.cli.numbers import DURATION
 
 
 @click.group("local")
@@ -136,6 +139,80 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
 
     run_server(host, port, allow_remote=allow_remote, token=token, auth=not no_auth, home=None, on_ready=announce,
                grpc_port=None if no_grpc else grpc_port)
+    return 0
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
+@local.command("prune")
+@click.argument("job_ids", nargs=-1)
+@click.option("--older-than", type=DURATION, metavar="DURATION",
+              help="Prune every finished job (any project) that ended longer ago than this: 30d, 12h, 90m.")
+@click.option("--outputs", is_flag=True,
+              help="Also delete each pruned job's --job-dir under the local storage (kept by default).")
+@click.option("--dry-run", is_flag=True, help="Say what would be deleted and how much it takes; delete nothing.")
+@common_options
+def prune_jobs(app: AppContext, job_ids: tuple[str, ...], older_than: Any, outputs: bool, dry_run: bool) -> int:
+    """Delete finished local jobs: their store rows and logs, their directories, the staged packages
+    no other job uses (and with --outputs their job directories under storage/), then compact the
+    store so its file shrinks. JOB_IDS of the --project are pruned too. A running job is never touched."""
+    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.retention import plan_prune, prune
+    from aiptrain.cli.output import emit, table
+    from aiptrain.errors import UsageError
+
+    if not job_ids and older_than is None:
+        raise UsageError("nothing to prune", hint="pass --older-than DURATION (e.g. 30d) or the IDs of finished jobs")
+    engine = LocalEngine()
+    try:
+        named = [(app.project_id(), job_id) for job_id in job_ids]
+        plan = plan_prune(engine.store, engine.home, older_than=older_than, named=named, outputs=outputs)
+        summary: dict[str, Any] = {
+            "dryRun": dry_run,
+            "jobs": [{"project": job.project, "jobId": job.job_id, "state": job.state, "endTime": job.ended,
+                      "logBytes": job.log_bytes, "directoryBytes": job.directory_bytes} for job in plan.jobs],
+            "packages": [str(path) for path in plan.packages],
+            "outputs": [str(path) for path in plan.outputs],
+            "bytes": plan.bytes_freed(),
+        }
+        if not dry_run:
+            result = prune(engine.store, plan)
+            summary.update(deleted=result.deleted, storeBytesBefore=result.store_bytes_before,
+                           storeBytesAfter=result.store_bytes_after)
+    finally:
+        engine.store.close()
+    verb = "Would delete" if dry_run else "Deleted"
+    lines = [table([[job["project"], job["jobId"], job["state"], job["endTime"] or "",
+                     _size(job["logBytes"] + job["directoryBytes"])] for job in summary["jobs"]],
+                   ["PROJECT", "JOB", "STATE", "ENDED", "SIZE"])] if plan.jobs else ["No finished job to prune."]
+    lines.append(f"{verb} {len(plan.jobs)} job(s), {len(plan.packages)} staged package(s) and "
+                 f"{len(plan.outputs)} output directory(ies): about {_size(summary['bytes'])}.")
+    if not dry_run:
+        lines.append(f"The job store went from {_size(summary['storeBytesBefore'])} to "
+                     f"{_size(summary['storeBytesAfter'])}.")
+    emit(summary, app.output_format, text="\n".join(lines))
+    return 0
+
+
+@local.command("disk-usage")
+@common_options
+def disk_usage(app: AppContext) -> int:
+    """What local jobs, their logs, runtime environments and caches take on disk."""
+    from aiptrain.backends.local.disk_usage import usage
+    from aiptrain.cli.output import emit, table
+    from aiptrain.packaging.cache import default_cache_dir
+    from aiptrain.paths import aiptrain_home
+
+    parts = usage(aiptrain_home(), default_cache_dir())
+    rows = [{"part": part.name, "path": str(part.path), "bytes": part.size, "removal": part.removal} for part in parts]
+    text = table([[part.name, _size(part.size), str(part.path)] for part in parts], ["PART", "SIZE", "PATH"])
+    total = sum(part.size for part in parts)
+    emit({"parts": rows, "bytes": total}, app.output_format, text=f"{text}\nTotal: {_size(total)}")
     return 0
 
 

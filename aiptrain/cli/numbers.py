@@ -46,3 +46,21 @@ class Since(click.ParamType[datetime, Any]):
 
 
 SINCE = Since()
+
+
+class Duration(click.ParamType[timedelta, Any]):
+    """A length of time: `90s`, `10m`, `2h`, `30d`."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, timedelta):
+            return value
+        text = str(value).strip()
+        number, unit = text[:-1], text[-1:].lower()
+        if unit not in Since.UNITS or not number.isdigit():
+            self.fail(f"{text!r} is not a duration like 90s, 10m, 2h or 30d.", param, ctx)
+        return timedelta(seconds=int(number) * Since.UNITS[unit])
+
+
+DURATION = Duration()

@@ -135,6 +135,7 @@ class EnvironmentInfo:
     size_bytes: int  # apparent size of its files
     own_bytes: int  # of which not hard-linked elsewhere (uv's cache keeps the rest)
     last_used: float
+    damage: str | None = None  # files deleted or changed since its build (`damage_of`): rebuilt on next use
 
 
 def envs_dir(home: Path, env: dict[str, str] | None = None) -> Path:
@@ -221,15 +222,19 @@ class EnvironmentStore:
         builds. Raises EnvironmentBuildFailed with the resolver's reason, or BuildCancelled on `stop`.
         """
         found = self.find(resolution)
-        if found is not None:
+        if found is not None and damage_of(found) is None:
             return found
         packages = effective_packages(resolution)
         key = self.key_for(resolution)
         with self._lock(key, progress, stop, phase):
             found = self.find(resolution)
             if found is not None:
-                progress(f"Using the runtime {resolution.version} environment another job just built.")
-                return found
+                damage = damage_of(found)
+                if damage is None:
+                    progress(f"Using the runtime {resolution.version} environment another job just built.")
+                    return found
+                progress(f"The runtime {resolution.version} environment at {found.root} is damaged ({damage}); "
+                         "rebuilding it.")
             if phase is not None:
                 phase("building")
             return self._build(resolution, key, packages, progress, stop, extra_env or {})
@@ -258,6 +263,7 @@ class EnvironmentStore:
                 size_bytes=size,
                 own_bytes=own,
                 last_used=item.stat().st_mtime,
+                damage=damage_of(environment),
             ))
         return found
 
@@ -333,7 +339,7 @@ class EnvironmentStore:
                     if lines is None:
                         raise BuildCancelled
                     if lines[0] != 0:
-                        reason = failure_reason(lines[1])
+                        reason = _killed(lines[0]) or failure_reason(lines[1])
                         raise EnvironmentBuildFailed(
                             f"Building the environment of runtime {resolution.version} failed: {reason} "
                             f"(full log: {log_path}).", log_path,
@@ -345,6 +351,7 @@ class EnvironmentStore:
             frozen = _without_seed_tools(frozen, packages)
             (staging / _CONSTRAINTS).write_text(frozen)
             installed = dict(_parse_freeze(frozen))
+            fingerprint = _fingerprint(staging)
             manifest = {
                 "key": key,
                 "name": resolution.name,
@@ -359,6 +366,7 @@ class EnvironmentStore:
                 "installed": installed,
                 "built_at": time.time(),
                 "build_seconds": round(time.monotonic() - started, 1),
+                "fingerprint": fingerprint,
             }
             (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
             final = self.root / key
@@ -375,6 +383,17 @@ class EnvironmentStore:
                                                           "python": resolution.python, "seconds": round(seconds, 1)})
         progress(f"Built runtime {resolution.version}'s environment in {seconds:.1f} s: {final}")
         return Environment(key, final)
+
+
+def _killed(returncode: int) -> str | None:
+    """What to say of a step that a signal ended (its last output line says nothing about that)."""
+    if returncode >= 0:
+        return None
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"uv was killed by {name} before it finished (another process, the OOM killer or a shutdown stopped it)."
 
 
 def _record_build(record: Path, entry: dict[str, Any]) -> None:
@@ -474,6 +493,42 @@ def _parse_freeze(text: str) -> list[tuple[str, str]]:
         if sep:
             pairs.append((normalise_name(name), version.strip()))
     return pairs
+
+
+def _fingerprint(root: Path) -> dict[str, int]:
+    """How many files the environment holds and their total size, bytecode caches aside (the
+    interpreter writes those as it runs): recorded at build, compared before each use."""
+    files = size = 0
+    for directory, dirs, names in os.walk(root):
+        dirs[:] = [name for name in dirs if name != "__pycache__"]
+        for name in names:
+            if name == _MANIFEST or name.endswith(".pyc"):
+                continue
+            try:
+                size += os.lstat(os.path.join(directory, name)).st_size
+            except OSError:
+                continue
+            files += 1
+    return {"files": files, "bytes": size}
+
+
+def damage_of(environment: Environment) -> str | None:
+    """What is wrong with a built environment (files deleted or changed since its build), or None.
+    Environments built before fingerprints were recorded are taken as they are."""
+    try:
+        recorded = environment.manifest().get("fingerprint")
+    except (OSError, ValueError):
+        return "its manifest cannot be read"
+    if not isinstance(recorded, dict):
+        return None
+    now = _fingerprint(environment.root)
+    if now == recorded:
+        return None
+    missing = int(recorded.get("files", 0)) - now["files"]
+    if missing > 0:
+        return f"{missing} of its {recorded.get('files')} files are missing"
+    return (f"its files changed since it was built ({now['files']} files, {now['bytes']} bytes; "
+            f"built with {recorded.get('files')} files, {recorded.get('bytes')} bytes)")
 
 
 def _is_complete(environment: Environment) -> bool:

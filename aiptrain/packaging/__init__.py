@@ -64,6 +64,15 @@ __all__ = [
 ]
 
 
+def sweep_killed_builds(cache_dir: Path) -> None:
+    """Remove what builds of submitters killed mid-build left: their copy of the sources in the
+    temporary directory and their staging directory in the cache (by owner pid, see `leftovers`)."""
+    from aiptrain.packaging.leftovers import SOURCES_PREFIX, STAGING_PREFIX, sweep_leftovers, temporary_directory
+
+    sweep_leftovers(temporary_directory(), SOURCES_PREFIX)
+    sweep_leftovers(cache_dir, STAGING_PREFIX)
+
+
 def build_package(package_path: Path, *, cache_dir: Path | None = None) -> BuiltPackage:
     """Build (or fetch from the cache) the sdist of `package_path`'s parent directory."""
     problems = check_package_path(package_path)
@@ -85,6 +94,7 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
     digest = source_digest(sources)
     entry = cache_dir / cache_key(name, digest)
 
+    sweep_killed_builds(cache_dir)
     cached = load_cache_entry(entry)
     if cached is not None:
         mark_used(entry)
@@ -93,8 +103,10 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
     import shutil
     import tempfile
 
+    from aiptrain.packaging.leftovers import SOURCES_PREFIX, STAGING_PREFIX, owned_prefix
+
     make_dirs(cache_dir)
-    with tempfile.TemporaryDirectory(prefix="aiptrain-build-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=owned_prefix(SOURCES_PREFIX)) as scratch:
         copy_root = Path(scratch) / "src"
         out_dir = Path(scratch) / "out"
         out_dir.mkdir()
@@ -102,7 +114,7 @@ def build_package(package_path: Path, *, cache_dir: Path | None = None) -> Built
         if generated:
             write_generated_setup(copy_root, name, f"0.0.0+src{digest[:10]}")
         sdist = run_build(copy_root, out_dir, root=root, generated=generated)
-        staging = Path(tempfile.mkdtemp(dir=cache_dir, prefix=".tmp-"))
+        staging = Path(tempfile.mkdtemp(dir=cache_dir, prefix=owned_prefix(STAGING_PREFIX)))
         try:
             built = normalize_into(sdist, staging, generated=generated)
             published = publish(staging, entry, built)

@@ -145,7 +145,12 @@ def follow_job(
 
 def _tail_start(retrying: _Retrier, backend: Backend, job_id: str, start: LogCursor | None,
                 task_name: str | None, tail: int) -> LogCursor | None:
-    """The cursor just before the last `tail` entries written so far (reading the log through once)."""
+    """The cursor just before the last `tail` entries written so far: a backend that can seek
+    there (`tail_cursor`, the local store) does; otherwise the log is read through once."""
+    seek = getattr(backend, "tail_cursor", None)
+    if seek is not None:
+        found: LogCursor | None = retrying(lambda: seek(job_id, tail, after=start, task_name=task_name))
+        return found
     recent: deque[LogCursor] = deque(maxlen=tail + 1)
     cursor = start
     while True:

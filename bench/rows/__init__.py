@@ -29,6 +29,7 @@ def all_groups() -> list[RowGroup]:
         gcloud_compare,
         gcs_endpoint,
         log_latency,
+        long_running,
         memory,
         packaging,
         ray,
@@ -56,5 +57,6 @@ def all_groups() -> list[RowGroup]:
         RowGroup("era", "14", "The runtime's day and the VM's metadata server", era.run),
         RowGroup("console", "15", "The console in the browser", console.run),
         RowGroup("containers", "16", "Container jobs", containers.run),
+        RowGroup("long-running", "17", "A machine that runs jobs for months", long_running.run),
         RowGroup("vertex-sdk", "18", "The Vertex AI SDK via `local serve`", vertex_sdk.run),
     ]

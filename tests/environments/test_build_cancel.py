@@ -123,3 +123,31 @@ def test_a_job_cancelled_while_its_environment_builds_ends_cancelled_and_leaves_
     assert published(envs) == []
     run_token = engine.processes(PROJECT, "cancel_build").run_token
     assert tokened_processes(run_token) == [], "the build's processes outlived the job"
+
+
+def test_a_build_killed_by_a_signal_says_so(tmp_path: Path, held_index: HeldIndex) -> None:
+    import os
+    import signal
+
+    from aiptrain.environments.store import EnvironmentBuildFailed
+
+    store = EnvironmentStore(tmp_path / "envs")
+    outcome: list[Environment | BaseException] = []
+
+    def build() -> None:
+        try:
+            outcome.append(store.ensure(small_resolution("six==1.16.0"), progress=lambda _line: None,
+                                        extra_env={"UV_DEFAULT_INDEX": held_index.url, TOKEN_VARIABLE: "killed-build"}))
+        except BaseException as error:  # the test looks at what it was
+            outcome.append(error)
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    assert held_index.reached.wait(120), "uv never asked the index"
+    for pid in tokened_processes("killed-build"):
+        os.kill(pid, signal.SIGKILL)
+    builder.join(60)
+    assert len(outcome) == 1 and isinstance(outcome[0], EnvironmentBuildFailed), outcome
+    assert "killed by SIGKILL" in outcome[0].message, outcome[0].message
+    assert "Using Python" not in outcome[0].message
+    assert published(store.root) == []

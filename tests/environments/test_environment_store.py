@@ -127,3 +127,20 @@ def test_local_envs_commands_list_build_and_remove(tmp_path: Path, monkeypatch: 
     assert missing.returncode == 2 and "no such environment: nosuchkey, 2.11" in missing.stderr
     removed = aiptrain("local", "envs", "rm", small.key)
     assert removed.returncode == 0 and not small.root.exists()
+
+
+def test_a_damaged_environment_is_reported_and_rebuilt_once(tmp_path: Path) -> None:
+    store = EnvironmentStore(tmp_path / "envs")
+    resolution = small_resolution("six==1.16.0")
+    environment = store.ensure(resolution, progress=lambda _line: None)
+    module = next(environment.root.glob("lib/python*/site-packages/six.py"))
+    module.unlink()
+    [info] = store.entries()
+    assert info.damage is not None and "missing" in info.damage
+    lines: list[str] = []
+    rebuilt = store.ensure(resolution, progress=lines.append)
+    assert sum("is damaged" in line and "rebuilding it" in line for line in lines) == 1, lines
+    assert next(rebuilt.root.glob("lib/python*/site-packages/six.py")).is_file()
+    assert [entry.damage for entry in store.entries()] == [None]
+    again: list[str] = []
+    assert store.ensure(resolution, progress=again.append) == rebuilt and again == []

@@ -21,7 +21,7 @@ from aiptrain.backends.base import BackendSettings, DryRunView
 from aiptrain.backends.polling import LOCAL_POLL_SECONDS
 from aiptrain.errors import AiptrainError, Problem
 from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.job.state import WaitResult
+from aiptrain.job.state import JobState, WaitResult
 
 if TYPE_CHECKING:
     # Annotations only: `jobs wait` runs without the job model (pydantic).
@@ -124,7 +124,18 @@ class LocalBackend:
         """What the job ran in, as recorded when it was prepared; before that, what it will run in."""
         with self._store_errors():
             record = self.engine.store.get(self.project, job.job_id or "")
-        return _runtime_notes(job, record.runtime_environment) + _share_notes(record.machine_share)
+        return (_runtime_notes(job, record.runtime_environment) + _share_notes(record.machine_share)
+                + self._run_limit_notes(record.state))
+
+    def _run_limit_notes(self, state: JobState) -> list[str]:
+        """The machine's limit on running jobs, for a job that waits for a slot or holds one."""
+        from aiptrain.backends.local.layout import run_limit_line
+        from aiptrain.replicas.settings import ReplicaSettings
+
+        if state.is_terminal:
+            return []
+        default = ReplicaSettings.from_env().max_running
+        return ["", f"Run slots: {run_limit_line(self.engine.store.max_running(default))}."]
 
     def wait_for_job(self, job_id: str, *, timeout: float | None) -> WaitResult:
         """The state read from the job store, without loading the job model."""
@@ -169,6 +180,12 @@ class LocalBackend:
     ) -> list[LogEntry]:
         with self._store_errors():
             return self.engine.logs(self.project, job_id, after=after, task_name=task_name, limit=limit)
+
+    def tail_cursor(self, job_id: str, count: int, *, after: LogCursor | None = None,
+                    task_name: str | None = None) -> LogCursor | None:
+        """Where `--tail count` starts: one seek in the store, not a read of the whole log."""
+        with self._store_errors():
+            return self.engine.tail_cursor(self.project, job_id, count, after=after, task_name=task_name)
 
 
 def _runtime_notes(job: Job, recorded: dict[str, Any] | None) -> list[str]:

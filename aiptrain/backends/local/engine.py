@@ -14,13 +14,21 @@ import os
 import secrets
 import signal
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from aiptrain.backends.local.filters import compile_filter
-from aiptrain.backends.local.launch import launch_lock, recover_unlaunched
-from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.launch import dispatch, dispatch_lock, launch_lock
+from aiptrain.backends.local.layout import JobLayout, run_limit_line
 from aiptrain.backends.local.reaper import reap_dead_jobs, reap_if_supervisor_died
-from aiptrain.backends.local.store import JobRecord, JobStore, PendingLine, ReplicaRecord, StateChange
+from aiptrain.backends.local.store import (
+    JobLogEntry,
+    JobRecord,
+    JobStore,
+    PendingLine,
+    ReplicaRecord,
+    StateChange,
+)
 from aiptrain.backends.local.store_errors import is_out_of_space
 from aiptrain.backends.local.supervisor_start import start_supervisor, supervisor_environment
 from aiptrain.backends.local.uninterrupted import interrupts_deferred
@@ -64,6 +72,8 @@ class LocalEngine:
     def __init__(self, home: Path | None = None) -> None:
         self.home = home if home is not None else aiptrain_home()
         self.store = JobStore(self.home)
+        # A dead supervisor's slot is freed first, so that the queue can move on into it.
+        reap_dead_jobs(self.store, self.home)
         self.recover_unlaunched()
 
     # -- submit -------------------------------------------------------------------------------
@@ -76,15 +86,23 @@ class LocalEngine:
         """
         if not job.job_id:
             raise UsageError("the job has no jobId", hint="pass a JOB id to `jobs submit training`")
-        ReplicaSettings.from_env()  # a bad setting is the submitter's usage error, found now
+        settings = ReplicaSettings.from_env()  # a bad setting is the submitter's usage error, found now
+        if os.environ.get("AIPTRAIN_LOCAL_MAX_RUNNING", "").strip():
+            # The machine has one limit: the latest submit that sets it sets it for every job.
+            self.store.set_max_running(settings.max_running)
         # The store sets the state, the times and its own etag.
         fresh = as_new_job(job)
         token = secrets.token_hex(12)
-        # A sweep leaves the job alone until its supervisor is known; a Ctrl-C waits until it is.
-        with interrupts_deferred(), launch_lock(self.home, token):
-            record = self.store.insert_job(project, fresh, token, vertex_job_id=vertex_job_id)
-            self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
-            self._start_or_fail(record)
+        # No dispatcher starts the job half stored; a Ctrl-C waits until it is stored and dispatched.
+        with interrupts_deferred():
+            with launch_lock(self.home, token):
+                record = self.store.insert_job(project, fresh, token, vertex_job_id=vertex_job_id)
+                self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
+            self._dispatch(submitted=record.key)
+            if self.store.get_by_key(record.key).supervisor_pid is None:
+                limit = self.store.max_running(settings.max_running)
+                self.store.append_logs(record.key, [PendingLine(
+                    utc_now(), "INFO", SERVICE_TASK, f"Waiting for a free slot: {run_limit_line(limit)}")])
         return self.get(project, fresh.job_id or "")
 
     def _start_or_fail(self, record: JobRecord) -> None:
@@ -96,18 +114,25 @@ class LocalEngine:
             )
 
     def recover_unlaunched(self) -> list[str]:
-        """Start the supervisors that submitters killed mid-submit never started (see `launch`)."""
+        """Start the supervisors of the oldest queued jobs the machine has room for (see `launch`)."""
+        return self._dispatch(submitted=None)
+
+    def _dispatch(self, *, submitted: int | None) -> list[str]:
         def start(record: JobRecord) -> None:
-            self.store.append_logs(record.key, [PendingLine(
-                utc_now(), "WARNING", SERVICE_TASK,
-                "The command that submitted this job stopped before starting its supervisor; started now.")])
+            if record.key != submitted:
+                self.store.append_logs(record.key, [PendingLine(
+                    utc_now(), "INFO", SERVICE_TASK, "A run slot is free: the job's supervisor starts now.")])
             self._start_or_fail(record)
 
-        return recover_unlaunched(self.store, self.home, start)
+        try:
+            default = ReplicaSettings.from_env().max_running
+        except UsageError:
+            default = ReplicaSettings.from_env({}).max_running  # a bad setting is the submitter's to report
+        return dispatch(self.store, self.home, default, start)
 
     def _start_supervisor(self, record: JobRecord) -> None:
         layout = JobLayout.of(self.home, record.project, record.job_id, record.key)
-        layout.root.mkdir(parents=True, exist_ok=True)
+        layout.claim(record.run_token)
         # The supervisor must import this very aiptrain, installed or not.
         package_parent = str(PACKAGE_DIR.parent)
         env = supervisor_environment(os.environ, record.run_token, self.home, package_parent)
@@ -183,6 +208,8 @@ class LocalEngine:
             raise JobAlreadyFinished(
                 f"job {job_id!r} already ended ({record.state.value}); it cannot be cancelled",
             )
+        if record.state == JobState.QUEUED and record.supervisor_pid is None and self._cancel_unlaunched(record):
+            return self.get(project, job_id)
         try:
             record = self.store.request_cancel(record.key)
             self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
@@ -197,6 +224,17 @@ class LocalEngine:
                 f"`aiptrain jobs describe {job_id}`") from error
         self._signal_supervisor(record)
         return self.get(project, job_id)
+
+    def _cancel_unlaunched(self, record: JobRecord) -> bool:
+        """CANCELLED at once for a queued job no supervisor runs yet (none will start it meanwhile:
+        dispatchers wait for this); False if one was started after all."""
+        with dispatch_lock(self.home):
+            changed = self.store.transition(
+                record.key, JobState.CANCELLED, allowed_from=frozenset({JobState.QUEUED}), detail="cancel requested",
+                still_applies=lambda current: current.supervisor_pid is None,
+                lines=[PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested."),
+                       PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job cancelled.")])
+        return changed is not None
 
     @staticmethod
     def _signal_supervisor(record: JobRecord) -> None:
@@ -236,3 +274,17 @@ class LocalEngine:
         """Entries strictly after `after`, in (timestamp, insert_id) order; at most `limit`."""
         key = self.store.get(project, job_id).key
         return self.store.read_logs(key, after=after, task_name=task_name, limit=limit)
+
+    def project_logs(
+        self, project: str, *, job_ids: builtins.list[str] | None = None, after: LogCursor | None = None,
+        descending: bool = False, not_before: datetime | None = None, limit: int = 1000,
+    ) -> builtins.list[JobLogEntry]:
+        """Entries of the project's jobs (or of `job_ids`) after `after` in either order (see the store)."""
+        return self.store.read_project_logs(project, job_ids=job_ids, after=after, descending=descending,
+                                            not_before=not_before, limit=limit)
+
+    def tail_cursor(self, project: str, job_id: str, count: int, *, after: LogCursor | None = None,
+                    task_name: str | None = None) -> LogCursor | None:
+        """Where the last `count` entries after `after` start (see `JobStore.tail_cursor`)."""
+        key = self.store.get(project, job_id).key
+        return self.store.tail_cursor(key, count, after=after, task_name=task_name)

@@ -1,12 +1,17 @@
-"""Jobs stored as QUEUED whose supervisor was never started, found and started.
+"""Starting supervisors when a run slot is theirs: a queued job has no process.
 
-Submitting is two steps: store the job, then start its supervisor. A submitter killed in between
-(Ctrl-C at the wrong instant, an OOM kill, a closed terminal) leaves a QUEUED job nobody runs,
-ahead of every later job in the queue. So the submitter holds an exclusive lock on
-`$AIPTRAIN_HOME/launching/<run token>.lock` from before the insert until the supervisor's pid is
-recorded; any later engine (every CLI command, `local serve`, a supervisor waiting for a slot)
-sweeps the QUEUED jobs without a supervisor, and starts the supervisor of each whose lock it can
-take. Holding the lock while starting it makes two sweepers never start the same job twice.
+A job is stored QUEUED without a supervisor; `dispatch` starts the supervisors of the oldest such
+jobs, as many as the machine's limit on running jobs leaves room for (the jobs holding a slot and
+the queued ones whose supervisor already waits for one count against it). It runs after every
+submit, at the start of every engine (every CLI command, `local serve`), when a supervisor ends
+(its slot is free) and while a started supervisor waits for its slot. A queue of hundreds of
+jobs thus costs store rows, not processes, and nothing polls per queued job.
+
+Submitting is two steps: store the job, then dispatch. A submitter killed in between leaves a
+QUEUED job that the next dispatch starts in its turn. Dispatchers take `dispatch.lock` in turn,
+and each job's `launching/<run token>.lock` while starting it: the submitter holds the latter
+while it stores the job, so no dispatcher starts a job half stored, and two dispatchers never
+start the same job twice.
 """
 
 from __future__ import annotations
@@ -46,18 +51,32 @@ def launch_lock(home: Path, run_token: str, *, wait: bool = True) -> Iterator[bo
         os.close(descriptor)
 
 
-def recover_unlaunched(store: JobStore, home: Path, start: Callable[[JobRecord], None]) -> list[str]:
-    """Start the supervisor of every QUEUED job that has none and no submitter still at work;
-    returns the recovered job IDs."""
-    recovered: list[str] = []
-    for record in store.active_jobs():
-        if record.state != JobState.QUEUED or record.supervisor_pid is not None:
-            continue
-        with launch_lock(home, record.run_token, wait=False) as held:
-            if not held:
-                continue  # its submitter is still starting it
-            current = store.get_by_key(record.key)
-            if current.state == JobState.QUEUED and current.supervisor_pid is None:
-                start(current)
-                recovered.append(current.job_id)
-    return recovered
+@contextlib.contextmanager
+def dispatch_lock(home: Path) -> Iterator[None]:
+    """One dispatcher at a time per home: the room it counts is not taken by another meanwhile."""
+    descriptor = os.open(home / "dispatch.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def dispatch(store: JobStore, home: Path, default_limit: int, start: Callable[[JobRecord], None]) -> list[str]:
+    """Start the supervisors of the oldest QUEUED jobs that have none, while the machine's limit
+    leaves room; returns their job IDs. A job whose submitter is still storing it stops the round
+    (first come, first served): that submitter dispatches right after."""
+    started: list[str] = []
+    with dispatch_lock(home):
+        room = store.launch_room(default_limit)
+        if room <= 0:
+            return started
+        for record in store.unlaunched(room):
+            with launch_lock(home, record.run_token, wait=False) as held:
+                if not held:
+                    break
+                current = store.get_by_key(record.key)
+                if current.state == JobState.QUEUED and current.supervisor_pid is None:
+                    start(current)
+                    started.append(current.job_id)
+    return started

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
+import shutil
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -25,6 +27,28 @@ class JobLayout:
         if _SAFE_SEGMENT.match(project) and _SAFE_SEGMENT.match(job_id):
             return cls(home / "jobs" / project / job_id)
         return cls(home / "jobs" / "_by_key" / str(key))
+
+    def claim(self, run_token: str) -> None:
+        """Make the directory this job's own before its supervisor starts.
+
+        Job IDs are unique in a store, not forever: a store moved away to start empty, or a pruned
+        job, leaves a directory a new job of the same ID would otherwise inherit (modules deleted
+        from its package would still import). A directory not marked with this job's run token is
+        such a leftover and is removed; the job's own (a restarted launch) is kept.
+        """
+        owner = self.root / ".run-token"
+        try:
+            if owner.read_text(encoding="ascii") == run_token:
+                return
+        except (FileNotFoundError, UnicodeDecodeError):
+            pass
+        if self.root.exists():
+            # Renamed first: a half-removed directory is never taken for the job's own.
+            aside = self.root.with_name(f".{self.root.name}.replaced-{os.getpid()}-{secrets.token_hex(4)}")
+            self.root.rename(aside)
+            shutil.rmtree(aside, ignore_errors=True)
+        self.root.mkdir(parents=True)
+        owner.write_text(run_token, encoding="ascii")
 
     @property
     def site_dir(self) -> Path:
@@ -51,6 +75,12 @@ class JobLayout:
         """A file the supervisor holds while the job runs and deletes when the disk is full, so the
         job's end can still be written."""
         return self.root / "space-reserve"
+
+
+def run_limit_line(limit: int) -> str:
+    """What the machine's limit on running jobs is, in the words `describe` and the queue use."""
+    return (f"at most {limit} job(s) run at once on this machine (AIPTRAIN_LOCAL_MAX_RUNNING, as set by the "
+            "latest submit that set it)")
 
 
 def path_list_entry(directory: Path) -> Path:

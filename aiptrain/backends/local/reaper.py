@@ -1,8 +1,9 @@
 """Noticing jobs whose supervisor died, and cleaning up after them.
 
 A supervisor writes a terminal state before it exits, so an unfinished job whose supervisor is
-gone can never finish: it is marked FAILED (CANCELLED if a cancel was pending) with a reason
-that says so, and every process it left is killed. The check runs inside the store's write
+gone can never finish: it is marked FAILED (CANCELLED if a cancel was pending; SUCCEEDED if its
+primary replica had exited 0, which decides the job) with a reason that says so, and every process
+it left is killed. The check runs inside the store's write
 lock, so a supervisor that finishes at that very moment is never mistaken for a dead one.
 """
 
@@ -22,12 +23,17 @@ from aiptrain.replicas.containers.cleanup import remove_job_containers
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.processes import is_running, kill_tokened_processes
 
+# The task name of a job's primary replica (the master, or the chief in TF_CONFIG).
+PRIMARY_TASK = "master-replica-0"
 # A job whose supervisor pid is not recorded yet is given this long to get one.
 SUPERVISOR_START_WINDOW = 60.0
 
 
 def supervisor_alive(record: JobRecord | JobSnapshot) -> bool:
+    """Whether the job's supervisor runs; a queued job without one waits for a slot (`launch`)."""
     if record.supervisor_pid is None:
+        if record.state == JobState.QUEUED:
+            return True
         return time.time() - record.created_epoch < SUPERVISOR_START_WINDOW
     return is_running(record.supervisor_pid, record.supervisor_start_ticks)
 
@@ -54,27 +60,45 @@ def reap_if_supervisor_died(store: JobStore, record: JobRecord, home: Path) -> J
     layout = JobLayout.of(home, record.project, record.job_id, record.key)
     pid_text = f"pid {record.supervisor_pid}" if record.supervisor_pid else "never started"
     was_cancelling = record.state == JobState.CANCELLING
+    succeeded = not was_cancelling and _primary_exited_0(store, record)
     state = JobState.CANCELLED if was_cancelling else JobState.FAILED
+    severity = "ERROR"
     reason = (
         f"The local supervisor of this job ({pid_text}) died unexpectedly (killed or crashed), "
         f"so the job cannot continue; its replica processes (and containers) were stopped. "
         f"The supervisor's own output is in {layout.supervisor_log}."
     )
+    if succeeded:
+        # The primary's exit decides the job, and it was recorded before the supervisor died.
+        state, severity = JobState.SUCCEEDED, "WARNING"
+        reason = (f"The local supervisor of this job ({pid_text}) died after {PRIMARY_TASK} exited successfully; "
+                  f"the job succeeded and its other replica processes were stopped. The supervisor's own output is "
+                  f"in {layout.supervisor_log}.")
     # Stop the processes first: the supervisor is gone for good, so nothing else will.
     kill_job_processes(store, record, home)
     store.transition(
         record.key,
         state,
-        error_message=None if was_cancelling else reason,
+        error_message=reason if state == JobState.FAILED else None,
         detail="supervisor died",
         still_applies=lambda current: not supervisor_alive(current),
-        lines=[PendingLine(utc_now(), "ERROR", SERVICE_TASK, reason)],
+        lines=[PendingLine(utc_now(), severity, SERVICE_TASK, reason)],
     )
     return store.get_by_key(record.key)
 
 
+def _primary_exited_0(store: JobStore, record: JobRecord) -> bool:
+    """Whether the job's primary replica exited 0 (a tuning job's trials each have their own: no)."""
+    training_input = record.job.training_input
+    if record.state != JobState.RUNNING or (training_input is not None and training_input.hyperparameters):
+        return False
+    return any(replica.trial_id == "" and replica.task_name == PRIMARY_TASK and replica.exit_code == 0
+               for replica in store.replicas(record.key))
+
+
 def reap_dead_jobs(store: JobStore, home: Path) -> None:
-    """Check every unfinished job (they are few) and finish those whose supervisor died."""
-    for record in store.active_jobs():
+    """Check every unfinished job that has a supervisor (they are few: at most the machine's limit
+    are started) and finish those whose supervisor died."""
+    for record in store.supervised_jobs():
         reap_if_supervisor_died(store, record, home)
 

@@ -13,7 +13,6 @@ scans the whole table, so 10,000 stored jobs cost the same as ten.
 
 from __future__ import annotations
 
-import atexit
 import base64
 import contextlib
 import hashlib
@@ -102,10 +101,17 @@ CREATE TABLE IF NOT EXISTS logs (
     message TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS logs_by_cursor ON logs (job_key, timestamp, seq);
+CREATE INDEX IF NOT EXISTS logs_by_time ON logs (timestamp, seq);
+
+CREATE TABLE IF NOT EXISTS machine_settings (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
 
 ACTIVE_JOB_STATES = frozenset(state for state in JobState if state not in TERMINAL_STATES)
 ACTIVE_STATES = tuple(sorted(state.value for state in ACTIVE_JOB_STATES))
+TERMINAL_VALUES = tuple(sorted(state.value for state in TERMINAL_STATES))
 
 
 @dataclass(frozen=True)
@@ -202,11 +208,45 @@ def _check_if_left_uncleanly(database: Path, users: UsersLock) -> None:
         users.share()
 
 
-def _close_at_exit(store: weakref.ref[JobStore]) -> None:
-    """A command that ends without closing its store still leaves it cleanly for the next one."""
-    alive = store()
-    if alive is not None:
-        alive.close()
+class _Handles:
+    """What an open store holds: its connections (one per thread) and its share of the users lock.
+
+    Kept apart from the JobStore so that a finalizer can close them when the store is dropped
+    without `close()` or when the process exits: the clean-close stamp is written while they are
+    still open, by whichever way the store ends.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.users: UsersLock | None = None
+        self.connections: list[sqlite3.Connection] = []
+        # Bumped by every close: a thread's connection from before it is closed and must be reopened.
+        self.generation = 0
+        self.guard = threading.Lock()
+
+    def join(self) -> None:
+        """Hold a share of the users lock again (after a close that released it)."""
+        with self.guard:
+            if self.users is None:
+                self.users = UsersLock(self.path)
+                self.users.share()
+
+    def add(self, conn: sqlite3.Connection) -> None:
+        with self.guard:
+            self.connections.append(conn)
+
+    def close(self) -> None:
+        with self.guard:
+            connections, self.connections = self.connections, []
+            users, self.users = self.users, None
+            self.generation += 1
+        for conn in connections:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        if users is not None:
+            if users.try_exclusive():  # the last user: its close checkpointed the log
+                record_clean_close(self.path)
+            users.close()
 
 
 def _side_files(path: Path) -> tuple[Path, Path]:
@@ -235,13 +275,16 @@ class JobStore:
         self.home = home
         self.path = home / DB_NAME
         self._local = threading.local()
+        self._handles = _Handles(self.path)
+        # A store dropped without close(), or still open when the process exits, is closed cleanly.
+        self._finalizer = weakref.finalize(self, self._handles.close)
         try:
             home.mkdir(parents=True, exist_ok=True)
             home.chmod(0o700)
             _create_private(self.path)
-            self._users: UsersLock | None = UsersLock(self.path)
-            _check_if_left_uncleanly(self.path, self._users)
-            atexit.register(_close_at_exit, weakref.ref(self))
+            users = UsersLock(self.path)
+            self._handles.users = users
+            _check_if_left_uncleanly(self.path, users)
             conn = self.connection()
             # Readers never wait for a writer: a store already at this schema is opened without
             # taking the write lock, so a long transaction elsewhere does not block `jobs list`.
@@ -268,12 +311,17 @@ class JobStore:
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use)."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        if conn is None or getattr(self._local, "generation", -1) != self._handles.generation:
+            self._handles.join()
+            # Not bound to its thread only so that the close of the store can close it too.
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                   check_same_thread=False)
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA synchronous=NORMAL")
+            self._handles.add(conn)
             self._local.conn = conn
+            self._local.generation = self._handles.generation
         return conn
 
     @contextmanager
@@ -296,16 +344,10 @@ class JobStore:
         return self.connection().execute(sql, params).fetchall()
 
     def close(self) -> None:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-        users = getattr(self, "_users", None)
-        if users is not None:
-            self._users = None
-            if users.try_exclusive():  # the last user: its close checkpointed the log
-                record_clean_close(self.path)
-            users.close()
+        """Close every connection and, as the store's last user, stamp its clean close; the next
+        query reopens it."""
+        self._handles.close()
+        self._local.conn = None
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -372,6 +414,30 @@ class JobStore:
             "SELECT 1 FROM jobs WHERE state = ? AND supervisor_pid IS NULL LIMIT 1", (JobState.QUEUED.value,)
         ).fetchone()
         return row is not None
+
+    def unlaunched(self, limit: int) -> list[JobRecord]:
+        """The oldest QUEUED jobs without a supervisor, first come first, at most `limit`."""
+        rows = self._read("SELECT * FROM jobs WHERE state = ? AND supervisor_pid IS NULL ORDER BY key LIMIT ?",
+                          (JobState.QUEUED.value, limit))
+        return [_record(row) for row in rows]
+
+    def launch_room(self, default_limit: int) -> int:
+        """How many more supervisors may start: the machine's limit (`max_running`) less the jobs
+        holding a slot and the queued ones whose supervisor waits for one."""
+        execute = self.connection().execute
+        limit = _stored_max_running(execute, default_limit)
+        taken = execute(
+            "SELECT COUNT(*) FROM jobs WHERE holds_slot = 1"
+            " OR (state = ? AND supervisor_pid IS NOT NULL)", (JobState.QUEUED.value,)).fetchone()[0]
+        return max(0, limit - int(taken))
+
+    def supervised_jobs(self) -> list[JobRecord]:
+        """Unfinished jobs that have (or should have) a supervisor: all but those queued without one."""
+        marks = ",".join("?" * len(ACTIVE_STATES))
+        rows = self._read(f"SELECT * FROM jobs WHERE state IN ({marks})"  # noqa: S608
+                          " AND NOT (state = ? AND supervisor_pid IS NULL) ORDER BY key",
+                          (*ACTIVE_STATES, JobState.QUEUED.value))
+        return [_record(row) for row in rows]
 
     def get_by_key(self, key: int) -> JobRecord:
         rows = self._read("SELECT * FROM jobs WHERE key = ?", (key,))
@@ -487,10 +553,58 @@ class JobStore:
         )
         return [StateChange(JobState(row["state"]), row["at"], row["detail"]) for row in rows]
 
+    # -- retention ----------------------------------------------------------------------------
+
+    def finished_jobs(self) -> list[JobRecord]:
+        """Every job in a terminal state, on any project, oldest first."""
+        marks = ",".join("?" * len(TERMINAL_VALUES))
+        rows = self._read(f"SELECT * FROM jobs WHERE state IN ({marks}) ORDER BY key", TERMINAL_VALUES)  # noqa: S608
+        return [_record(row) for row in rows]
+
+    def log_bytes(self, key: int) -> int:
+        """The bytes of the job's log messages (what deleting its log frees, roughly)."""
+        row = self.connection().execute("SELECT COALESCE(SUM(LENGTH(message)), 0) FROM logs WHERE job_key = ?",
+                                        (key,)).fetchone()
+        return int(row[0])
+
+    def delete_finished(self, keys: Sequence[int]) -> list[int]:
+        """Delete these jobs with their logs, replicas and history, each only if it is finished
+        (checked in the same transaction: a job that is running is never touched); the deleted keys."""
+        deleted: list[int] = []
+        marks = ",".join("?" * len(TERMINAL_VALUES))
+        with self._write() as tx:
+            for key in keys:
+                row = tx.execute(f"SELECT 1 FROM jobs WHERE key = ? AND state IN ({marks})",  # noqa: S608
+                                 (key, *TERMINAL_VALUES)).fetchone()
+                if row is None:
+                    continue
+                for table, column in (("logs", "job_key"), ("replicas", "job_key"), ("state_history", "job_key"),
+                                      ("jobs", "key")):
+                    tx.execute(f"DELETE FROM {table} WHERE {column} = ?", (key,))  # noqa: S608
+                deleted.append(key)
+        return deleted
+
+    def compact(self) -> None:
+        """Give the space of deleted rows back to the file system: VACUUM, then fold the
+        write-ahead log into the file and truncate it."""
+        conn = self.connection()
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def file_bytes(self) -> int:
+        """The store's size on disk, its write-ahead log included."""
+        total = 0
+        for path in (self.path, *_side_files(self.path)):
+            with contextlib.suppress(FileNotFoundError):
+                total += path.stat().st_size
+        return total
+
     # -- slots --------------------------------------------------------------------------------
 
     def try_acquire_slot(self, key: int, limit: int, claim: SlotClaim | None = None) -> bool:
-        """Claim a run slot if fewer than `limit` jobs hold one and this job is next in line.
+        """Claim a run slot if fewer than the machine's limit (`max_running`; `limit` when none was
+        set) jobs hold one and this job is next in line. One limit for every job keeps the queue
+        first come, first served whatever each submitter's setting was.
 
         First come, first served: a job takes a slot only if every waiting job created before it
         could take one too. Count and claim share one IMMEDIATE transaction, so two supervisors
@@ -527,8 +641,19 @@ class JobStore:
             return False
         return claim is None or claim(_held_shares(execute)) is not None
 
+    def set_max_running(self, limit: int) -> None:
+        """Make `limit` the machine's limit on jobs holding a run slot, for every job (queued ones too)."""
+        with self._write() as tx:
+            tx.execute("INSERT INTO machine_settings (name, value) VALUES ('max_running', ?)"
+                       " ON CONFLICT (name) DO UPDATE SET value = excluded.value", (str(limit),))
+
+    def max_running(self, default: int) -> int:
+        """The machine's limit on running jobs: the one last set (`set_max_running`), else `default`."""
+        return _stored_max_running(self.connection().execute, default)
+
     @staticmethod
     def _slot_free_in(execute: Callable[..., Any], key: int, limit: int) -> bool:
+        limit = _stored_max_running(execute, limit)
         running = execute("SELECT COUNT(*) FROM jobs WHERE holds_slot = 1").fetchone()[0]
         ahead = execute(
             "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND key < ?",
@@ -598,32 +723,107 @@ class JobStore:
         self, key: int, *, after: LogCursor | None = None, task_name: str | None = None, limit: int = 1000
     ) -> list[LogEntry]:
         """Entries strictly after `after` in (timestamp, insert_id) order, at most `limit`."""
-        sql = "SELECT seq, timestamp, severity, task_name, trial_id, message FROM logs WHERE job_key = ?"
-        args: list[object] = [key]
+        where, args = _job_log_condition(key, after, task_name)
+        sql = f"SELECT seq, timestamp, severity, task_name, trial_id, message FROM logs WHERE {where}"  # noqa: S608
+        sql += " ORDER BY timestamp, seq LIMIT ?"
+        return [_log_entry(row) for row in self._read(sql, [*args, limit])]
+
+    def tail_cursor(
+        self, key: int, count: int, *, after: LogCursor | None = None, task_name: str | None = None
+    ) -> LogCursor | None:
+        """The cursor the last `count` entries after `after` follow (`after` itself when there are
+        fewer): one seek from the newest end of the index, whatever the log's length."""
+        where, args = _job_log_condition(key, after, task_name)
+        sql = f"SELECT seq, timestamp FROM logs WHERE {where}"  # noqa: S608
+        rows = self._read(sql + " ORDER BY timestamp DESC, seq DESC LIMIT 1 OFFSET ?", [*args, count])
+        if not rows:
+            return after
+        return LogCursor(parse_log_time(rows[0]["timestamp"]), insert_id_for(rows[0]["seq"]))
+
+    def read_project_logs(
+        self, project: str, *, job_ids: Sequence[str] | None = None, after: LogCursor | None = None,
+        descending: bool = False, not_before: datetime | None = None, limit: int = 1000,
+    ) -> list[JobLogEntry]:
+        """Entries of the project's jobs (only `job_ids` when given) strictly after `after` in
+        (timestamp, insert_id) order, or strictly before it when `descending`; none earlier than
+        `not_before`; at most `limit`.
+
+        Keyset pagination over an index, so the newest page costs what the oldest does: one job's
+        lines are read through `logs_by_cursor`, several jobs' through `logs_by_time`.
+        """
+        columns = "l.seq, l.timestamp, l.severity, l.task_name, l.trial_id, l.message, j.job_id, j.vertex_job_id"
+        sql = f"SELECT {columns} FROM logs l JOIN jobs j ON j.key = l.job_key WHERE "  # noqa: S608
+        args: list[object] = []
+        if job_ids is not None and len(job_ids) == 1:
+            row = self.connection().execute("SELECT key FROM jobs WHERE project = ? AND job_id = ?",
+                                            (project, job_ids[0])).fetchone()
+            if row is None:
+                return []
+            sql += "l.job_key = ?"
+            args.append(row[0])
+        else:
+            sql += "j.project = ?"
+            args.append(project)
+            if job_ids is not None:
+                if not job_ids:
+                    return []
+                sql += f" AND j.job_id IN ({','.join('?' * len(job_ids))})"
+                args.extend(job_ids)
         if after is not None:
             stamp = log_time(after.timestamp)
-            if after.insert_id.isdigit():
-                sql += " AND (timestamp, seq) > (?, ?)"
-                args += [stamp, int(after.insert_id)]
-            else:
-                sql += " AND timestamp > ?"
-                args.append(stamp)
-        if task_name is not None:
-            sql += " AND task_name = ?"
-            args.append(task_name)
-        sql += " ORDER BY timestamp, seq LIMIT ?"
+            seq = int(after.insert_id) if after.insert_id.isdigit() else (0 if not descending else 1 << 62)
+            sql += f" AND (l.timestamp, l.seq) {'<' if descending else '>'} (?, ?)"
+            args += [stamp, seq]
+        if not_before is not None:
+            sql += " AND l.timestamp >= ?"
+            args.append(log_time(not_before))
+        order = "DESC" if descending else "ASC"
+        sql += f" ORDER BY l.timestamp {order}, l.seq {order} LIMIT ?"
         args.append(limit)
-        return [
-            LogEntry(
-                timestamp=parse_log_time(row["timestamp"]),
-                insert_id=insert_id_for(row["seq"]),
-                severity=row["severity"],
-                task_name=row["task_name"],
-                message=row["message"],
-                trial_id=row["trial_id"],
-            )
-            for row in self._read(sql, args)
-        ]
+        return [JobLogEntry(row["job_id"], row["vertex_job_id"], _log_entry(row)) for row in self._read(sql, args)]
+
+
+@dataclass(frozen=True)
+class JobLogEntry:
+    """A log entry with the job it belongs to (its ID, and the Vertex AI job's numeric ID if any)."""
+
+    job_id: str
+    vertex_job_id: str | None
+    entry: LogEntry
+
+
+def _log_entry(row: sqlite3.Row) -> LogEntry:
+    return LogEntry(
+        timestamp=parse_log_time(row["timestamp"]),
+        insert_id=insert_id_for(row["seq"]),
+        severity=row["severity"],
+        task_name=row["task_name"],
+        message=row["message"],
+        trial_id=row["trial_id"],
+    )
+
+
+def _job_log_condition(key: int, after: LogCursor | None, task_name: str | None) -> tuple[str, list[object]]:
+    """The WHERE clause (and its arguments) of a job's entries strictly after `after`."""
+    sql = "job_key = ?"
+    args: list[object] = [key]
+    if after is not None:
+        stamp = log_time(after.timestamp)
+        if after.insert_id.isdigit():
+            sql += " AND (timestamp, seq) > (?, ?)"
+            args += [stamp, int(after.insert_id)]
+        else:
+            sql += " AND timestamp > ?"
+            args.append(stamp)
+    if task_name is not None:
+        sql += " AND task_name = ?"
+        args.append(task_name)
+    return sql, args
+
+
+def _stored_max_running(execute: Callable[..., Any], default: int) -> int:
+    row = execute("SELECT value FROM machine_settings WHERE name = 'max_running'").fetchone()
+    return int(row[0]) if row is not None else default
 
 
 def _held_shares(execute: Callable[..., Any]) -> list[dict[str, Any]]:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.backends.local.job_context import JobBody, JobContext, run_single_training
-from aiptrain.backends.local.layout import JobLayout
+from aiptrain.backends.local.layout import JobLayout, run_limit_line
 from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.machine_claim import MachineClaim, recorded_share, share_lines
 from aiptrain.backends.local.reaper import reap_dead_jobs
@@ -147,6 +147,14 @@ class Supervisor:
             self.sink.close()
             kill_tokened_processes(self.record.run_token)
             self._release_space()
+            self._start_next()
+
+    def _start_next(self) -> None:
+        """This job's slot is free now: start the supervisors of the next queued jobs (`launch`)."""
+        try:
+            LocalEngine(self.home).store.close()  # its start-up dispatch does it
+        except Exception as error:  # the next command dispatches as well
+            note(f"starting the next queued jobs: {error!r}")
 
     def _cancel(self) -> None:
         self.cancelled = True
@@ -316,10 +324,7 @@ class Supervisor:
                 self.say(claim.waiting_line())
                 gpus_announced = True
             elif claim.waiting is None and not announced:
-                self.say(
-                    f"Waiting for a free slot: at most {settings.max_running} job(s) run at once "
-                    "on this machine (AIPTRAIN_LOCAL_MAX_RUNNING)."
-                )
+                self.say(f"Waiting for a free slot: {run_limit_line(self.store.max_running(settings.max_running))}")
                 announced = True
             if time.monotonic() - last_reap > _REAP_EVERY_SECONDS:
                 # A job whose submitter died before starting its supervisor is started, and a dead

@@ -341,7 +341,7 @@ def test_a_job_whose_submitter_died_before_starting_its_supervisor_is_started_by
     assert engine.store.get_by_key(record.key).supervisor_pid is not None
     assert wait_for_end(engine, "orphaned").state == JobState.SUCCEEDED
     messages = _messages(engine, "orphaned")
-    assert any("stopped before starting its supervisor" in message for message in messages)
+    assert any("A run slot is free: the job's supervisor starts now." in message for message in messages)
 
 
 def test_the_sweep_leaves_a_job_alone_while_its_submitter_is_starting_it(

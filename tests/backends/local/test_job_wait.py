@@ -84,5 +84,5 @@ def test_wait_starts_a_job_its_submitter_never_started(isolated_environment: Pat
     messages = [entry.message for entry in store.read_logs(record.key)]
     store.close()
     assert record.supervisor_pid is not None
-    assert any("stopped before starting its supervisor" in message for message in messages)
+    assert any("A run slot is free: the job's supervisor starts now." in message for message in messages)
     assert "Job PREPARING." in messages

@@ -4,6 +4,7 @@ lines show up. (How the replicas' log capture classifies each line: tests/replic
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.job.logs import LogCursor, LogEntry
@@ -76,3 +77,26 @@ def test_a_finished_job_already_shows_its_last_lines(engine: LocalEngine, packag
     entries = engine.logs(PROJECT, "last_lines")
     assert entries[-1].task_name == "service" and entries[-1].message == "Job completed successfully."
     assert "chatter done" in [e.message for e in entries if e.task_name == "master-replica-0"]
+
+
+def test_stream_logs_tail_and_since_on_a_large_log_start_at_the_right_line(home: Path) -> None:
+    """`--tail N` seeks to the last N lines (the store's newest end), `--since` to an instant."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.fixtures.large_logs import finished_job_with_lines
+
+    finished_job_with_lines(home, "tail-project", "big", 30_000)
+
+    def stream(*flags: str) -> list[str]:
+        result = subprocess.run([sys.executable, "-m", "aiptrain", "--project", "tail-project", "jobs", "stream-logs",
+                                 "big", *flags], capture_output=True, text=True, timeout=120, env={**os.environ})
+        assert result.returncode == 0, result.stderr
+        return [line.rsplit("\t", 1)[-1] for line in result.stdout.splitlines()]
+
+    assert stream("--tail", "3") == ["line 29997", "line 29998", "line 29999"]
+    assert stream("--tail", "0") == []
+    # The lines are 1 ms apart over 30 s and end a second before the job was stored.
+    recent = stream("--since", "10s")
+    assert recent and recent[-1] == "line 29999" and len(recent) < 30_000

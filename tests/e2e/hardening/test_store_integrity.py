@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.local.store import JobStore, PendingLine
+from aiptrain.backends.local.store_integrity import needs_check
 from aiptrain.job.spec import Job
+from aiptrain.job.state import JobState
 from aiptrain.replicas.clock import utc_now
 
 PROJECT = "integrity-project"
@@ -117,3 +119,42 @@ def test_a_damaged_store_left_by_a_killed_process_is_refused(tmp_path: Path) -> 
     result = _aiptrain(home, "jobs", "list", "--project", PROJECT)
     assert result.returncode == 1, result.stderr
     assert "is damaged" in result.stderr
+
+
+def _finished_job_store(home: Path) -> None:
+    store = JobStore(home)
+    record = store.insert_job(PROJECT, Job.model_validate({"jobId": "kept"}), "token")
+    store.transition(record.key, JobState.SUCCEEDED)
+    store.close()
+
+
+@pytest.mark.parametrize("command", [("jobs", "list", "--project", PROJECT),
+                                     ("jobs", "describe", "kept", "--project", PROJECT),
+                                     ("jobs", "update", "kept", "--project", PROJECT, "--update-labels", "team=a"),
+                                     ("jobs", "cancel", "kept", "--project", PROJECT)],
+                         ids=["list", "describe", "update", "cancel"])
+def test_every_command_leaves_the_store_clean_for_the_next(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """A command that wrote into the store stamps its clean close, so the next one skips the check."""
+    home = tmp_path / "home"
+    _finished_job_store(home)
+    result = _aiptrain(home, *command)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert not (home / "jobs.db-wal").exists()
+    assert not needs_check(home / "jobs.db"), (home / "jobs.db.clean").read_text()
+
+
+def test_a_store_garbage_collected_without_close_is_left_clean(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _finished_job_store(home)
+    script = textwrap.dedent("""
+        import gc, sys
+        from pathlib import Path
+        from aiptrain.backends.local.store import JobStore
+        from aiptrain.job.spec import Job
+        store = JobStore(Path(sys.argv[1]))
+        store.insert_job("integrity-project", Job.model_validate({"jobId": "dropped"}), "token2")
+        del store
+        gc.collect()
+    """)
+    subprocess.run([sys.executable, "-c", script, str(home)], check=True, timeout=60)
+    assert not needs_check(home / "jobs.db")
