@@ -89,7 +89,8 @@ def test_one_flag_table_drives_options_and_fields() -> None:
     from aiptrain.job.spec import ReplicaConfig, TrainingInput, field_aliases
     from aiptrain.submit.flags import OPTION_FLAGS, SUBMIT_FLAGS
 
-    own = {"job_id", "region", "default_region", "user_args"}
+    # Not flags: the positional job ID and user args, the region's resolution, and the Python API's job body.
+    own = {"job_id", "region", "default_region", "user_args", "config_body"}
     assert {f.name for f in dataclasses.fields(SubmitOptions)} == {e.dest for e in OPTION_FLAGS} | own
     # Every field a flag names exists in the REST schema.
     models = {"masterConfig": ReplicaConfig, "workerConfig": ReplicaConfig, "parameterServerConfig": ReplicaConfig}
