@@ -4,6 +4,7 @@ other's site whole."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -42,6 +43,11 @@ def test_two_jobs_of_one_package_take_the_disk_of_one(trainer: Path, home: Path)
     assert one_site > 1_000_000
     assert sum(stat.st_size for stat in _files(second)) == one_site
     assert _bytes_on_disk(first, second) == one_site  # a copy per job would be twice that
+    usage = _aiptrain("local", "disk-usage", "--format", "json")
+    assert usage.returncode == 0, usage.stderr
+    parts = {part["part"]: part["bytes"] for part in json.loads(usage.stdout)["parts"]}
+    assert parts["installed-package cache"] >= one_site
+    assert parts["job directories"] < one_site / 10  # the linked packages are counted once, in the cache
 
     pruned = _aiptrain("local", "prune", "first")
     assert pruned.returncode == 0, pruned.stderr
