@@ -27,11 +27,16 @@ class BenchContext:
     scratch: Path
     cleanup: Cleanup
     quick: bool = False
+    rows: frozenset[str] = frozenset()  # --row: only these rows, in the groups that can measure some alone
     _projects: dict[str, Path] = field(default_factory=dict)
 
     def runs(self, full: int) -> int:
         """Repetitions for a row: `full` normally, 1 with --quick."""
         return 1 if self.quick else full
+
+    def wants(self, row_id: str) -> bool:
+        """Whether the run measures `row_id` (every row unless --row names some)."""
+        return not self.rows or row_id in self.rows
 
     def project(self, name: str) -> Path:
         """The package root of a trainer project, copied once into scratch.

@@ -229,6 +229,7 @@ def _method() -> list[str]:
         "(supervisor).",
         "- Reproduce one group with `.venv/bin/python -m bench.run --only GROUP` "
         "(cli-start, packaging, dry-run, upload, log-latency, engine-overhead, store-scale, memory, "
-        "training); `--output` and `--json` write elsewhere than docs/benchmarks.md and bench/results.json.",
+        "training); `--row ID` measures single rows of groups that allow it (long-running); `--output` and "
+        "`--json` write elsewhere than docs/benchmarks.md and bench/results.json.",
         "",
     ]

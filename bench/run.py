@@ -33,6 +33,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"run only this group (repeatable): {', '.join(names)}")
     parser.add_argument("--quick", action="store_true",
                         help="one repetition per row and shorter workloads (checks the harness, not for comparison)")
+    parser.add_argument("--row", action="append", default=[], metavar="ID",
+                        help="measure only this row (repeatable; groups that cannot measure rows alone run whole)")
     parser.add_argument("--output", type=Path, default=DEFAULT_MARKDOWN, help="markdown to write")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="results JSON to write")
     parser.add_argument("--render-only", action="store_true", help="rewrite the markdown from --json, measure nothing")
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[RowResult] = []
     with scratch_space(keep=options.keep_scratch) as scratch:
         cleanup = Cleanup(scratch)
-        ctx = BenchContext(scratch=scratch, cleanup=cleanup, quick=options.quick)
+        ctx = BenchContext(scratch=scratch, cleanup=cleanup, quick=options.quick, rows=frozenset(options.row))
         try:
             for group in groups:
                 rows.extend(run_group(group, ctx))

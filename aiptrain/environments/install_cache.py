@@ -22,8 +22,22 @@ An entry appears whole or not at all: pip installs into a temporary directory be
 is renamed into place once complete. When two jobs install one package at once, the first
 rename wins and the other job uses the winner's entry.
 
-Jobs never run from the cache itself: each job's `site` directory gets a copy of its entries,
-so a trainer that writes into its own package directory changes only its job's copy.
+Jobs share an entry's files by content, not by copy: each job's `site` directory is made of its
+own directories holding hard links to the entry's files (`link_into_site`), so two jobs of one
+package take the disk of one. Why links and not the entry itself on PYTHONPATH:
+
+- the job's directories are its own, so a file a trainer adds to its package directory (or a
+  `__pycache__` the interpreter writes) lands in its job only, and a new job never sees it;
+- the several entries of a job merge as pip would merge them into one --target, in order;
+- a link keeps its file alive on its own, so removing an entry (eviction, `rm -r cache`) or
+  pruning another job never takes a file from a job that uses it: no reference counts needed.
+
+aiptrain never opens a linked file for writing, and the interpreter replaces bytecode by rename,
+which leaves the entry's file alone. A trainer that rewrites a file of its package in place would
+change the shared file; permission bits would not stop it (jobs often run as root) and would leak
+into copies the trainer makes, so instead each entry records the size and mtime of its files when
+it is published and is checked before each reuse: a changed entry is removed and installed again.
+Where a link cannot be made (another file system), the file is copied.
 """
 
 from __future__ import annotations
@@ -119,9 +133,13 @@ def interpreter_identity(python: str) -> str:
 
 
 def lookup(cache_dir: Path, key: str) -> CachedInstall | None:
-    """The complete entry for `key` (now marked used), or None."""
+    """The complete, unchanged entry for `key` (now marked used), or None. A changed one (a
+    trainer rewrote a linked file) is removed, so the install that follows can publish anew."""
     entry = CachedInstall(key, cache_dir / key)
     if not _is_complete(entry.root):
+        return None
+    if not _is_unchanged(entry):
+        _remove_entry(entry.root)
         return None
     mark_used(entry.root)
     return entry
@@ -142,7 +160,8 @@ def staging_site(staging: Path) -> Path:
 def publish(staging: Path, cache_dir: Path, key: str, description: dict[str, str]) -> CachedInstall:
     """Make a finished install in `staging` the entry for `key`. If another job published one
     first, that one is kept and `staging` is left for the caller to discard."""
-    (staging / _MANIFEST).write_text(json.dumps({"key": key, **description}, indent=1, sort_keys=True))
+    manifest = {"key": key, **description, "fingerprint": _fingerprint(staging / _SITE)}
+    (staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
     entry = CachedInstall(key, cache_dir / key)
     for attempt in range(2):
         try:
@@ -164,11 +183,13 @@ def discard(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def copy_into_site(entries: list[CachedInstall], site_dir: Path) -> None:
-    """Fill a job's site directory from its entries, in package order.
+def link_into_site(entries: list[CachedInstall], site_dir: Path) -> None:
+    """Fill a job's site directory from its entries, in package order: its own directories,
+    hard links to the entries' files (copies where links cannot be made).
 
     Directories merge and a later package's file replaces an earlier one's, as when pip installs
-    several packages into one --target. Times are kept, so the bytecode pip compiled stays valid.
+    several packages into one --target. A link is the entry's file itself, so its time, which
+    pip's compiled bytecode is checked against, is kept.
     """
     site_dir.mkdir(parents=True, exist_ok=True)
     for entry in entries:
@@ -188,7 +209,45 @@ def _merge_tree(source: Path, target: Path) -> None:
             _merge_tree(Path(item.path), destination)
         else:
             _remove(destination)
-            shutil.copy2(item.path, destination)
+            try:
+                os.link(item.path, destination)
+            except OSError:  # another file system, or the file's link limit
+                shutil.copy2(item.path, destination)
+
+
+def _fingerprint(site: Path) -> str:
+    """A digest of every file's path, size and mtime under `site`: a file rewritten in place
+    changes its mtime, one deleted or added changes the list."""
+    digest = hashlib.sha256()
+    for directory, dirs, names in os.walk(site):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(directory, name)
+            try:
+                stat = os.lstat(path)
+            except OSError:
+                continue
+            digest.update(f"{os.path.relpath(path, site)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _is_unchanged(entry: CachedInstall) -> bool:
+    """Whether the entry's files are as published (entries from before fingerprints: trusted)."""
+    try:
+        recorded = json.loads((entry.root / _MANIFEST).read_text()).get("fingerprint")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return recorded is None or recorded == _fingerprint(entry.site)
+
+
+def _remove_entry(root: Path) -> None:
+    """Renamed aside first, so no job takes a half-removed entry for a complete one."""
+    aside = root.with_name(f"{_STAGING_PREFIX}changed-{root.name}-{os.getpid()}")
+    try:
+        root.rename(aside)
+    except OSError:
+        return  # removed or replaced by another job meanwhile
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _remove(path: Path) -> None:

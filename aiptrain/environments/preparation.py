@@ -9,8 +9,8 @@ jobs with different versions of one package do not see each other's.
 
 The result goes into the install cache (`install_cache`), once per (the packages' bytes in their
 order, the environment, the day) on a runtime environment, once per (package bytes, interpreter)
-with AIPTRAIN_LOCAL_PYTHON, and every job's site directory is filled from there, so only the first
-job with given packages pays for the install.
+with AIPTRAIN_LOCAL_PYTHON, and every job's site directory is made of hard links to there, so only
+the first job with given packages pays for the install, and all of them share its disk.
 """
 
 from __future__ import annotations
@@ -171,9 +171,9 @@ def install_packages(
     if not isinstance(outcome, list):
         return outcome  # the job's error message, or None when cancelled
     try:
-        install_cache.copy_into_site(outcome, site_dir)
+        install_cache.link_into_site(outcome, site_dir)
     except OSError as error:
-        return f"Copying the installed package(s) into {site_dir} failed: {error}"
+        return f"Linking the installed package(s) into {site_dir} failed: {error}"
     return None
 
 

@@ -186,7 +186,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
             goal=ratio_max(1.3), commands=commands, anchor_commands=[by_hand_command(ctx, trainer_args)],
             anchor_label="the same 4 processes started by hand with their TF_CONFIG",
             notes="Subject: `jobs submit training` + `jobs wait`, build and install caches warm (one home for "
-                  "the row: the first job pip-installed the package, later ones copy it from the install "
+                  "the row: the first job pip-installed the package, later ones link it from the install "
                   "cache into their site directory during PREPARING). It includes CLI start twice, staging, "
                   "the detached supervisor (forked from the submit command), PREPARING, and stopping the "
                   "replicas."

@@ -7,16 +7,22 @@
 - 17d: the resident memory of aiptrain's processes with 100 jobs queued behind one running job
   (AIPTRAIN_LOCAL_MAX_RUNNING=1): the live supervisors' VmRSS, summed.
 
+- 17e: Google's gcloud, `gcloud logging read --limit 3` newest first of that 2-million-line job
+  through `aiptrain local serve --gcloud-config` (the Cloud Logging API's `entries:list`), against
+  the same on the 10-line job (each home served by its own `local serve`).
+
+17c and 17e say in their notes what a bare start-up of the command costs in the same run
+(`aiptrain --version`; `gcloud config get-value project`), the floor under either figure.
+
 Stores are filled through the store's own API (`insert_job`, `transition`, `append_logs`), not by
-running trainers for minutes. `gcloud logging read --limit 3` newest first on the large job is not
-measured here (the gcloud suite's tests/e2e/gcloud/test_gcloud_large_logs.py checks that it
-reaches the newest lines).
+running trainers for minutes. `--row` picks rows (the stores are filled only when a row needs them).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 from datetime import timedelta
@@ -24,7 +30,15 @@ from functools import partial
 from pathlib import Path
 
 from bench.context import BenchContext
-from bench.environment import PYTHON, BenchError, aiptrain_command, isolated_env, run_checked, time_command
+from bench.environment import (
+    PYTHON,
+    BenchError,
+    aiptrain_command,
+    isolated_env,
+    run_checked,
+    start_local_serve,
+    time_command,
+)
 from bench.harness import RowResult, Stats, alternate, paired_row, ratio_max, value_max
 
 RUNS = 7
@@ -75,6 +89,19 @@ def _store_mb(home: Path) -> str:
 
 
 def run(ctx: BenchContext) -> list[RowResult]:
+    rows = []
+    if any(ctx.wants(row_id) for row_id in ("17a", "17b", "17c", "17e")):
+        rows += _large_log_rows(ctx)
+    if ctx.wants("17d"):
+        rows.append(_queued_memory(ctx))
+    return rows
+
+
+def _median(samples: list[float]) -> float:
+    return sorted(samples)[len(samples) // 2]
+
+
+def _large_log_rows(ctx: BenchContext) -> list[RowResult]:
     lines = QUICK_LINES if ctx.quick else LINES
     large_home, small_home = ctx.cleanup.new_home("long-large"), ctx.cleanup.new_home("long-small")
     fill_job(large_home, "long_log", lines, WIDTH)
@@ -91,6 +118,8 @@ def run(ctx: BenchContext) -> list[RowResult]:
             ("17a", "`jobs list`", partial(time_command, listing, env=large_env)),
             ("17b", "`jobs list`, the store's file out of the page cache",
              partial(_evicted_then, large_home / "jobs.db", listing, large_env))):
+        if not ctx.wants(row_id):
+            continue
         paired = alternate(subject, partial(time_command, listing, env=small_env), ctx.runs(RUNS))
         rows.append(paired_row(RowResult(
             row_id=row_id, group="long-running", unit="s",
@@ -100,18 +129,70 @@ def run(ctx: BenchContext) -> list[RowResult]:
             anchor_label="the same command on a store of one short job",
             notes=f"jobs.db of the large home: {size} MB. One warm-up pair.",
         ), paired))
-    paired = alternate(partial(time_command, tail, env=large_env), partial(time_command, tail, env=small_env),
-                       ctx.runs(RUNS))
-    rows.append(paired_row(RowResult(
-        row_id="17c", group="long-running", unit="s",
-        title=f"`jobs stream-logs --tail 3` of a {lines:,}-line finished job, wall time",
-        goal=value_max(0.5, "s"), commands=[ctx.show(tail, home=True)],
-        anchor_commands=[ctx.show(tail, home=True) + "   # a 10-line job"],
-        anchor_label="the same command on a 10-line job",
-        notes="The tail is found by one seek from the newest end of the log's index; the whole log is not read.",
-    ), paired))
-    rows.append(_queued_memory(ctx))
+    if ctx.wants("17c"):
+        start_up = [*aiptrain_command(), "--version"]
+        paired = alternate(partial(time_command, tail, env=large_env), partial(time_command, tail, env=small_env),
+                           ctx.runs(RUNS))
+        bare = _median([time_command(start_up, env=small_env) for _ in range(ctx.runs(RUNS))])
+        rows.append(paired_row(RowResult(
+            row_id="17c", group="long-running", unit="s",
+            title=f"`jobs stream-logs --tail 3` of a {lines:,}-line finished job, wall time",
+            goal=value_max(0.5, "s"), commands=[ctx.show(tail, home=True)],
+            anchor_commands=[ctx.show(tail, home=True) + "   # a 10-line job"],
+            anchor_label="the same command on a 10-line job",
+            notes="The tail is found by one seek from the newest end of the log's index; the whole log is not read. "
+                  f"The CLI's bare start-up in the same run (`aiptrain --version`, median of {ctx.runs(RUNS)}): "
+                  f"{bare:.2f} s.",
+        ), paired))
+    if ctx.wants("17e"):
+        rows.append(_gcloud_newest_row(ctx, lines, large_home, small_home))
     return rows
+
+
+GCLOUD_CONFIG = "aiptrain-bench-logs"
+
+
+def _gcloud_env(ctx: BenchContext, home: Path) -> dict[str, str]:
+    """`aiptrain local serve --gcloud-config` on `home`, and gcloud's environment pointed at it."""
+    cloudsdk = ctx.scratch / f"cloudsdk-{home.name}"
+    serve_env = isolated_env(home, {"CLOUDSDK_CONFIG": str(cloudsdk)})
+    log = ctx.scratch / f"serve-{home.name}.log"
+    start_local_serve(ctx.cleanup, serve_env, log, "--gcloud-config", GCLOUD_CONFIG, "--project", PROJECT)
+    deadline = time.monotonic() + 30
+    while "Point gcloud at it" not in log.read_text(errors="replace"):  # the configuration is written
+        if time.monotonic() > deadline:
+            raise BenchError("local serve wrote no gcloud configuration:\n" + log.read_text(errors="replace")[-2000:])
+        time.sleep(0.1)
+    return isolated_env(home, {"CLOUDSDK_CONFIG": str(cloudsdk), "CLOUDSDK_ACTIVE_CONFIG_NAME": GCLOUD_CONFIG,
+                               "CLOUDSDK_CORE_DISABLE_PROMPTS": "1", "NO_PROXY": "127.0.0.1,localhost",
+                               "no_proxy": "127.0.0.1,localhost"})
+
+
+def _gcloud_newest_row(ctx: BenchContext, lines: int, large_home: Path, small_home: Path) -> RowResult:
+    title = f"`gcloud logging read --limit 3` newest first of a {lines:,}-line job via `local serve`, wall time"
+    gcloud = shutil.which("gcloud")
+    if gcloud is None:
+        return RowResult(row_id="17e", group="long-running", unit="s", title=title, status="not measured",
+                         notes="gcloud is not on PATH.")
+    large_env, small_env = _gcloud_env(ctx, large_home), _gcloud_env(ctx, small_home)
+    read = [gcloud, "logging", "read", 'resource.labels.job_id="long_log"', "--limit", "3", "--freshness", "1d",
+            "--format", "value(textPayload)"]
+    shown = run_checked(read, env=large_env).stdout.splitlines()
+    if not shown or not shown[0].startswith(f"line {lines - 1} "):
+        raise BenchError(f"gcloud logging read did not start with line {lines - 1}: {[s[:20] for s in shown]}")
+    paired = alternate(partial(time_command, read, env=large_env), partial(time_command, read, env=small_env),
+                       ctx.runs(RUNS))
+    start_up = [gcloud, "config", "get-value", "project"]
+    bare = _median([time_command(start_up, env=small_env) for _ in range(ctx.runs(RUNS))])
+    return paired_row(RowResult(
+        row_id="17e", group="long-running", unit="s", title=title, goal=value_max(1.0, "s"),
+        commands=[ctx.show(read, home=True) + "   # gcloud configured by local serve --gcloud-config"],
+        anchor_commands=[ctx.show(read, home=True) + "   # a 10-line job"],
+        anchor_label="the same gcloud command on a 10-line job",
+        notes="Newest first is the Cloud Logging API's default order; the server seeks from the newest end of "
+              "the job's log index. gcloud's own bare start-up in the same run (`gcloud config get-value "
+              f"project`, median of {ctx.runs(RUNS)}): {bare:.2f} s, most of either figure.",
+    ), paired)
 
 
 _SUBMIT_QUEUE = """

@@ -160,7 +160,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
                             ctx.package_path("with_deps"), "--module-name", "trainer.task", "--region",
                             "us-central1", "--runtime-version", RUNTIME], home=True)],
         notes="After one job installed it (uv, constrained by the runtime's versions; pandas left to the "
-              "runtime, tabulate added): the environment is found, the cached install copied into the "
+              "runtime, tabulate added): the environment is found, the cached install linked into the "
               "job's site.",
     ))
 

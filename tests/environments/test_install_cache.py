@@ -160,16 +160,35 @@ def test_installing_a_new_package_removes_entries_unused_for_a_month(
     assert install(home, [stage(home, changed, "changed-" + changed.name)], home / "c" / "site", sink) is None
     [second] = entries(home)
     assert second != first
-    assert (home / "a" / "site" / "tfcfg").is_dir()  # jobs keep their own copies
+    assert (home / "a" / "site" / "tfcfg").is_dir()  # jobs keep their files (links) when an entry goes
 
 
-def test_a_jobs_site_is_its_own_copy(home: Path, package_uri: str) -> None:
+def test_files_a_job_adds_to_its_site_stay_its_own(home: Path, package_uri: str) -> None:
     sink = RecordingSink()
     assert install(home, [package_uri], home / "a" / "site", sink) is None
-    (home / "a" / "site" / "tfcfg" / "quick.py").write_text("raise SystemExit('edited by a trainer')\n")
+    (home / "a" / "site" / "tfcfg" / "written_by_the_trainer.py").write_text("VALUE = 1\n")
     assert install(home, [package_uri], home / "b" / "site", sink) is None
     assert sink.lines.count(f"Reusing installed package {package_uri} (cached)") == 1
+    assert not (home / "b" / "site" / "tfcfg" / "written_by_the_trainer.py").exists()
+    [entry] = entries(home)
+    assert not list(entry.rglob("written_by_the_trainer.py"))
+    # The files the jobs share are the entry's own, not copies.
+    quick = [home / job / "site" / "tfcfg" / "quick.py" for job in ("a", "b")]
+    assert {path.stat().st_ino for path in quick} == {(entry / "site" / "tfcfg" / "quick.py").stat().st_ino}
+
+
+def test_an_entry_a_trainer_rewrote_in_place_is_installed_again(home: Path, package_uri: str) -> None:
+    sink = RecordingSink()
+    assert install(home, [package_uri], home / "a" / "site", sink) is None
+    with (home / "a" / "site" / "tfcfg" / "quick.py").open("a") as linked:  # in place: the shared file
+        linked.write("raise SystemExit('edited by a trainer')\n")
+    assert install(home, [package_uri], home / "b" / "site", sink) is None
+    assert f"Reusing installed package {package_uri} (cached)" not in sink.lines
     assert "edited by a trainer" not in (home / "b" / "site" / "tfcfg" / "quick.py").read_text()
+    [entry] = entries(home)
+    assert "edited by a trainer" not in (entry / "site" / "tfcfg" / "quick.py").read_text()
+    assert install(home, [package_uri], home / "c" / "site", sink) is None  # the new entry is reused
+    assert sink.lines.count(f"Reusing installed package {package_uri} (cached)") == 1
 
 
 def test_several_packages_merge_in_order(home: Path, trainer_sdist: Path, tmp_path: Path) -> None:

@@ -37,7 +37,8 @@ def usage(home: Path, build_cache: Path) -> list[DiskPart]:
     store = sum(tree_bytes(home / name) for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm"))
     return [
         DiskPart("job store (jobs, logs)", home / DB_NAME, store, "aiptrain local prune --older-than 30d"),
-        DiskPart("job directories", home / "jobs", tree_bytes(home / "jobs"), "aiptrain local prune"),
+        DiskPart("job directories", home / "jobs", tree_bytes(home / "jobs", unshared_only=True),
+                 "aiptrain local prune"),  # the installed packages they link are the cache's
         DiskPart("local storage (gs://)", home / "storage", tree_bytes(home / "storage"),
                  "aiptrain local prune --outputs; or delete objects under it"),
         DiskPart("runtime environments", envs_dir(home), tree_bytes(envs_dir(home)), "aiptrain local envs rm"),

@@ -1,7 +1,9 @@
 """Pruning finished jobs: `aiptrain local prune`.
 
 A pruned job loses its store rows (the job, its state history, replicas and every log line), its
-directory under `$AIPTRAIN_HOME/jobs`, and the staged packages under `storage/` that no job left in
+directory under `$AIPTRAIN_HOME/jobs` (its installed packages there are hard links shared with the
+install cache and other jobs: removing the job's links leaves their files to the others),
+and the staged packages under `storage/` that no job left in
 the store names; its outputs (its `--job-dir` under `storage/`) go only when asked for. A job that
 is not finished is never touched: the delete checks each job's state in the same transaction.
 The store is compacted afterwards (VACUUM), so the file shrinks by what was deleted.
@@ -46,16 +48,20 @@ class PrunePlan:
         return sum(job.log_bytes + job.directory_bytes for job in self.jobs) + files
 
 
-def tree_bytes(path: Path) -> int:
-    """The bytes of the files under `path` (a file: its size); 0 when it is gone."""
+def tree_bytes(path: Path, *, unshared_only: bool = False) -> int:
+    """The bytes of the files under `path` (a file: its size), each file once however many links
+    it has there; 0 when it is gone. `unshared_only`: only files with no link elsewhere (a job's
+    installed packages are links into the install cache), which is what deleting the tree frees."""
     if path.is_file():
         return path.stat().st_size
-    total = 0
+    sizes: dict[tuple[int, int], int] = {}
     for root, _dirs, files in os.walk(path):
         for name in files:
             with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, name)).st_size
-    return total
+                stat = os.lstat(os.path.join(root, name))
+                if not (unshared_only and stat.st_nlink > 1):
+                    sizes[(stat.st_dev, stat.st_ino)] = stat.st_size
+    return sum(sizes.values())
 
 
 def _ended(record: JobRecord) -> datetime:
@@ -104,7 +110,7 @@ def plan_prune(store: JobStore, home: Path, *, older_than: timedelta | None, nam
         owned = _owned_by(directory, record.run_token)
         plan.jobs.append(PrunedJob(key, directory if owned else None, record.project, record.job_id,
                                    record.state.value, record.job.end_time, store.log_bytes(key),
-                                   tree_bytes(directory) if owned else 0))
+                                   tree_bytes(directory, unshared_only=True) if owned else 0))
         training_input = record.job.training_input
         if training_input is None:
             continue
