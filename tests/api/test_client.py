@@ -124,7 +124,7 @@ def test_through_the_emulator_with_the_vertex_backend(emulator: Emulator, traine
     assert client.wait("api_vertex_sleep", timeout=60).state == JobState.CANCELLED
     with pytest.raises(aiptrain.JobAlreadyFinished):
         client.cancel("api_vertex_sleep")
-    assert sorted(job.job_id for job in client.list()) == ["api_vertex", "api_vertex_sleep"]
+    assert sorted(str(job.job_id) for job in client.list()) == ["api_vertex", "api_vertex_sleep"]
     assert [job.job_id for job in client.list(filter="labels.via=vertex")] == ["api_vertex"]
     with pytest.raises(aiptrain.NotFound):
         client.get("api_vertex_nobody")
