@@ -4,11 +4,11 @@ A CustomJob is reverse-translated into an ml v1 Job (worker pools -> a CUSTOM ti
 package spec -> packages, module and args, the output directory -> the job dir) and run by the
 engine; its state is reported with Vertex's JOB_STATE_* names. Refused with 400
 FAILED_PRECONDITION, because a local job cannot honour them: pools running different Python
-programs, a job mixing containers and Python packages, and a container pool's own environment
-variables. Container pools (`containerSpec`) run as containers (`replicas.containers`): each pool
-its image, command and args; the submit checks of the local backend (an engine, the image here)
-apply. A Python package pool's environment variables (`env`) reach its replicas, under the
-service's own (TF_CONFIG, CLOUD_ML_JOB_ID, AIP_*).
+programs, and a job mixing containers and Python packages. Container pools (`containerSpec`) run as
+containers (`replicas.containers`): each pool its image, command and args; the submit checks of the
+local backend (an engine, the image here) apply. A pool's environment variables (`env`, of a
+container or a Python package) reach its replicas, under the service's own (TF_CONFIG,
+CLOUD_ML_JOB_ID, AIP_*).
 Placement-only fields (network, reserved IP ranges, persistent resources, scheduling strategy,
 TensorBoard, ...) are accepted and have no effect on a local run.
 

@@ -83,6 +83,8 @@ def test_through_the_emulator_with_the_mlv1_backend(emulator: Emulator, trainer_
     assert client.wait("api_remote", timeout=120).state == JobState.SUCCEEDED
     assert "line 1 from chief-0" in [entry.message for entry in client.logs("api_remote")]
     assert [job.job_id for job in client.list()] == ["api_remote"]
+    with pytest.raises(aiptrain.JobAlreadyFinished):  # the service's FAILED_PRECONDITION, as the local engine says it
+        client.cancel("api_remote")
 
 
 def test_import_aiptrain_stays_light() -> None:
@@ -93,3 +95,51 @@ def test_import_aiptrain_stays_light() -> None:
             "print(sorted(heavy))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_through_the_emulator_with_the_vertex_backend(emulator: Emulator, trainer_sdist: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same calls on the vertex backend: a CustomJob each, read back as ml v1 jobs."""
+    monkeypatch.setenv("AIPTRAIN_API_TOKEN", emulator.token or "")
+    uri = emulator.stage(trainer_sdist, "gs://api-bucket/packages/vertex-trainer.tar.gz")
+    client = aiptrain.Client(backend="vertex", project="api-vertex", region="us-central1",
+                             api_endpoint=emulator.url)
+    created = client.submit("api_vertex", packages=[uri], module_name="trainer.task", runtime_version="2.11",
+                            args=["--lines", "2"], labels={"via": "vertex"})
+    assert created.job_id == "api_vertex"
+    streamed: list[LogEntry] = []
+    ended = client.wait("api_vertex", timeout=120, on_entry=streamed.append)
+    assert ended.state == JobState.SUCCEEDED, ended.error_message
+    assert "line 1 from chief-0" in [entry.message for entry in client.logs("api_vertex")]
+    assert "line 1 from chief-0" in [entry.message for entry in streamed]
+    assert client.get("api_vertex").labels == {"via": "vertex"}
+    # The job really is a Vertex AI CustomJob of the emulator, not an ml v1 job.
+    assert emulator.engine().vertex_job_ids("api-vertex")
+
+    client.submit("api_vertex_sleep", packages=[uri], module_name="trainer.task", runtime_version="2.11",
+                  args=["--sleep", "120"])
+    with pytest.raises(aiptrain.WaitTimedOut):
+        client.wait("api_vertex_sleep", timeout=0.5)
+    client.cancel("api_vertex_sleep")
+    assert client.wait("api_vertex_sleep", timeout=60).state == JobState.CANCELLED
+    with pytest.raises(aiptrain.JobAlreadyFinished):
+        client.cancel("api_vertex_sleep")
+    assert sorted(str(job.job_id) for job in client.list()) == ["api_vertex", "api_vertex_sleep"]
+    assert [job.job_id for job in client.list(filter="labels.via=vertex")] == ["api_vertex"]
+    with pytest.raises(aiptrain.NotFound):
+        client.get("api_vertex_nobody")
+
+
+def test_the_vertex_backend_warns_when_the_python_changes(emulator: Emulator, trainer_sdist: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runtime 1.15 ran Python 2.7 by default; Vertex AI's 1.15 images run Python 3.7, and `submit`
+    says so as an AiptrainWarning (the job is still created)."""
+    monkeypatch.setenv("AIPTRAIN_API_TOKEN", emulator.token or "")
+    uri = emulator.stage(trainer_sdist, "gs://api-bucket/packages/vertex-trainer.tar.gz")
+    client = aiptrain.Client(backend="vertex", project="api-vertex-py", region="us-central1",
+                             api_endpoint=emulator.url)
+    with pytest.warns(aiptrain.AiptrainWarning, match="runs Python 3.7, not 2.7"):
+        client.submit("api_vertex_py27", packages=[uri], module_name="trainer.task", runtime_version="1.15",
+                      args=["--sleep", "120"])
+    client.cancel("api_vertex_py27")
+    assert client.wait("api_vertex_py27", timeout=60).state == JobState.CANCELLED

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from aiptrain.packaging import build_package
-from tests.fixtures.emulator import Emulator, make_trainer_project, running_emulator
+from tests.fixtures.emulator import Emulator, make_trainer_project, running_emulator, wait_until
 
 aiplatform = pytest.importorskip("google.cloud.aiplatform")
 
@@ -35,6 +35,7 @@ SDK_TRAINER = textwrap.dedent(f'''
     import json
     import os
     import sys
+    import time
 
     print("pool-env=%s" % os.environ.get("POOL_SETTING"), flush=True)
     print("gpus=%s" % os.environ.get("CUDA_VISIBLE_DEVICES"), flush=True)
@@ -44,6 +45,9 @@ SDK_TRAINER = textwrap.dedent(f'''
         with open(metric_file, "a") as stream:
             for step, loss in enumerate({LOSSES!r}):
                 stream.write(json.dumps({{"loss": loss, "global_step": step}}) + "\\n")
+    if "--sleep" in sys.argv:
+        print("sleeping", flush=True)
+        time.sleep(float(sys.argv[sys.argv.index("--sleep") + 1]))
 ''')
 
 NVIDIA_SMI = "#!/bin/sh\n[ \"$1\" = -L ] || exit 3\necho 'GPU 0: Tesla T4 (UUID: GPU-5d6f1c3a)'\n"
@@ -202,6 +206,41 @@ def test_custom_python_package_training_job_runs_as_a_pipeline(sdk_emulator: Emu
     assert "pool-env=p" in lines
     listed = [pipeline.resource_name for pipeline in aiplatform.CustomPythonPackageTrainingJob.list()]
     assert job.resource_name in listed
+
+
+def test_cancelling_a_pipeline_cancels_its_backing_custom_job(sdk_emulator: Emulator) -> None:
+    init_sdk(sdk_emulator)
+    job = aiplatform.CustomPythonPackageTrainingJob(
+        display_name="sdk-cancel-pipeline", python_package_gcs_uri=PACKAGE, python_module_name="trainer.task",
+        container_uri=CPU_IMAGE)
+    job.run(args=["--sleep", "600"], replica_count=1, machine_type="n1-standard-4",
+            base_output_dir="gs://sdk-bucket/out/cancel", sync=False)
+    job.wait_for_resource_creation()
+    backing = aiplatform.CustomPythonPackageTrainingJob.get(job.resource_name).gca_resource.training_task_metadata[
+        "backingCustomJob"]
+    engine_id = f"customjob_{backing.rsplit('/', 1)[-1]}"
+    wait_until(lambda: "sleeping" in job_output(sdk_emulator, engine_id), timeout=120, what="the trainer to start")
+    assert aiplatform.CustomPythonPackageTrainingJob.get(job.resource_name).state == (
+        aiplatform.gapic.PipelineState.PIPELINE_STATE_RUNNING)
+    job.cancel()
+    with pytest.raises(RuntimeError, match="Training failed"):
+        job.wait()  # the SDK's run() raises for a pipeline that ended with an error: CANCELLED is one
+    assert job.state == aiplatform.gapic.PipelineState.PIPELINE_STATE_CANCELLED
+    assert aiplatform.CustomJob.get(backing).state == aiplatform.gapic.JobState.JOB_STATE_CANCELLED
+    assert job.gca_resource.end_time is not None
+    # The trainer's process went with it.
+    replicas = sdk_emulator.engine().processes(PROJECT, engine_id).replicas
+    assert replicas and all(not _alive(replica.pid) for replica in replicas)
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_a_pipeline_with_a_managed_dataset_or_automl_is_refused(sdk_emulator: Emulator) -> None:

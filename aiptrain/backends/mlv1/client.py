@@ -38,6 +38,7 @@ from aiptrain.errors import (
     AiptrainError,
     AlreadyExists,
     EndpointUnreachable,
+    JobAlreadyFinished,
     NotFound,
     OperationalError,
     PermissionDenied,
@@ -365,8 +366,10 @@ def translate_http_error(error: Any, *, what: str) -> AiptrainError:
         return PermissionDenied(text, hint="check that the API is enabled and that your account has the "
                                 "needed role in this project")
     if status == 400 and code_name == "FAILED_PRECONDITION":
-        # The resource is in the wrong state (e.g. cancelling an ended job): not bad input, and
-        # the local engine says the same with exit 1.
+        # The resource is in the wrong state: not bad input, and the local engine says the same with
+        # exit 1. A cancel is refused so only for a job that already ended (ml v1 and Vertex AI alike).
+        if what.endswith(".cancel"):
+            return JobAlreadyFinished(text)
         return OperationalError(text)
     if status == 400:
         problems = field_violations(payload)
