@@ -161,8 +161,6 @@ def create_app(
                      methods=[method])
 
     jobs = "/v1/projects/{project}/jobs"
-    custom = "/v1/projects/{project}/locations/{location}/customJobs"
-    tuning = "/v1/projects/{project}/locations/{location}/hyperparameterTuningJobs"
     routes = [
         route(f"{jobs}/{{job_id}}:cancel", "POST",
               lambda p, q, b: mlv1_api.cancel_job(services, p["project"], p["job_id"], b)),
@@ -171,31 +169,14 @@ def create_app(
         route(f"{jobs}/{{job_id}}", "GET", lambda p, q, b: mlv1_api.get_job(services, p["project"], p["job_id"])),
         route(f"{jobs}/{{job_id}}", "PATCH",
               lambda p, q, b: mlv1_api.patch_job(services, p["project"], p["job_id"], q, b)),
-        route(f"{custom}/{{custom_job}}:cancel", "POST",
-              lambda p, q, b: vertex_api.cancel_custom_job(services, p["project"], p["location"],
-                                                           p["custom_job"], b)),
-        route(custom, "POST",
-              lambda p, q, b: vertex_api.create_custom_job(services, p["project"], p["location"], b),
-              f"{V1}CustomJob"),
-        route(custom, "GET",
-              lambda p, q, b: vertex_api.list_custom_jobs(services, p["project"], p["location"], q),
-              f"{V1}ListCustomJobsResponse"),
-        route(f"{custom}/{{custom_job}}", "GET",
-              lambda p, q, b: vertex_api.get_custom_job(services, p["project"], p["location"],
-                                                        p["custom_job"]), f"{V1}CustomJob"),
-        route(f"{tuning}/{{tuning_job}}:cancel", "POST",
-              lambda p, q, b: tuning_api.cancel_tuning_job(services, p["project"], p["location"],
-                                                           p["tuning_job"], b)),
-        route(tuning, "POST",
-              lambda p, q, b: tuning_api.create_tuning_job(services, p["project"], p["location"], b),
-              f"{V1}HyperparameterTuningJob"),
-        route(tuning, "GET",
-              lambda p, q, b: tuning_api.list_tuning_jobs(services, p["project"], p["location"], q),
-              f"{V1}ListHyperparameterTuningJobsResponse"),
-        route(f"{tuning}/{{tuning_job}}", "GET",
-              lambda p, q, b: tuning_api.get_tuning_job(services, p["project"], p["location"],
-                                                        p["tuning_job"]), f"{V1}HyperparameterTuningJob"),
-        *_pipeline_routes(route, services),
+        *_collection_routes(route, services, "customJobs", "custom_job", "CustomJob", vertex_api.cancel_custom_job,
+                            vertex_api.create_custom_job, vertex_api.list_custom_jobs, vertex_api.get_custom_job),
+        *_collection_routes(route, services, "hyperparameterTuningJobs", "tuning_job", "HyperparameterTuningJob",
+                            tuning_api.cancel_tuning_job, tuning_api.create_tuning_job, tuning_api.list_tuning_jobs,
+                            tuning_api.get_tuning_job),
+        *_collection_routes(route, services, "trainingPipelines", "pipeline", "TrainingPipeline",
+                            pipelines_api.cancel_training_pipeline, pipelines_api.create_training_pipeline,
+                            pipelines_api.list_training_pipelines, pipelines_api.get_training_pipeline),
         route("/v2/entries:list", "POST", lambda p, q, b: logging_api.list_entries(services, b)),
     ]
     # The console in the browser (`/`, `/console/...`); its login is the guard's for console paths.
@@ -206,21 +187,19 @@ def create_app(
     return RequestGuard(Starlette(routes=routes), token=token, bind_host=bind_host, console=ConsoleLogin(token))
 
 
-def _pipeline_routes(route: Callable[..., Route], services: Services) -> list[Route]:
-    pipelines = "/v1/projects/{project}/locations/{location}/trainingPipelines"
+def _collection_routes(route: Callable[..., Route], services: Services, collection: str, item: str, resource: str,
+                       cancel: Callable[..., Any], create: Callable[..., Any], list_: Callable[..., Any],
+                       get: Callable[..., Any]) -> list[Route]:
+    """The four routes every Vertex AI job collection has (cancel, create, list, get), answered as
+    the resource `resource` of aiplatform v1."""
+    many = f"/v1/projects/{{project}}/locations/{{location}}/{collection}"
+    one = f"{many}/{{{item}}}"
     return [
-        route(f"{pipelines}/{{pipeline}}:cancel", "POST",
-              lambda p, q, b: pipelines_api.cancel_training_pipeline(services, p["project"], p["location"],
-                                                                     p["pipeline"], b)),
-        route(pipelines, "POST",
-              lambda p, q, b: pipelines_api.create_training_pipeline(services, p["project"], p["location"], b),
-              f"{V1}TrainingPipeline"),
-        route(pipelines, "GET",
-              lambda p, q, b: pipelines_api.list_training_pipelines(services, p["project"], p["location"], q),
-              f"{V1}ListTrainingPipelinesResponse"),
-        route(f"{pipelines}/{{pipeline}}", "GET",
-              lambda p, q, b: pipelines_api.get_training_pipeline(services, p["project"], p["location"],
-                                                                  p["pipeline"]), f"{V1}TrainingPipeline"),
+        route(f"{one}:cancel", "POST", lambda p, q, b: cancel(services, p["project"], p["location"], p[item], b)),
+        route(many, "POST", lambda p, q, b: create(services, p["project"], p["location"], b), f"{V1}{resource}"),
+        route(many, "GET", lambda p, q, b: list_(services, p["project"], p["location"], q),
+              f"{V1}List{resource}sResponse"),
+        route(one, "GET", lambda p, q, b: get(services, p["project"], p["location"], p[item]), f"{V1}{resource}"),
     ]
 
 
