@@ -19,6 +19,7 @@ import pytest
 
 from aiptrain.packaging import build_package
 from tests.fixtures.emulator import Emulator, make_trainer_project, running_emulator, wait_until
+from tests.fixtures.sdk_over_grpc import run_over_grpc
 
 aiplatform = pytest.importorskip("google.cloud.aiplatform")
 
@@ -295,6 +296,28 @@ def test_custom_training_job_stages_its_script_through_gcs(tmp_path: Path, fake_
         backing = job.gca_resource.training_task_metadata["backingCustomJob"].rsplit("/", 1)[-1]
         lines = [entry.message for entry in server.engine().logs(PROJECT, f"customjob_{backing}")]
         assert "script ran with --epochs 1" in lines
+
+
+def test_custom_training_job_stages_its_script_through_gcs_over_grpc(tmp_path: Path, fake_gcs: Any) -> None:
+    """The same over gRPC, in a process of its own: this emulator has its own certificate, which a
+    process that already trusted another one cannot take (tests/fixtures/sdk_over_grpc.py)."""
+    bucket = fake_gcs.make_bucket()
+    script = tmp_path / "task.py"
+    script.write_text("import sys\nprint('grpc script ran with', ' '.join(sys.argv[1:]), flush=True)\n")
+    gcs_env = {"STORAGE_EMULATOR_HOST": fake_gcs.endpoint}
+    with running_emulator(tmp_path / "home", env=gcs_env, grpc=True) as server:
+        report = run_over_grpc(server, "script_job", {
+            "project": PROJECT, "location": LOCATION, "staging_bucket": f"{bucket}/staging",
+            "display_name": "sdk-script-grpc", "script": str(script), "image": CPU_IMAGE,
+            "args": ["--epochs", "2"], "base_output_dir": f"{bucket}/out"}, env=gcs_env)
+        assert report["model"] is None
+        assert report["state"] == "PIPELINE_STATE_SUCCEEDED"
+        assert report["backing_state"] == "JOB_STATE_SUCCEEDED"
+        assert report["image_uri"] == CPU_IMAGE
+        assert report["listed"]
+        backing = report["backing"].rsplit("/", 1)[-1]
+        lines = [entry.message for entry in server.engine().logs(PROJECT, f"customjob_{backing}")]
+        assert "grpc script ran with --epochs 2" in lines
 
 
 # -- the SDK's default transport: gRPC ------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The Vertex AI SDK's `CustomContainerTrainingJob` against a real `local serve` whose jobs run on
 the suite's Docker daemon (the `containers` marker): the pipeline's backing CustomJob runs the image
-with the SDK's command, args and variables, and a container that fails fails the pipeline."""
+with the SDK's command, args and variables, on either transport, and a container that fails fails
+the pipeline."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.fixtures.containers import SuiteDocker, SuiteImages
 from tests.fixtures.emulator import Emulator, running_emulator
+from tests.fixtures.sdk_over_grpc import run_over_grpc
 
 aiplatform = pytest.importorskip("google.cloud.aiplatform")
 
@@ -27,7 +29,7 @@ def emulator_on_docker(tmp_path: Path, docker: SuiteDocker) -> Iterator[Emulator
     from google.oauth2.credentials import Credentials
 
     env = {"DOCKER_HOST": docker.host, "AIPTRAIN_CONTAINER_ENGINE": "docker"}
-    with running_emulator(tmp_path / "home", env=env) as server:
+    with running_emulator(tmp_path / "home", env=env, grpc=True) as server:
         aiplatform.init(project=PROJECT, location=LOCATION, api_endpoint=server.url.rstrip("/"),
                         api_transport="rest", credentials=Credentials(token=server.token),
                         staging_bucket="gs://sdk-containers/staging")
@@ -68,3 +70,22 @@ def test_a_failing_container_fails_the_pipeline(emulator_on_docker: Emulator, im
     assert job.state == aiplatform.gapic.PipelineState.PIPELINE_STATE_FAILED
     assert "exited with a non-zero status of 3" in job.gca_resource.error.message
     assert aiplatform.CustomJob.get(_backing_job(job)).state == aiplatform.gapic.JobState.JOB_STATE_FAILED
+
+
+def test_custom_container_training_job_runs_the_image_over_grpc(emulator_on_docker: Emulator,
+                                                                images: SuiteImages) -> None:
+    """The SDK's default transport, in a process of its own (tests/fixtures/sdk_over_grpc.py)."""
+    report = run_over_grpc(emulator_on_docker, "container_job", {
+        "project": PROJECT, "location": LOCATION, "staging_bucket": "gs://sdk-containers/staging",
+        "display_name": "sdk-container-grpc", "image": images["shell"], "command": ["sh", "-c", SCRIPT, "sh"],
+        "args": ["--epochs", "3"], "base_output_dir": "gs://sdk-containers/grpc", "env": {"COLOUR": "plum"}})
+    assert report["model"] is None  # no model to upload
+    assert report["state"] == "PIPELINE_STATE_SUCCEEDED"
+    assert report["backing_state"] == "JOB_STATE_SUCCEEDED"
+    assert report["image_uri"] == images["shell"]
+    assert report["command"] == ["sh", "-c", SCRIPT, "sh"]
+    assert report["listed"]
+    assert "host=master-replica-0 colour=plum model=gs://sdk-containers/grpc/model/ args=--epochs 3" in _output(
+        emulator_on_docker, report["backing"])
+    # The same pipeline, read over REST by this process: one store behind both transports.
+    assert aiplatform.CustomJob.get(report["backing"]).state == aiplatform.gapic.JobState.JOB_STATE_SUCCEEDED
