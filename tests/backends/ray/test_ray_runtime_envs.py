@@ -107,7 +107,9 @@ def catalog_with_extra_package(directory: Path, requirement: str) -> Path:
     shutil.copy(catalog_path(), directory / "scale_tiers.yaml")
     runtimes = yaml.safe_load(runtimes_path(catalog_path()).read_text())
     runtime = runtimes["runtime_versions"]["1.15"]
-    runtime["packages"] = [*runtime["packages"], requirement]
+    named = runtime["packages"]  # a package set's name, or the list itself
+    packages = runtimes["package_sets"][named]["packages"] if isinstance(named, str) else named
+    runtime["packages"] = [*packages, requirement]
     (directory / "runtimes.yaml").write_text(yaml.safe_dump(runtimes))
     return directory / "scale_tiers.yaml"
 
