@@ -16,6 +16,7 @@ the first job with given packages pays for the install, and all of them share it
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import functools
 import os
@@ -30,6 +31,7 @@ from typing import Literal
 from aiptrain.environments import install_cache, overlay, pip_fallback, trainer_install
 from aiptrain.environments.dated_index import DatedIndex
 from aiptrain.environments.for_job import interpreter_problem
+from aiptrain.environments.stall import StallWatch, stall_limit
 from aiptrain.environments.store import Environment
 from aiptrain.environments.uv import uv_environment
 from aiptrain.errors import UsageError
@@ -44,6 +46,7 @@ from aiptrain.storage.local import local_path_for
 class CommandResult:
     returncode: int | None  # None: stopped because the job was cancelled
     tail: list[str]
+    stalled: str | None = None  # why it was stopped as stalled (`stall`), its return code then 1
 
 
 def package_path(uri: str, storage_root: Path) -> Path:
@@ -69,8 +72,10 @@ def run_logged_command(
     kill_grace: float,
     task_name: str = SERVICE_TASK,
     installer: bool = False,
+    stall_seconds: float = 0.0,
 ) -> CommandResult:
-    """Run a helper command, logging each output line under `task_name`; stop it on `stop`.
+    """Run a helper command, logging each output line under `task_name`; stop it on `stop`, or
+    when it shows no progress for `stall_seconds` (`stall`; 0: never).
     `installer`: uv or pip, which report their progress on stderr (logged as INFO, but their
     errors and warnings)."""
     tail = OutputTail()
@@ -87,11 +92,15 @@ def run_logged_command(
     ]
     for pump in pumps:
         pump.start()
+    watch = StallWatch(process.pid, stall_seconds)
     try:
         while not process.has_exited():
             if stop.wait(0.05):
                 stop_processes([process], kill_grace)
                 return CommandResult(None, tail.lines())
+            if watch.check():
+                stop_processes([process], kill_grace)
+                return CommandResult(1, tail.lines(), stalled=watch.explain(Path(argv[0]).name))
         returncode = process.reap()
     finally:
         if process.popen.returncode is None:
@@ -199,8 +208,18 @@ class _Install:
         self.sink.emit(SERVICE_TASK, "INFO", message)
 
     def run(self, argv: list[str], env: dict[str, str], cwd: Path) -> CommandResult:
-        return run_logged_command(argv, env=env, cwd=cwd, sink=self.sink, stop=self.stop, kill_grace=self.kill_grace,
-                                  installer=True)
+        """The installer, and once more if it stalled (a stuck connection or lock rarely sticks twice)."""
+        limit = stall_limit(self.env)
+        result = run_logged_command(argv, env=env, cwd=cwd, sink=self.sink, stop=self.stop,
+                                    kill_grace=self.kill_grace, installer=True, stall_seconds=limit)
+        if result.stalled is None:
+            return result
+        self.sink.emit(SERVICE_TASK, "WARNING", f"{result.stalled}; it was stopped and runs once more.")
+        again = run_logged_command(argv, env=env, cwd=cwd, sink=self.sink, stop=self.stop,
+                                   kill_grace=self.kill_grace, installer=True, stall_seconds=limit)
+        if again.stalled is not None:
+            return dataclasses.replace(again, stalled=f"{again.stalled} (it stalled twice)")
+        return again
 
     def on_runtime(self, uris: list[str], paths: list[Path], environment: Environment,
                    day: ResolveDay) -> list[install_cache.CachedInstall] | str | None:
@@ -314,6 +333,8 @@ class _Install:
             return None
         if result.returncode == 0:
             return True
+        if result.stalled is not None:
+            return f"Installing the trainer package {package.name} failed: {result.stalled}."
         lines = result.tail
         mismatch = trainer_install.python_mismatch(lines, environment)
         if mismatch is not None:

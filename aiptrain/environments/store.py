@@ -53,6 +53,7 @@ from typing import Any
 from aiptrain.cache_eviction import mark_used, remove_unused
 from aiptrain.environments.pip_config import pip_settings
 from aiptrain.environments.resolution import RuntimeResolution, package_label
+from aiptrain.environments.stall import StallWatch, stall_limit
 from aiptrain.environments.uv import environment_python, failure_reason, uv_binary, uv_environment
 from aiptrain.job.era import first_instant_after
 from aiptrain.replicas.processes import dying_with_this_thread
@@ -328,21 +329,27 @@ class EnvironmentStore:
         try:
             with log_path.open("w", encoding="utf-8") as log:
                 steps = [
-                    [uv, "venv", "--quiet", "--seed", "--relocatable", "--python", python, str(staging)],
+                    [uv, "venv", "--quiet", "--clear", "--seed", "--relocatable", "--python", python, str(staging)],
                     [uv, "pip", "install", "--python", environment_python(staging), "--config-file", str(config),
                      *as_of_arguments(resolution.cutoff), *packages],
                 ]
                 for argv in steps:
                     if "--config-file" in argv:  # uv venv wants an empty directory: written after it
                         config.write_text(uv_config_text(resolution.dependency_metadata))
-                    lines = _run(argv, env=env, log=log, progress=progress, stop=stop)
+                    try:
+                        lines = _run_once_more_if_stalled(argv, env=env, log=log, progress=progress, stop=stop)
+                    except _Stalled as stalled:
+                        raise EnvironmentBuildFailed(
+                            f"Building the environment of runtime {resolution.version} failed: {stalled} "
+                            f"(it stalled twice; full log: {log_path}).", log_path,
+                        ) from None
                     if lines is None:
                         raise BuildCancelled
                     if lines[0] != 0:
                         reason = _killed(lines[0]) or failure_reason(lines[1])
                         raise EnvironmentBuildFailed(
                             f"Building the environment of runtime {resolution.version} failed: {reason} "
-                            f"(full log: {log_path}).", log_path,
+                            f"full log: {log_path}).", log_path,
                         )
                 frozen = subprocess.run(
                     [uv, "pip", "freeze", "--python", environment_python(staging)],
@@ -425,13 +432,36 @@ class _HeldLock:
         self._handle.close()
 
 
-def _run(
+class _Stalled(Exception):
+    """A uv step showed no progress for the stall limit (`stall`), and was killed."""
+
+    def __init__(self, watch: StallWatch) -> None:
+        super().__init__(watch.explain("uv"))
+
+
+def _run_once_more_if_stalled(
     argv: list[str], *, env: dict[str, str], log: Any, progress: Progress, stop: threading.Event | None
 ) -> tuple[int, list[str]] | None:
+    """`_run`, and once more if uv stalled (a stuck connection or lock rarely sticks twice);
+    `_Stalled` if it stalls again."""
+    limit = stall_limit(env)
+    try:
+        return _run(argv, env=env, log=log, progress=progress, stop=stop, limit=limit)
+    except _Stalled as stalled:
+        log.write(f"# {stalled}\n")
+        log.flush()
+        progress(f"{stalled}; it was stopped and runs once more.")
+    return _run(argv, env=env, log=log, progress=progress, stop=stop, limit=limit)
+
+
+def _run(
+    argv: list[str], *, env: dict[str, str], log: Any, progress: Progress, stop: threading.Event | None,
+    limit: float = 0.0,
+) -> tuple[int, list[str]] | None:
     """Run one uv step, its output into `log` and (except per-package lines) into `progress`;
-    (exit code, output lines), or None when `stop` was set (the step is killed). The step dies
-    with the thread that runs it: a builder that is killed (a Ray actor whose job was stopped)
-    leaves no uv behind."""
+    (exit code, output lines), or None when `stop` was set (the step is killed); `_Stalled` when
+    it showed no progress for `limit` seconds (killed). The step dies with the thread that runs
+    it: a builder that is killed (a Ray actor whose job was stopped) leaves no uv behind."""
     log.write("$ " + " ".join(argv) + "\n")
     log.flush()
     process = subprocess.Popen(
@@ -453,6 +483,7 @@ def _run(
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
+    stalled = StallWatch(process.pid, limit)
     while process.poll() is None:
         if stop is not None and stop.wait(0.1):
             _kill_group(process)
@@ -460,6 +491,10 @@ def _run(
             return None
         if stop is None:
             time.sleep(0.1)
+        if stalled.check():
+            _kill_group(process)
+            reader.join(5)
+            raise _Stalled(stalled)
     reader.join(5)
     return process.returncode, lines
 

@@ -25,9 +25,10 @@ from aiptrain.environments.resolution import resolve_version
 from aiptrain.environments.store import Environment, EnvironmentStore
 from aiptrain.job.catalog import load_catalog
 from tests.fixtures.engine import engine, home, quick_settings
+from tests.fixtures.held_index import held_index
 from tests.fixtures.local_jobs import package_uri, trainer_sdist
 
-__all__ = ["engine", "home", "package_uri", "quick_settings", "trainer_sdist"]
+__all__ = ["engine", "held_index", "home", "package_uri", "quick_settings", "trainer_sdist"]
 
 TRAINERS = Path(__file__).parent / "trainers"
 AIPTRAIN = [str(Path(sys.executable).parent / "aiptrain")]  # the console script of this venv

@@ -8,9 +8,6 @@ directory made, `uv pip install` waiting) the moment the index is first asked.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -20,44 +17,12 @@ from aiptrain.environments.store import BuildCancelled, Environment, Environment
 from aiptrain.job.spec import JobState
 from aiptrain.replicas.processes import TOKEN_VARIABLE, tokened_processes
 from tests.fixtures.engine import wait_until
+from tests.fixtures.held_index import HeldIndex
 
 from .conftest import aiptrain, describe, submit
 from .test_environment_store import small_resolution
 
 PROJECT = "local-project"
-
-
-@dataclass
-class HeldIndex:
-    """A package index on loopback that holds every request until `release` is set."""
-
-    url: str
-    reached: threading.Event = field(default_factory=threading.Event)
-    release: threading.Event = field(default_factory=threading.Event)
-
-
-@pytest.fixture
-def held_index() -> Iterator[HeldIndex]:
-    index = HeldIndex(url="")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            index.reached.set()
-            index.release.wait(120)
-            self.send_error(404)
-
-        def log_message(self, *_args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    index.url = f"http://127.0.0.1:{server.server_address[1]}/simple"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield index
-    index.release.set()
-    server.shutdown()
-    server.server_close()
 
 
 def published(root: Path) -> list[str]:

@@ -46,6 +46,7 @@ from aiptrain.backends.local.store_errors import is_out_of_space, note
 from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
 from aiptrain.environments.for_job import JobEnvironmentFailed, environment_for_job, job_day, ran_in
 from aiptrain.environments.preparation import install_packages
+from aiptrain.environments.stall import stall_limit
 from aiptrain.environments.store import BuildCancelled
 from aiptrain.errors import AiptrainError
 from aiptrain.gcs_endpoint.metadata import vm_identity
@@ -172,6 +173,7 @@ class Supervisor:
         try:
             settings = ReplicaSettings.from_env()
             era.check_setting(os.environ)  # a `local serve` that took the job over REST has not checked it
+            stall_limit(os.environ)
         except AiptrainError as error:
             self._finish(ReplicaSetOutcome(JobState.FAILED, f"{error.message} ({error.hint})"))
             return

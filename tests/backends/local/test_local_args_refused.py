@@ -34,3 +34,17 @@ def test_submit_with_a_dotdot_argument_exits_2_naming_it_and_creates_nothing(tmp
     listed = subprocess.run([sys.executable, "-m", "aiptrain", "jobs", "list", "--format", "json"],
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed.stdout
+
+
+def test_a_bad_install_stall_setting_exits_2_naming_it_and_creates_nothing(tmp_path: Path) -> None:
+    package = make_trainer_project(tmp_path / "project")
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIPTRAIN_")}
+    env.update({"AIPTRAIN_HOME": str(home), "NO_COLOR": "1", "AIPTRAIN_INSTALL_STALL_SECONDS": "a while"})
+    result = subprocess.run(
+        [sys.executable, "-m", "aiptrain", "jobs", "submit", "training", "stall_setting", "--package-path",
+         str(package), "--module-name", "trainer.task", "--region", "us-central1"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "AIPTRAIN_INSTALL_STALL_SECONDS='a while' is not a number of seconds" in result.stderr
+    assert not home.exists() or not any(home.rglob("*.tar.gz"))

@@ -12,13 +12,13 @@ from aiptrain.backends.base import BackendSettings
 from aiptrain.backends.ray.backend import RayBackend
 from aiptrain.backends.ray.driver import actor_name
 from tests.backends.ray.cluster import RayCluster
+from tests.fixtures.timed_run import run_or_explain
 
 JOB_TIMEOUT = 300
 
 
 def aiptrain(*args: str, timeout: float = JOB_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "aiptrain", *args], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ))
+    return run_or_explain([sys.executable, "-m", "aiptrain", *args], timeout=timeout, env=dict(os.environ))
 
 
 def backend(cluster: RayCluster) -> RayBackend:

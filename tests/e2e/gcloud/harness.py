@@ -25,6 +25,7 @@ from typing import Any
 
 from tests.fixtures.emulator import make_trainer_project
 from tests.fixtures.proxy import RecordingProxy
+from tests.fixtures.timed_run import run_or_explain
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG_NAME = "aiptrain-test"
@@ -133,8 +134,8 @@ class GcloudSession:
     def run(self, *args: str, cwd: Path | None = None, timeout: float = GCLOUD_TIMEOUT,
             env: dict[str, str] | None = None) -> Result:
         argv = [self.gcloud, *args]
-        done = subprocess.run(argv, cwd=cwd or self.work, env={**self.env(), **(env or {})}, capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        done = run_or_explain(argv, cwd=cwd or self.work, env={**self.env(), **(env or {})}, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
         return Result(argv, done.returncode, done.stdout, done.stderr)
 
     def aiptrain(self, *args: str, backend: str = "mlv1") -> Result:
