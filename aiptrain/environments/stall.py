@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from aiptrain.errors import UsageError
 
 SETTING = "AIPTRAIN_INSTALL_STALL_SECONDS"
-DEFAULT_LIMIT = 180.0
+# uv itself gives up on a silent connection after about two minutes (four tries of 30 s): a longer
+# silence is one uv will not end.
+DEFAULT_LIMIT = 120.0
 # How often the group is looked at: cheap (a few small /proc reads per process).
 SAMPLE_SECONDS = 2.0
 

@@ -97,7 +97,7 @@ def test_waiting_for_a_lock_counts_as_the_holders_progress(
 
 
 def test_the_limit_is_read_and_checked() -> None:
-    assert stall_limit({}) == 180.0
+    assert stall_limit({}) == 120.0
     assert stall_limit({SETTING: "30"}) == 30.0
     assert StallWatch(1, stall_limit({SETTING: "0"})).check() is False  # 0: never
     for bad in ("soon", "-5"):
