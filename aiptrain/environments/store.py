@@ -349,7 +349,7 @@ class EnvironmentStore:
                         reason = _killed(lines[0]) or failure_reason(lines[1])
                         raise EnvironmentBuildFailed(
                             f"Building the environment of runtime {resolution.version} failed: {reason} "
-                            f"full log: {log_path}).", log_path,
+                            f"(full log: {log_path}).", log_path,
                         )
                 frozen = subprocess.run(
                     [uv, "pip", "freeze", "--python", environment_python(staging)],

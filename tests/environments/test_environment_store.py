@@ -99,6 +99,7 @@ def test_resolver_failure_names_the_package_and_leaves_no_environment(tmp_path: 
     message = failed.value.message
     assert message.startswith("Building the environment of runtime 2.11 failed: ")
     assert "six==0.0.42" in message and "unsatisfiable" in message
+    assert message.endswith(f"(full log: {failed.value.log}).")
     assert failed.value.log is not None and "six==0.0.42" in failed.value.log.read_text()
     assert [p.name for p in store.root.iterdir() if not p.name.startswith(".")] == []
     assert not list(store.root.glob(".tmp-*"))
