@@ -39,6 +39,7 @@ from typing import Any
 
 from aiptrain.backends.ray import joblog
 from aiptrain.backends.ray.node_preparation import READY
+from aiptrain.backends.ray.parent_watch import stop_with_parent
 from aiptrain.backends.ray.plan import PACKAGE_STORE_DIR, PAYLOAD_FILE
 from aiptrain.backends.ray.preparation_log import PreparationLog
 from aiptrain.job.catalog import load_catalog
@@ -450,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     # After ray.init, which installs a SIGTERM handler of its own that exits at once: `ray job stop`
     # must let the replicas be stopped and the job end with its own line.
     signal.signal(signal.SIGTERM, on_term)
+    stop_with_parent(lambda: on_term(signal.SIGTERM, None))
     try:
         outcome = Driver(payload, printer, stop).run(ray)
     except Exception as error:

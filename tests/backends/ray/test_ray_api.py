@@ -11,10 +11,22 @@ import aiptrain
 from aiptrain.job.logs import LogEntry
 from aiptrain.job.spec import JobState
 from tests.backends.ray.cluster import RayCluster
+from tests.backends.ray.harness import wait_until
 
 pytestmark = pytest.mark.ray_cluster
 
 RAY_TRAINER = Path(__file__).parent / "trainers" / "raytrainer"
+
+
+def _held_by(cluster: RayCluster, prefix: str) -> list[str]:
+    """The live actors and placement groups whose names start with `prefix`."""
+    from ray.util.state import list_actors, list_placement_groups
+
+    actors = [a.name or "" for a in list_actors(address=cluster.address, filters=[("state", "=", "ALIVE")])
+              if (a.name or "").startswith(prefix)]
+    groups = [g.name or "" for g in list_placement_groups(address=cluster.address, detail=True)
+              if (g.name or "").startswith(prefix) and g.state != "REMOVED"]
+    return actors + groups
 
 
 def _submit(client: aiptrain.Client, job_id: str, steps: int) -> None:
@@ -39,6 +51,9 @@ def test_the_python_api_on_the_ray_backend(on_cluster: RayCluster) -> None:
         client.wait("ray_api_cancel", timeout=0.5)
     client.cancel("ray_api_cancel")
     assert client.wait("ray_api_cancel", timeout=120).state == JobState.CANCELLED
+    # Cancelled while Ray was still starting it, the job leaves no replica actor or placement group behind.
+    wait_until(lambda: _held_by(on_cluster, "aiptrain-ray_api_cancel") == [], "the cancelled job's actors and bundles",
+               timeout=60)
     with pytest.raises(aiptrain.JobAlreadyFinished):
         client.cancel("ray_api_cancel")
     assert {"ray_api_ok", "ray_api_cancel"} <= {job.job_id for job in client.list(filter="labels.via=api")}
