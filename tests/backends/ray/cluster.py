@@ -61,6 +61,9 @@ def node_environment(bin_dir: Path = VENV_BIN) -> dict[str, str]:
         RAY_health_check_period_ms="1000",
         RAY_health_check_timeout_ms="3000",
         RAY_health_check_failure_threshold="5",
+        # A node registers with the head within 30 s by default; with TensorFlow tests on the other
+        # xdist worker a second node once took longer, and `ray start` gave up.
+        RAY_raylet_start_wait_time_s="120",
     )
     return env
 
