@@ -53,7 +53,7 @@ for version in "${versions[@]}"; do
 import json, sys
 plan = json.load(sys.stdin)
 assert plan["package"]["name"].startswith("keras2_lambda_trainer-0.1"), plan["package"]
-assert "TensorFlow 2.1.4 on Python 3.7" in plan["localRuntime"][0], plan["localRuntime"]
+assert "TensorFlow 2.1.0 on Python 3.7" in plan["localRuntime"][0], plan["localRuntime"]
 ' || fail "the dry run's plan"
   set +e
   refused=$("$cli" jobs submit training "py_refused" --package-path "$trainer" --module-name trainer.task \
@@ -68,7 +68,7 @@ assert "TensorFlow 2.1.4 on Python 3.7" in plan["localRuntime"][0], plan["localR
   "$venv/bin/python" -c '
 import json, sys
 report = json.load(open(sys.argv[1]))
-assert report["tensorflow"] == "2.1.4" and report["lambda_width"] == 4, report
+assert report["tensorflow"] == "2.1.0" and report["lambda_width"] == 4, report
 ' "$home/storage/pythons/$job/result.json" || fail "the job's result"
   echo "Python $version: CLI, dry run, refusal and a TensorFlow 2.1 job from $venv: ok" >&2
 done
