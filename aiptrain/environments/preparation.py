@@ -31,7 +31,7 @@ from typing import Literal
 from aiptrain.environments import install_cache, overlay, pip_fallback, trainer_install
 from aiptrain.environments.dated_index import DatedIndex
 from aiptrain.environments.for_job import interpreter_problem
-from aiptrain.environments.stall import StallWatch, stall_limit
+from aiptrain.environments.stall import StallWatch, once_more_if_stalled, stall_limit
 from aiptrain.environments.store import Environment
 from aiptrain.environments.uv import uv_environment
 from aiptrain.errors import UsageError
@@ -210,16 +210,13 @@ class _Install:
     def run(self, argv: list[str], env: dict[str, str], cwd: Path) -> CommandResult:
         """The installer, and once more if it stalled (a stuck connection or lock rarely sticks twice)."""
         limit = stall_limit(self.env)
-        result = run_logged_command(argv, env=env, cwd=cwd, sink=self.sink, stop=self.stop,
-                                    kill_grace=self.kill_grace, installer=True, stall_seconds=limit)
-        if result.stalled is None:
-            return result
-        self.sink.emit(SERVICE_TASK, "WARNING", f"{result.stalled}; it was stopped and runs once more.")
-        again = run_logged_command(argv, env=env, cwd=cwd, sink=self.sink, stop=self.stop,
-                                   kill_grace=self.kill_grace, installer=True, stall_seconds=limit)
-        if again.stalled is not None:
-            return dataclasses.replace(again, stalled=f"{again.stalled} (it stalled twice)")
-        return again
+        result = once_more_if_stalled(
+            lambda: run_logged_command(argv, env=env, cwd=cwd, sink=self.sink, stop=self.stop,
+                                       kill_grace=self.kill_grace, installer=True, stall_seconds=limit),
+            lambda attempt: attempt.stalled, lambda line: self.sink.emit(SERVICE_TASK, "WARNING", line))
+        if result.stalled is not None:
+            return dataclasses.replace(result, stalled=f"{result.stalled} (it stalled twice)")
+        return result
 
     def on_runtime(self, uris: list[str], paths: list[Path], environment: Environment,
                    day: ResolveDay) -> list[install_cache.CachedInstall] | str | None:

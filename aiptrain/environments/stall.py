@@ -11,8 +11,9 @@ from outside, in what the kernel counts for it (Linux `/proc`):
 - a process blocked on a file lock (`/proc/locks`) progresses as the lock's holder does: waiting
   for another job's build of the same wheel is not a stall while that build moves.
 
-No change for `limit` seconds is a stall. The callers kill the group, try once more, then fail
-with `StallWatch.explain()`'s line. `AIPTRAIN_INSTALL_STALL_SECONDS` sets the limit (0: never).
+No change for `limit` seconds is a stall. The callers kill the group, try once more
+(`once_more_if_stalled`), then fail with `StallWatch.explain()`'s line.
+`AIPTRAIN_INSTALL_STALL_SECONDS` sets the limit (0: never).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from aiptrain.errors import UsageError
 
@@ -47,6 +49,21 @@ def stall_limit(env: Mapping[str, str] | None = None) -> float:
     return value
 
 
+Result = TypeVar("Result")
+
+
+def once_more_if_stalled(attempt: Callable[[], Result], stall_of: Callable[[Result], str | None],
+                         say: Callable[[str], None]) -> Result:
+    """`attempt()`, and once more when `stall_of` its result names a stall (said first): a stuck
+    connection or lock rarely sticks twice. The second result is returned as it is."""
+    first = attempt()
+    reason = stall_of(first)
+    if reason is None:
+        return first
+    say(f"{reason}; it was stopped and runs once more.")
+    return attempt()
+
+
 def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
@@ -55,29 +72,21 @@ def _read(path: str) -> str:
         return ""
 
 
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        stat = _read(f"/proc/{name}/stat")
-        fields = stat.rpartition(")")[2].split()
-        if len(fields) > 2 and fields[2] == str(pgid):  # state, ppid, pgrp follow the command
-            members.append(int(name))
-    return members
+def _stat_fields(pid: str | int) -> list[str]:
+    """`/proc/PID/stat` after the command name: state, ppid, pgrp, ... (empty once it is gone)."""
+    return _read(f"/proc/{pid}/stat").rpartition(")")[2].split()
 
 
-def _group_of(pid: int) -> int | None:
-    fields = _read(f"/proc/{pid}/stat").rpartition(")")[2].split()
-    return int(fields[2]) if len(fields) > 2 else None
+def _processes() -> dict[int, list[str]]:
+    """Every process's stat fields, read once per sample."""
+    return {int(name): fields for name in os.listdir("/proc")
+            if name.isdigit() and len(fields := _stat_fields(name)) > 12}
 
 
-def _activity(pid: int) -> tuple[int, ...]:
-    """What grows while `pid` works: bytes read, bytes written, CPU ticks."""
+def _activity(pid: int, fields: list[str]) -> tuple[int, int, int]:
+    """What grows while `pid` works: bytes read, bytes written, CPU ticks (utime + stime)."""
     io = dict(line.split(":", 1) for line in _read(f"/proc/{pid}/io").splitlines() if ":" in line)
-    fields = _read(f"/proc/{pid}/stat").rpartition(")")[2].split()
-    cpu = int(fields[11]) + int(fields[12]) if len(fields) > 12 else 0  # utime, stime
-    return int(io.get("rchar", 0) or 0), int(io.get("wchar", 0) or 0), cpu
+    return int(io.get("rchar", 0) or 0), int(io.get("wchar", 0) or 0), int(fields[11]) + int(fields[12])
 
 
 @dataclass(frozen=True)
@@ -135,16 +144,20 @@ class StallWatch:
         return now - self._since >= self.limit
 
     def _sample(self) -> tuple[int, ...]:
-        members = _group_members(self.pgid)
+        processes = _processes()
+        group_of = {pid: fields[2] for pid, fields in processes.items()}
+        members = [pid for pid, group in group_of.items() if group == str(self.pgid)]
         locks = _Locks.read()
         holders = sorted({holder for pid in members if pid in locks.waiting
                           for holder in locks.holders.get(locks.waiting[pid], []) if holder not in members})
         self._holders = holders
         # A holder's helpers work for it (uv's build of a wheel, a child that downloads): its group counts.
-        helpers = {pid for group in {_group_of(holder) for holder in holders} if group for pid in _group_members(group)}
+        holder_groups = {group_of[holder] for holder in holders if holder in group_of}
+        counted = [pid for pid, group in group_of.items()
+                   if group == str(self.pgid) or group in holder_groups or pid in holders]
         total = [0, 0, 0]
-        for pid in sorted({*members, *holders, *helpers}):
-            for index, value in enumerate(_activity(pid)):
+        for pid in counted:
+            for index, value in enumerate(_activity(pid, processes[pid])):
                 total[index] += value
         return (*total, len(members), *holders)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import datetime
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -53,7 +54,7 @@ from typing import Any
 from aiptrain.cache_eviction import mark_used, remove_unused
 from aiptrain.environments.pip_config import pip_settings
 from aiptrain.environments.resolution import RuntimeResolution, package_label
-from aiptrain.environments.stall import StallWatch, stall_limit
+from aiptrain.environments.stall import StallWatch, once_more_if_stalled, stall_limit
 from aiptrain.environments.uv import environment_python, failure_reason, uv_binary, uv_environment
 from aiptrain.job.era import first_instant_after
 from aiptrain.replicas.processes import dying_with_this_thread
@@ -324,6 +325,7 @@ class EnvironmentStore:
         started = time.monotonic()
         uv = uv_binary()
         env = uv_environment(base_env)
+        limit = stall_limit(env)
         python = _interpreter_of(resolution)
         config = staging / _UV_CONFIG
         try:
@@ -336,13 +338,15 @@ class EnvironmentStore:
                 for argv in steps:
                     if "--config-file" in argv:  # uv venv wants an empty directory: written after it
                         config.write_text(uv_config_text(resolution.dependency_metadata))
-                    try:
-                        lines = _run_once_more_if_stalled(argv, env=env, log=log, progress=progress, stop=stop)
-                    except _Stalled as stalled:
+                    lines = once_more_if_stalled(
+                        functools.partial(_run, argv, env=env, log=log, progress=progress, stop=stop, limit=limit),
+                        lambda outcome: outcome.reason if isinstance(outcome, _Stalled) else None,
+                        lambda line: _say_in_log(line, log, progress))
+                    if isinstance(lines, _Stalled):
                         raise EnvironmentBuildFailed(
-                            f"Building the environment of runtime {resolution.version} failed: {stalled} "
+                            f"Building the environment of runtime {resolution.version} failed: {lines.reason} "
                             f"(it stalled twice; full log: {log_path}).", log_path,
-                        ) from None
+                        )
                     if lines is None:
                         raise BuildCancelled
                     if lines[0] != 0:
@@ -432,35 +436,26 @@ class _HeldLock:
         self._handle.close()
 
 
-class _Stalled(Exception):
-    """A uv step showed no progress for the stall limit (`stall`), and was killed."""
+@dataclass(frozen=True)
+class _Stalled:
+    """A uv step that showed no progress for the stall limit (`stall`), and was killed."""
 
-    def __init__(self, watch: StallWatch) -> None:
-        super().__init__(watch.explain("uv"))
+    reason: str
 
 
-def _run_once_more_if_stalled(
-    argv: list[str], *, env: dict[str, str], log: Any, progress: Progress, stop: threading.Event | None
-) -> tuple[int, list[str]] | None:
-    """`_run`, and once more if uv stalled (a stuck connection or lock rarely sticks twice);
-    `_Stalled` if it stalls again."""
-    limit = stall_limit(env)
-    try:
-        return _run(argv, env=env, log=log, progress=progress, stop=stop, limit=limit)
-    except _Stalled as stalled:
-        log.write(f"# {stalled}\n")
-        log.flush()
-        progress(f"{stalled}; it was stopped and runs once more.")
-    return _run(argv, env=env, log=log, progress=progress, stop=stop, limit=limit)
+def _say_in_log(line: str, log: Any, progress: Progress) -> None:
+    log.write(f"# {line}\n")
+    log.flush()
+    progress(line)
 
 
 def _run(
     argv: list[str], *, env: dict[str, str], log: Any, progress: Progress, stop: threading.Event | None,
-    limit: float = 0.0,
-) -> tuple[int, list[str]] | None:
+    limit: float,
+) -> tuple[int, list[str]] | _Stalled | None:
     """Run one uv step, its output into `log` and (except per-package lines) into `progress`;
-    (exit code, output lines), or None when `stop` was set (the step is killed); `_Stalled` when
-    it showed no progress for `limit` seconds (killed). The step dies with the thread that runs
+    (exit code, output lines), or None when `stop` was set (the step is killed), or `_Stalled`
+    when it showed no progress for `limit` seconds (killed). The step dies with the thread that runs
     it: a builder that is killed (a Ray actor whose job was stopped) leaves no uv behind."""
     log.write("$ " + " ".join(argv) + "\n")
     log.flush()
@@ -483,7 +478,7 @@ def _run(
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    stalled = StallWatch(process.pid, limit)
+    watch = StallWatch(process.pid, limit)
     while process.poll() is None:
         if stop is not None and stop.wait(0.1):
             _kill_group(process)
@@ -491,10 +486,10 @@ def _run(
             return None
         if stop is None:
             time.sleep(0.1)
-        if stalled.check():
+        if watch.check():
             _kill_group(process)
             reader.join(5)
-            raise _Stalled(stalled)
+            return _Stalled(watch.explain("uv"))
     reader.join(5)
     return process.returncode, lines
 
