@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -145,7 +146,8 @@ def _alive_nodes(address: str) -> int:
 
 def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: float = 16e9,
                   resources: dict[str, float] | None = None, env: dict[str, str] | None = None) -> RayCluster:
-    """Head + second node; returns once both are up. The caller must call `stop()`.
+    """Head + second node; returns once both are up. The caller must call `stop()`; a cluster that
+    fails to start is stopped here and `temp_dir` removed.
 
     The second node starts as soon as the head's GCS answers, while the head's dashboard is still
     starting. Each node has its own temp dir and its own cache of runtime environments
@@ -187,6 +189,7 @@ def start_cluster(temp_dir: Path, *, cpus_per_node: int = 4, memory_per_node: fl
         _wait_for(both_up, "the two nodes were not up", head, head_log)
     except BaseException:
         cluster.stop()
+        shutil.rmtree(temp_dir, ignore_errors=True)  # the error carries the logs' tails
         raise
     return cluster
 
