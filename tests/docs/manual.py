@@ -26,6 +26,15 @@ def prose(text: str) -> str:
     return _CODE_SPAN.sub("", _FENCE.sub("", text))
 
 
+def code_block(page: Path, after: str, language: str) -> str:
+    """The first ```LANGUAGE block on `page` after the text `after` (a heading or a sentence)."""
+    text = page.read_text(encoding="utf-8")
+    assert after in text, f"{after!r} is no longer on {page}"
+    found = re.search(rf"```{language}\n(.*?)```", text[text.index(after):], re.DOTALL)
+    assert found is not None, f"no {language} block after {after!r} on {page}"
+    return found.group(1)
+
+
 def links(page: Path) -> list[str]:
     """The targets of the page's Markdown links, as written."""
     return _LINK.findall(prose(page.read_text(encoding="utf-8")))

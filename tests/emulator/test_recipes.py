@@ -13,17 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.docs.manual import DOCS
+from tests.docs.manual import DOCS, code_block
 from tests.fixtures.emulator import TERMINAL, Emulator, wait_until
-
-
-def python_block(page: Path, heading: str) -> str:
-    """The first ```python block after `heading` on `page`."""
-    text = page.read_text(encoding="utf-8")
-    section = text[text.index(heading):]
-    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert found is not None, f"no Python block under {heading!r} in {page}"
-    return found.group(1)
 
 
 def run_block(code: str, tmp_path: Path) -> dict[str, object]:
@@ -35,7 +26,7 @@ def run_block(code: str, tmp_path: Path) -> dict[str, object]:
 def test_the_googleapiclient_recipe(emulator: Emulator, trainer_sdist: Path, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     emulator.stage(trainer_sdist, "gs://ci-bucket/packages/trainer-0.1.0.tar.gz")
-    code = python_block(DOCS / "emulator-ci.md", "## `googleapiclient` against the emulator")
+    code = code_block(DOCS / "emulator-ci.md", "## `googleapiclient` against the emulator", "python")
     token_file = emulator.home / "emulator" / "tokens" / str(emulator.port)
     code = code.replace('(Path.home() / ".aiptrain/emulator/tokens/8080")', f"Path({str(token_file)!r})")
     code = code.replace("127.0.0.1:8080", f"127.0.0.1:{emulator.port}")
@@ -58,7 +49,7 @@ def test_the_airflow_recipe_client(emulator: Emulator, trainer_sdist: Path) -> N
     from googleapiclient import discovery
 
     emulator.stage(trainer_sdist, "gs://ci-bucket/packages/trainer-0.1.0.tar.gz")
-    code = python_block(DOCS / "emulator-ci.md", "## Airflow's MLEngine operators against the emulator")
+    code = code_block(DOCS / "emulator-ci.md", "## Airflow's MLEngine operators against the emulator", "python")
     built = re.search(r"return (discovery\.build\(.*?\))\n", code, re.DOTALL)
     assert built is not None, "the recipe's get_conn changed: update this test"
     token = emulator.token or ""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fixtures.emulator import make_trainer_project
+from tests.fixtures.engine import wait_until
 from tests.fixtures.proxy import RecordingProxy
 from tests.fixtures.timed_run import run_or_explain
 
@@ -93,6 +94,26 @@ class Result:
 
     def __str__(self) -> str:
         return f"$ {' '.join(self.argv)}\nexit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+VERTEX_ENDED_STATES = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
+
+
+def wait_vertex_end(gcloud: GcloudSession, collection: str, numeric: str, *, timeout: float = 180.0) -> dict[str, Any]:
+    """`gcloud ai COLLECTION describe NUMERIC` until the job has ended: its document.
+
+    gcloud's Vertex `stream-logs` (custom-jobs and hp-tuning-jobs) reads the job once, when it
+    starts, and follows the log for ever if the job had not ended by then; asked after the end, it
+    ends. So a test streams a Vertex job's log only once this returns.
+    """
+    def ended() -> dict[str, Any] | None:
+        described = gcloud.run("ai", collection, "describe", numeric, "--format", "json")
+        assert described.returncode == 0, str(described)
+        job: dict[str, Any] = described.json()
+        return job if job["state"] in VERTEX_ENDED_STATES else None
+
+    document: dict[str, Any] = wait_until(ended, timeout=timeout, what=f"{collection} {numeric} to end")
+    return document
 
 
 @dataclass

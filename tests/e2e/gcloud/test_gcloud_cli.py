@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,8 +18,10 @@ from typing import Any
 import pytest
 
 from aiptrain.emulator.projects import project_number_for
-from tests.e2e.gcloud.harness import EXECUTOR_IMAGE, PROJECT, REGION, GcloudSession, Result
+from tests.docs.manual import DOCS, code_block
+from tests.e2e.gcloud.harness import EXECUTOR_IMAGE, PROJECT, REGION, GcloudSession, Result, wait_vertex_end
 from tests.fixtures.engine import wait_until
+from tests.fixtures.timed_run import run_or_explain
 
 pytestmark = [pytest.mark.gcloud, pytest.mark.timeout(900)]
 
@@ -263,6 +266,7 @@ def test_vertex_custom_jobs(gcloud: GcloudSession, tmp_path: Path) -> None:
     assert job["name"].startswith(f"projects/{number}/locations/{REGION}/customJobs/")
     numeric = vertex_id(job)
 
+    wait_vertex_end(gcloud, "custom-jobs", numeric)
     streamed = ok(gcloud.run("ai", "custom-jobs", "stream-logs", numeric, "--polling-interval", "1"))
     assert "Job QUEUED." in streamed.stdout
     # Vertex gives a Python package its output directory in AIP_MODEL_DIR, not as --job-dir.
@@ -299,6 +303,20 @@ def test_vertex_custom_jobs(gcloud: GcloudSession, tmp_path: Path) -> None:
     assert "JOB_STATE_CANCELLED" in again.stderr and "customjob_" not in again.stderr
 
 
+def test_the_vertex_stream_logs_recipe(gcloud: GcloudSession) -> None:
+    """docs/emulator-ci.md's wait-then-stream step, run as written by bash: it waits out a job that
+    is still running, then prints the whole log and ends."""
+    recipe = code_block(DOCS / "emulator-ci.md", "`gcloud ai custom-jobs stream-logs` and", "sh")
+    (gcloud.work / "job.yaml").write_text(json.dumps({"workerPoolSpecs": [{
+        "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
+        "pythonPackageSpec": {"executorImageUri": EXECUTOR_IMAGE, "packageUris": [_state["package"]],
+                              "pythonModule": "trainer.task", "args": ["--sleep=4"]}}]}))
+    done = run_or_explain(["bash", "-euo", "pipefail", "-c", recipe], cwd=gcloud.work, env=gcloud.env(),
+                          timeout=240, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert "Job QUEUED." in done.stdout and done.stdout.rstrip().endswith("Job completed successfully.")
+
+
 def test_vertex_hp_tuning_jobs(gcloud: GcloudSession, tmp_path: Path) -> None:
     config = tmp_path / "study.yaml"
     config.write_text(json.dumps({
@@ -313,6 +331,7 @@ def test_vertex_hp_tuning_jobs(gcloud: GcloudSession, tmp_path: Path) -> None:
                             "--max-trial-count", "2", "--parallel-trial-count", "2", "--format", "json"))
     numeric = vertex_id(created.json())
     assert created.json()["name"].startswith(f"projects/{project_number_for(PROJECT)}/")
+    wait_vertex_end(gcloud, "hp-tuning-jobs", numeric)
     streamed = ok(gcloud.run("ai", "hp-tuning-jobs", "stream-logs", numeric, "--polling-interval", "1"))
     assert "Job QUEUED." in streamed.stdout
     assert any(f"job_id={numeric} " in text for text in log_texts(gcloud, f'resource.labels.job_id="{numeric}"'))

@@ -15,18 +15,12 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.gcloud.harness import REGION, GcloudSession, Result, gcloud_session
+from tests.e2e.gcloud.harness import REGION, GcloudSession, Result, gcloud_session, wait_vertex_end
 from tests.fixtures.containers import SuiteDocker, SuiteImages
-from tests.fixtures.engine import wait_until
 from tests.fixtures.gcs import FakeGcsServer
 
 pytestmark = [pytest.mark.containers,
               pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not on PATH")]
-
-
-def _ended(gcloud: GcloudSession, numeric: str) -> dict[str, Any] | None:
-    job: dict[str, Any] = ok(gcloud.run("ai", "custom-jobs", "describe", numeric, "--format", "json")).json()
-    return job if job["state"] in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED") else None
 
 
 def ok(result: Result) -> Result:
@@ -62,9 +56,8 @@ def test_ai_custom_jobs_create_with_a_container_image(gcloud_on_docker: GcloudSe
                                                                                           "replica-count=2"),
                             f"--args={script},first,--x=1", "--format", "json")).json()
     numeric = created["name"].rsplit("/", 1)[1]
-    described = wait_until(lambda: _ended(gcloud, numeric), timeout=120, what="the custom job to end")
+    described = wait_vertex_end(gcloud, "custom-jobs", numeric, timeout=120)
     assert described["state"] == "JOB_STATE_SUCCEEDED", described
-    # gcloud's stream-logs reads the job's state once, when it starts: asked after the end, it ends.
     streamed = ok(gcloud.run("ai", "custom-jobs", "stream-logs", numeric, "--polling-interval", "1")).stdout
     assert "workerpool1-1\thost=worker-replica-1" in streamed
     entries = json.loads(ok(gcloud.run("logging", "read", f'resource.labels.job_id="{numeric}"', "--format", "json",
@@ -94,7 +87,7 @@ def test_each_container_pool_gets_its_own_variables(gcloud_on_docker: GcloudSess
     created = ok(gcloud.run("ai", "custom-jobs", "create", "--region", REGION, "--display-name", "v_env",
                             "--config", str(config), "--format", "json")).json()
     numeric = created["name"].rsplit("/", 1)[1]
-    described = wait_until(lambda: _ended(gcloud, numeric), timeout=120, what="the custom job to end")
+    described = wait_vertex_end(gcloud, "custom-jobs", numeric, timeout=120)
     assert described["state"] == "JOB_STATE_SUCCEEDED", described
     assert [pool["containerSpec"]["env"][0]["value"] for pool in described["jobSpec"]["workerPoolSpecs"]] == [
         "red", "blue"]
