@@ -7,7 +7,7 @@ As a library (docs/python-api.md):
     job = aiptrain.submit("my_job", package_path="trainer", module_name="trainer.task", args=["--epochs", "3"])
     ended = aiptrain.wait("my_job")
 
-`submit`, `get`, `list`, `cancel`, `wait`, `logs` and `Client` (one backend and project for them
+`submit`, `dry_run`, `get`, `list`, `cancel`, `wait`, `logs` and `Client` (one backend and project for them
 all) come from aiptrain.api.client, loaded on first use so that `import aiptrain` stays light;
 errors are the `AiptrainError` family (aiptrain.errors).
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         Client,
         WaitTimedOut,
         cancel,
+        dry_run,
         get,
         list,
         logs,
@@ -42,8 +43,10 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 __all__ = ["AiptrainError", "AiptrainWarning", "Client", "JobAlreadyFinished", "NotFound", "UsageError",
-           "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "get", "list", "logs", "submit", "wait"]
-_API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "get", "list", "logs", "submit", "wait"})
+           "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "dry_run", "get", "list", "logs", "submit",
+           "wait"]
+_API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "dry_run", "get", "list", "logs", "submit",
+                  "wait"})
 _ERRORS = frozenset({"AiptrainError", "JobAlreadyFinished", "NotFound", "UsageError", "ValidationFailed"})
 
 

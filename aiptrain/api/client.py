@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from aiptrain.job.logs import LogEntry
     from aiptrain.job.spec import Job
     from aiptrain.submit.staging import UploadResult
-    from aiptrain.submit.submission import SubmitOptions
+    from aiptrain.submit.submission import DryRun, SubmitOptions
 
 BACKENDS = ("local", "ray", "vertex", "mlv1")
 
@@ -113,6 +113,26 @@ class Client:
 
         Raises ValidationFailed (nothing uploaded or created) naming every problem of the input.
         """
+        options = self._options(job_id, job=job, config=config, args=args, region=region, package_path=package_path,
+                                packages=packages, module_name=module_name, job_dir=job_dir,
+                                staging_bucket=staging_bucket, scale_tier=scale_tier, runtime_version=runtime_version,
+                                python_version=python_version, labels=labels, **flags)
+        return self.submit_options(options, storage=storage)
+
+    def dry_run(self, job_id: str | None = None, *, storage: str | None = None, **arguments: Any) -> dict[str, Any]:
+        """What `submit` with the same arguments would send and start, with nothing uploaded or
+        created: the document `jobs submit training --dry-run --format json` prints (the request
+        body, the package and its uploads, the cluster, each replica's TF_CONFIG, the Vertex AI body).
+
+        Raises ValidationFailed naming every problem of the input, as `submit` does.
+        """
+        options = self._options(job_id, **arguments)
+        return self.dry_run_options(options, storage=storage).document
+
+    def _options(self, job_id: str | None, *, job: Job | Mapping[str, Any] | None = None,
+                 config: str | Path | None = None, args: Sequence[str] | None = None, region: str | None = None,
+                 **flags: Any) -> SubmitOptions:
+        """SubmitOptions from `submit`'s arguments, as the command line builds them from its flags."""
         from aiptrain.submit.submission import SubmitOptions
 
         if job is not None and config is not None:
@@ -121,22 +141,23 @@ class Client:
         chosen_id = job_id or (str(body.get("jobId")) if body and body.get("jobId") else None)
         if not chosen_id:
             raise UsageError("submit: a job ID is needed", hint="pass job_id='my_job' or a job with a jobId")
+        if "dry_run" in flags:
+            raise UsageError("submit: dry_run is not an argument of submit",
+                             hint="call aiptrain.dry_run(...) (or Client.dry_run) with the same arguments")
         known = {entry.name for entry in dataclasses.fields(SubmitOptions)}
         unknown = sorted(set(flags) - known - _NOT_FLAGS)
         if unknown or set(flags) & _NOT_FLAGS:
             bad = unknown or sorted(set(flags) & _NOT_FLAGS)
             raise UsageError(f"submit: unknown argument {bad[0]!r}",
                              hint="the submit flags by their Python names, e.g. master_machine_type='n1-standard-8'")
+        package_path, packages, labels = flags.get("package_path"), flags.get("packages"), flags.get("labels")
         values: dict[str, Any] = {**flags, "package_path": Path(package_path) if package_path else None,
                                   "packages": builtins.list(packages) if packages is not None else None,
-                                  "module_name": module_name, "config_path": Path(config) if config else None,
-                                  "job_dir": job_dir, "staging_bucket": staging_bucket, "scale_tier": scale_tier,
-                                  "runtime_version": runtime_version, "python_version": python_version,
+                                  "config_path": Path(config) if config else None,
                                   "labels": dict(labels) if labels is not None else None}
         values = {key: _flag_value(key, value) for key, value in values.items()}
-        options = SubmitOptions(job_id=chosen_id, region=region, default_region=None if region else self.region,
-                                user_args=builtins.list(args) if args is not None else None, config_body=body, **values)
-        return self.submit_options(options, storage=storage)
+        return SubmitOptions(job_id=chosen_id, region=region, default_region=None if region else self.region,
+                             user_args=builtins.list(args) if args is not None else None, config_body=body, **values)
 
     def submit_options(self, options: SubmitOptions, *, storage: str | None = None,
                        flag_problems: builtins.list[Problem] | None = None,
@@ -154,6 +175,18 @@ class Client:
         return submit(options, backend=backend, catalog=load_catalog(), store=store, project=self.project_id(),
                       flag_problems=flag_problems, on_upload=on_upload, progress_factory=progress_factory,
                       on_warning=on_warning or _warn)
+
+    def dry_run_options(self, options: SubmitOptions, *, storage: str | None = None,
+                        flag_problems: builtins.list[Problem] | None = None) -> DryRun:
+        """`dry_run` from parsed SubmitOptions: the plan and its document (what `--dry-run` prints)."""
+        from aiptrain.job.catalog import load_catalog
+        from aiptrain.storage import open_store
+        from aiptrain.submit.submission import dry_run_document
+
+        backend = self.open_backend(options.region or options.default_region)
+        store = open_store(storage or backend.default_storage, project=self.project)
+        return dry_run_document(options, backend=backend, catalog=load_catalog(), store=store,
+                                project=self.project_id(), flag_problems=flag_problems)
 
     def get(self, job_id: str) -> Job:
         """The job's resource, as `jobs describe` shows it. NotFound if there is no such job."""
@@ -279,6 +312,12 @@ def submit(job_id: str | None = None, *, backend: str = "local", project: str | 
            api_endpoint: str | None = None, **arguments: Any) -> Job:
     """`Client(backend, project, api_endpoint=...).submit(job_id, **arguments)`; see `Client.submit`."""
     return Client(backend, project, api_endpoint=api_endpoint).submit(job_id, **arguments)
+
+
+def dry_run(job_id: str | None = None, *, backend: str = "local", project: str | None = None,
+            api_endpoint: str | None = None, **arguments: Any) -> dict[str, Any]:
+    """What `submit` would send and start, nothing sent; see `Client.dry_run`."""
+    return Client(backend, project, api_endpoint=api_endpoint).dry_run(job_id, **arguments)
 
 
 def get(job_id: str, *, backend: str = "local", project: str | None = None, region: str | None = None,

@@ -88,7 +88,6 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     from aiptrain.job.catalog import load_catalog
     from aiptrain.job.validate import runtime_warnings
     from aiptrain.submit.staging import describe_result
-    from aiptrain.submit.submission import dry_run_document
 
     if kw["stream_logs"] and kw["async_"]:
         raise click.UsageError("--async and --stream-logs cannot be used together")
@@ -101,15 +100,13 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     region_given = "region" in ctx.meta.get(TYPED_OPTIONS, set())
     catalog = load_catalog()
     options = _submit_options(job, kw, ctx.meta.get("user_args"), app, region_given, problems, catalog)
-    backend = app.backend(options.region or options.default_region)
     if kw["dry_run"]:
         from aiptrain.cli.dry_run import render_dry_run
-        from aiptrain.storage import open_store
 
-        store = open_store(kw["storage"] or backend.default_storage, project=app.project)
-        render_dry_run(app, dry_run_document(options, backend=backend, catalog=catalog, store=store,
-                                             project=app.project_id(), flag_problems=problems.problems))
+        render_dry_run(app, app.client().dry_run_options(options, storage=kw["storage"],
+                                                         flag_problems=problems.problems))
         return 0
+    backend = app.backend(options.region or options.default_region)
     created = app.client().submit_options(options, storage=kw["storage"], flag_problems=problems.problems,
                                           on_upload=lambda result: app.progress(describe_result(result)),
                                           progress_factory=_progress_factory(app),

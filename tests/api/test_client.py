@@ -3,9 +3,12 @@ through `aiptrain local serve` (the mlv1 backend), errors of the AiptrainError f
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,6 +74,44 @@ def test_errors_are_the_aiptrain_family(trainer: Path) -> None:
         aiptrain.get("x", backend="mlv1")
     with pytest.raises(aiptrain.AiptrainError):
         aiptrain.Client(backend="nowhere")
+
+
+def test_a_dry_run_is_the_commands_and_sends_nothing(trainer: Path) -> None:
+    arguments: dict[str, Any] = {"package_path": trainer, "module_name": "trainer.task", "region": "us-central1",
+                                 "args": ["ok"], "scale_tier": "CUSTOM", "master_machine_type": "n1-standard-4",
+                                 "worker_count": 2, "worker_machine_type": "n1-standard-4", "labels": {"team": "api"}}
+    document = aiptrain.dry_run("api_dry", **arguments)
+    assert document["dryRun"] is True and document["backend"] == "local"
+    request = document["request"]
+    assert request["jobId"] == "api_dry" and request["labels"] == {"team": "api"}
+    assert request["trainingInput"]["args"] == ["ok"] and request["trainingInput"]["workerCount"] == "2"
+    assert [(group["taskType"], group["count"]) for group in document["cluster"]] == [("master", 1), ("worker", 2)]
+    assert sorted(document["tfConfig"]) == ["master-replica-0", "worker-replica-0", "worker-replica-1"]
+    assert document["package"]["name"].startswith("trainer-") and document["uploads"]
+    # Nothing created, nothing staged: the job does not exist and the store holds no package.
+    assert aiptrain.list(filter="jobId=api_dry") == []
+    storage = Path(os.environ["AIPTRAIN_HOME"]) / "storage"
+    assert not storage.exists() or not any(path.is_file() for path in storage.rglob("*"))
+
+    # The command line prints the same document (its package build is now the cached one).
+    printed = subprocess.run([sys.executable, "-m", "aiptrain", "jobs", "submit", "training", "api_dry",
+                              "--package-path", str(trainer), "--module-name", "trainer.task", "--region",
+                              "us-central1", "--scale-tier", "CUSTOM", "--master-machine-type", "n1-standard-4",
+                              "--worker-count", "2", "--worker-machine-type", "n1-standard-4", "--labels",
+                              "team=api", "--dry-run", "--format", "json", "--", "ok"],
+                             capture_output=True, text=True, timeout=120, env=os.environ)
+    assert printed.returncode == 0, printed.stderr
+    by_command = json.loads(printed.stdout)
+    for key in ("request", "cluster", "tfConfig", "vertex", "uploads"):
+        assert by_command[key] == document[key], key
+
+    with pytest.raises(aiptrain.ValidationFailed) as refused:
+        aiptrain.dry_run("api_dry_bad", **{**arguments, "worker_count": -1})
+    assert any("worker" in problem.path.lower() for problem in refused.value.problems)
+    with pytest.raises(aiptrain.UsageError, match="dry_run") as misused:
+        aiptrain.submit("api_dry", dry_run=True, **arguments)
+    assert "aiptrain.dry_run" in (misused.value.hint or "")
+    assert aiptrain.list() == []
 
 
 def test_through_the_emulator_with_the_mlv1_backend(emulator: Emulator, trainer_sdist: Path,
