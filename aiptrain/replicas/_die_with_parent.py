@@ -25,17 +25,25 @@ def main() -> None:
             os.sched_setaffinity(0, {int(core) for core in cores.split(",")})
         except OSError:
             pass  # a core went offline since it was counted: the replica runs unpinned
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the supervisor's process-group and token sweeps still clean up
+    # Not Linux, nothing armed: the supervisor's process-group and token sweeps still clean up.
+    signal_on_parent_death(signal.SIGKILL)
     if os.getppid() != parent:
         # The parent died before prctl took effect: nobody would ever stop this replica.
         os._exit(1)
     if os.environ.get("AIPTRAIN_SYSTEM_CA_BUNDLE"):
         _extend_system_trust(os.environ["AIPTRAIN_SYSTEM_CA_BUNDLE"])
     os.execvp(argv[0], argv)  # noqa: S606 - an argument list, never a shell string
+
+
+def signal_on_parent_death(signum: int) -> bool:
+    """Ask the kernel to send `signum` to this process when its parent dies (it survives exec);
+    False where there is no prctl (not Linux). The Ray driver arms it too (backends/ray/parent_watch.py)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 def _extend_system_trust(bundle: str) -> None:

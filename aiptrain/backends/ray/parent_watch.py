@@ -10,22 +10,19 @@ the placement group released). A driver whose parent died before it could ask is
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 from collections.abc import Callable
 
-PR_SET_PDEATHSIG = 1
+from aiptrain.replicas._die_with_parent import signal_on_parent_death
+
 _INIT = 1  # orphans are re-parented to init (or the container's first process)
 
 
 def stop_with_parent(stop: Callable[[], None]) -> bool:
     """Arrange SIGTERM on the parent's death (the caller's handler does the stopping); call `stop`
     now and return True if the parent is already gone. Without prctl (not Linux) nothing is armed."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    except (OSError, AttributeError):
+    if not signal_on_parent_death(signal.SIGTERM):
         return False
     if os.getppid() == _INIT:
         stop()
