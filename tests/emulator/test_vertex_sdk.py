@@ -209,13 +209,14 @@ def test_custom_python_package_training_job_runs_as_a_pipeline(sdk_emulator: Emu
     assert job.resource_name in listed
 
 
-def test_cancelling_a_pipeline_cancels_its_backing_custom_job(sdk_emulator: Emulator) -> None:
-    init_sdk(sdk_emulator)
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_cancelling_a_pipeline_cancels_its_backing_custom_job(sdk_emulator: Emulator, transport: str) -> None:
+    init_sdk(sdk_emulator, transport)
     job = aiplatform.CustomPythonPackageTrainingJob(
-        display_name="sdk-cancel-pipeline", python_package_gcs_uri=PACKAGE, python_module_name="trainer.task",
-        container_uri=CPU_IMAGE)
+        display_name=f"sdk-cancel-pipeline-{transport}", python_package_gcs_uri=PACKAGE,
+        python_module_name="trainer.task", container_uri=CPU_IMAGE)
     job.run(args=["--sleep", "600"], replica_count=1, machine_type="n1-standard-4",
-            base_output_dir="gs://sdk-bucket/out/cancel", sync=False)
+            base_output_dir=f"gs://sdk-bucket/out/cancel-{transport}", sync=False)
     job.wait_for_resource_creation()
     backing = aiplatform.CustomPythonPackageTrainingJob.get(job.resource_name).gca_resource.training_task_metadata[
         "backingCustomJob"]
