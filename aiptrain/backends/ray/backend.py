@@ -268,6 +268,20 @@ class RayBackend(RemoteBackendDefaults):
         if tail is None or tail.failed:
             self._tails[job_id] = LogTail(self.client, job_id, since)
 
+    def _lifecycle(self, job_id: str, details: Any) -> joblog.Lifecycle | None:
+        """What the driver's log says of the job; None before its driver has started."""
+        status = str(getattr(details.status, "value", details.status))
+        if status not in ("RUNNING", "FAILED", "SUCCEEDED", "STOPPED"):
+            return None
+        created = datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
+        return joblog.lifecycle(self._entries(job_id, created, ended=status != "RUNNING"))
+
+    def describe_notes(self, job: Job) -> list[str]:
+        """A container job's replicas as they ran: each one's image with its id, its container, its node."""
+        lifecycle = self._lifecycle(job.job_id or "", self._details(job.job_id or ""))
+        ran_in = lifecycle.ran_in if lifecycle is not None else None
+        return ["", "Ran in:", *(f"  {line}" for line in ran_in)] if ran_in else []
+
     def _job_of(self, details: Any) -> Job:
         metadata = details.metadata or {}
         job = Job.model_validate(json.loads(metadata.get(plan.METADATA_JOB, "{}")))
@@ -275,9 +289,8 @@ class RayBackend(RemoteBackendDefaults):
         job.create_time = _rfc3339(details.start_time)
         status = str(getattr(details.status, "value", details.status))
         state = _TERMINAL.get(status, JobState.QUEUED)
-        if status in ("RUNNING", "FAILED", "SUCCEEDED", "STOPPED"):
-            created = datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
-            lifecycle = joblog.lifecycle(self._entries(job.job_id or "", created, ended=status != "RUNNING"))
+        lifecycle = self._lifecycle(job.job_id or "", details)
+        if lifecycle is not None:
             if status == "RUNNING":
                 state = lifecycle.state
             if lifecycle.start_time is not None:

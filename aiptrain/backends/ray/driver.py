@@ -193,6 +193,7 @@ class RaySetRun:
         images = {task.task_name: group.image_uri for group in self.driver.groups
                   for task in replica_tasks([group])}
         pending = {}
+        ran_in: list[str] = []
         for bundle in self.driver.payload["bundles"]:
             task, res = bundle["taskName"], bundle["resources"]
             pending[task] = self.actors[task].open_container.remote({
@@ -206,9 +207,11 @@ class RaySetRun:
                 lines, error = [], f"its Ray actor is gone ({_first_line(crash)})"
             for line in lines:
                 self.say(line)
+            ran_in += [f"{line} (node {nodes[task][1]})" for line in lines]
             if error is not None:
                 return ReplicaSetOutcome(JobState.FAILED, f"The replica {task} cannot run its container on node "
                                          f"{nodes[task][1]}: {error}", failed_task=task)
+        self.say(joblog.RAN_IN_PREFIX + json.dumps(ran_in))  # for `jobs describe`, left out of the log
         return None
 
     def as_containers(self, spec: ReplicaSetSpec, extra_args: list[str]) -> ReplicaSetSpec:

@@ -11,7 +11,8 @@ the line before, so a (timestamp, insertId) cursor never skips a line; insertId 
 
 The driver's own lines carry the lifecycle: `Job PREPARING.`, `Job RUNNING.`, and for a failure
 `Job failed: <errorMessage>`; `Cancel requested.` marks a stop in progress. A tuning job's
-`Training output: <JSON>` lines carry its trainingOutput (the trials); the last one counts. They
+`Training output: <JSON>` lines carry its trainingOutput (the trials); the last one counts. A
+container job's `Ran in: <JSON>` line lists each replica's image, its id and its container. Both
 are for describe, not for people: `is_output_line` tells the log readers to leave them out.
 """
 
@@ -34,6 +35,8 @@ CANCEL_REQUESTED_LINE = "Cancel requested."
 FAILED_PREFIX = "Job failed: "
 WAITING_PREFIX = "Waiting for the cluster: "
 OUTPUT_PREFIX = "Training output: "
+RAN_IN_PREFIX = "Ran in: "
+_HIDDEN_PREFIXES = (OUTPUT_PREFIX, RAN_IN_PREFIX)
 
 
 def escape(message: str) -> str:
@@ -123,10 +126,11 @@ class Lifecycle:
     error_message: str | None = None
     waiting: str | None = None  # why it still waits for the cluster
     training_output: dict[str, Any] | None = None  # a tuning job's trainingOutput, as last printed
+    ran_in: list[str] | None = None  # a container job's replicas: image, image id, container
 
 
 def is_output_line(entry: LogEntry) -> bool:
-    return entry.task_name == SERVICE_TASK and not entry.trial_id and entry.message.startswith(OUTPUT_PREFIX)
+    return entry.task_name == SERVICE_TASK and not entry.trial_id and entry.message.startswith(_HIDDEN_PREFIXES)
 
 
 def lifecycle(entries: list[LogEntry]) -> Lifecycle:
@@ -136,6 +140,7 @@ def lifecycle(entries: list[LogEntry]) -> Lifecycle:
     waiting: str | None = None
     cancelling = False
     output: dict[str, Any] | None = None
+    ran_in: list[str] | None = None
     for entry in entries:
         if entry.task_name != SERVICE_TASK or entry.trial_id:
             continue
@@ -152,6 +157,8 @@ def lifecycle(entries: list[LogEntry]) -> Lifecycle:
             cancelling = True
         elif message.startswith(OUTPUT_PREFIX):
             output = json.loads(message[len(OUTPUT_PREFIX):])
+        elif message.startswith(RAN_IN_PREFIX):
+            ran_in = [str(line) for line in json.loads(message[len(RAN_IN_PREFIX):])]
     if cancelling:
         state = JobState.CANCELLING
-    return Lifecycle(state, started, error, waiting, output)
+    return Lifecycle(state, started, error, waiting, output, ran_in)

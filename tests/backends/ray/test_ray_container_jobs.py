@@ -55,5 +55,15 @@ def test_each_replica_runs_its_container_on_its_node(
     assert written == ["typemasterindex0.txt", "typeworkerindex0.txt"], log
     nodes = actor_nodes(ray_with_docker, job_id, ["master-replica-0", "worker-replica-0"])
     assert len(set(nodes.values())) == 2  # spread over both nodes, each running its own container
+    # `jobs describe` names each replica's image with its id, its container and its node.
+    image_id = docker.output("image", "inspect", "--format", "{{.Id}}", images["shell"]).strip()
+    described = aiptrain("jobs", "describe", job_id, "--backend", "ray")
+    assert described.returncode == 0, described.stderr
+    ran_in = described.stderr.split("Ran in:\n", 1)[-1].splitlines()  # notes go to stderr, as on local
+    for task in ("master-replica-0", "worker-replica-0"):
+        line = next((line for line in ran_in if line.startswith(f"  {task}: ")), "")
+        assert line.startswith(f"  {task}: image {images['shell']} ({image_id}), container "), described.stderr
+        assert " on Docker (node " in line and f"({nodes[task][:8]}))" in line, described.stderr
+    assert "Ran in: [" not in log  # the driver's line for describe stays out of the job's log
     left = docker.output("ps", "--all", "--filter", "label=aiptrain.job", "--format", "{{.Names}}")
     assert left == ""

@@ -247,6 +247,12 @@ def test_the_lifecycle_follows_the_driver_lines():
     assert state_after(joblog.RUNNING_LINE, joblog.CANCEL_REQUESTED_LINE).state == JobState.CANCELLING
     failed = state_after(joblog.RUNNING_LINE, joblog.FAILED_PREFIX + "The replica x exited\nlast line")
     assert failed.error_message == "The replica x exited\nlast line"
+    ran_in = ["master-replica-0: image shell:1 (sha256:ab), container j-master-replica-0 on docker (node n1)"]
+    containers = state_after(joblog.PREPARING_LINE, joblog.RAN_IN_PREFIX + json.dumps(ran_in), joblog.RUNNING_LINE)
+    assert containers.ran_in == ran_in and containers.state == JobState.RUNNING
+    # Describe's lines, not the log's: readers of the log leave them out.
+    text = joblog.format_line(start, "INFO", "service", joblog.RAN_IN_PREFIX + json.dumps(ran_in), None)
+    assert [joblog.is_output_line(entry) for entry in joblog.parse_log(text, since=start)] == [True]
 
 
 SUBMIT = ["jobs", "submit", "training", "ray_dry", "--backend", "ray", "--region", "us-central1",
