@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from aiptrain.backends.base import Backend, RequestOptions
     from aiptrain.job.logs import LogEntry
     from aiptrain.job.spec import Job
+    from aiptrain.storage.base import ObjectStore
     from aiptrain.submit.staging import UploadResult
     from aiptrain.submit.submission import DryRun, SubmitOptions
 
@@ -167,11 +168,9 @@ class Client:
         The backend's warnings (e.g. Vertex AI running another Python) go to `on_warning`, else
         to Python's `warnings` as AiptrainWarning."""
         from aiptrain.job.catalog import load_catalog
-        from aiptrain.storage import open_store
         from aiptrain.submit.submission import submit
 
-        backend = self.open_backend(options.region or options.default_region)
-        store = open_store(storage or backend.default_storage, project=self.project)
+        backend, store = self._submit_targets(options, storage)
         return submit(options, backend=backend, catalog=load_catalog(), store=store, project=self.project_id(),
                       flag_problems=flag_problems, on_upload=on_upload, progress_factory=progress_factory,
                       on_warning=on_warning or _warn)
@@ -180,13 +179,19 @@ class Client:
                         flag_problems: builtins.list[Problem] | None = None) -> DryRun:
         """`dry_run` from parsed SubmitOptions: the plan and its document (what `--dry-run` prints)."""
         from aiptrain.job.catalog import load_catalog
-        from aiptrain.storage import open_store
         from aiptrain.submit.submission import dry_run_document
 
-        backend = self.open_backend(options.region or options.default_region)
-        store = open_store(storage or backend.default_storage, project=self.project)
+        backend, store = self._submit_targets(options, storage)
         return dry_run_document(options, backend=backend, catalog=load_catalog(), store=store,
                                 project=self.project_id(), flag_problems=flag_problems)
+
+    def _submit_targets(self, options: SubmitOptions, storage: str | None) -> tuple[Backend, ObjectStore]:
+        """The backend for the job's region, and the store its packages are staged in (`storage`,
+        else the backend's)."""
+        from aiptrain.storage import open_store
+
+        backend = self.open_backend(options.region or options.default_region)
+        return backend, open_store(storage or backend.default_storage, project=self.project)
 
     def get(self, job_id: str) -> Job:
         """The job's resource, as `jobs describe` shows it. NotFound if there is no such job."""

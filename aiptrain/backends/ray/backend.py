@@ -62,6 +62,9 @@ class RayBackend(RemoteBackendDefaults):
         self._ray: RaySettings | None = None
         self._client: Any = None
         self._tails: dict[str, LogTail] = {}
+        # Each job's `Ran in` lines as its last read found them: `jobs describe` reads the job, then
+        # its notes, and the notes need not read the whole log again.
+        self._ran_in: dict[str, list[str] | None] = {}
 
     # -- settings and connection ----------------------------------------------------------------
 
@@ -278,8 +281,10 @@ class RayBackend(RemoteBackendDefaults):
 
     def describe_notes(self, job: Job) -> list[str]:
         """A container job's replicas as they ran: each one's image with its id, its container, its node."""
-        lifecycle = self._lifecycle(job.job_id or "", self._details(job.job_id or ""))
-        ran_in = lifecycle.ran_in if lifecycle is not None else None
+        job_id = job.job_id or ""
+        if job_id not in self._ran_in:  # `job` was not read by this backend
+            self._job_of(self._details(job_id))
+        ran_in = self._ran_in.get(job_id)
         return ["", "Ran in:", *(f"  {line}" for line in ran_in)] if ran_in else []
 
     def _job_of(self, details: Any) -> Job:
@@ -290,6 +295,7 @@ class RayBackend(RemoteBackendDefaults):
         status = str(getattr(details.status, "value", details.status))
         state = _TERMINAL.get(status, JobState.QUEUED)
         lifecycle = self._lifecycle(job.job_id or "", details)
+        self._ran_in[job.job_id or ""] = lifecycle.ran_in if lifecycle is not None else None
         if lifecycle is not None:
             if status == "RUNNING":
                 state = lifecycle.state
