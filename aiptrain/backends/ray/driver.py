@@ -28,7 +28,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import signal
 import sys
 import tempfile
 import threading
@@ -38,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain.backends.ray import joblog
+from aiptrain.backends.ray.cancel_signal import CancelSignal
 from aiptrain.backends.ray.node_preparation import READY
-from aiptrain.backends.ray.parent_watch import stop_with_parent
 from aiptrain.backends.ray.plan import PACKAGE_STORE_DIR, PAYLOAD_FILE
 from aiptrain.backends.ray.preparation_log import PreparationLog
 from aiptrain.job.catalog import load_catalog
@@ -442,19 +441,14 @@ def main(argv: list[str] | None = None) -> int:
     payload = json.loads(Path(PAYLOAD_FILE).read_text(encoding="utf-8"))
     printer = LinePrinter()
     stop = threading.Event()
-
-    def on_term(_signum: int, _frame: Any) -> None:
-        if not stop.is_set():
-            printer.say(joblog.CANCEL_REQUESTED_LINE)
-        stop.set()
+    cancel = CancelSignal(printer.say, stop)
 
     import ray
 
     ray.init(log_to_driver=False, logging_level=logging.ERROR)
     # After ray.init, which installs a SIGTERM handler of its own that exits at once: `ray job stop`
     # must let the replicas be stopped and the job end with its own line.
-    signal.signal(signal.SIGTERM, on_term)
-    stop_with_parent(lambda: on_term(signal.SIGTERM, None))
+    cancel.install()
     try:
         outcome = Driver(payload, printer, stop).run(ray)
     except Exception as error:
@@ -463,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in "".join(traceback.format_exception(error)).rstrip().splitlines():
             printer.say(line, "ERROR")
         outcome = ReplicaSetOutcome(JobState.FAILED, f"Internal error in the aiptrain Ray driver: {error!r}")
+    cancel.settle()
     return finish(printer, outcome)
 
 
