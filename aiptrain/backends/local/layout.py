@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -9,6 +10,7 @@ import secrets
 import shutil
 import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +73,12 @@ class JobLayout:
         return self.root / "container-engine.json"
 
     @property
+    def scratch_record(self) -> Path:
+        """The job's scratch directories outside these files (its TMPDIR, its container sets'), so
+        that they are removed after a supervisor that died (`replicas.scratch`)."""
+        return self.root / "scratch-directories"
+
+    @property
     def space_reserve(self) -> Path:
         """A file the supervisor holds while the job runs and deletes when the disk is full, so the
         job's end can still be written."""
@@ -98,6 +106,7 @@ def path_list_entry(directory: Path) -> Path:
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise OperationalError(f"{aliases} is not a private directory of this user",
                                hint=f"remove it, or use an AIPTRAIN_HOME without {os.pathsep!r}")
+    _forget_dangling(aliases)
     alias = aliases / hashlib.sha256(str(directory).encode()).hexdigest()[:32]
     if not (alias.is_symlink() and os.readlink(alias) == str(directory)):
         made = alias.with_name(f"{alias.name}.{os.getpid()}")
@@ -105,3 +114,15 @@ def path_list_entry(directory: Path) -> Path:
         made.symlink_to(directory)
         os.replace(made, alias)
     return alias
+
+
+# A dangling alias older than this names a job directory that is gone (pruned, or its home removed).
+_DANGLING_ALIAS_SECONDS = 3600.0
+
+
+def _forget_dangling(aliases: Path) -> None:
+    now = time.time()
+    for alias in aliases.iterdir():
+        with contextlib.suppress(OSError):
+            if not alias.exists() and now - alias.lstat().st_mtime > _DANGLING_ALIAS_SECONDS:
+                alias.unlink()

@@ -22,6 +22,7 @@ from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.containers.cleanup import remove_job_containers
 from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.processes import is_running, kill_tokened_processes
+from aiptrain.replicas.scratch import remove_scratch
 
 # The task name of a job's primary replica (the master, or the chief in TF_CONFIG).
 PRIMARY_TASK = "master-replica-0"
@@ -51,6 +52,7 @@ def kill_job_processes(store: JobStore, record: JobRecord, home: Path) -> None:
     kill_tokened_processes(record.run_token)
     layout = JobLayout.of(home, record.project, record.job_id, record.key)
     remove_job_containers(layout.container_engine, record.run_token)
+    remove_scratch(layout.scratch_record)
 
 
 def reap_if_supervisor_died(store: JobStore, record: JobRecord, home: Path) -> JobRecord:

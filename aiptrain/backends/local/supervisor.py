@@ -67,6 +67,7 @@ from aiptrain.replicas.processes import (
     run_token_of,
 )
 from aiptrain.replicas.replica_set import ReplicaSetOutcome
+from aiptrain.replicas.scratch import remove_scratch
 from aiptrain.replicas.settings import ReplicaSettings
 
 _SLOT_POLL_SECONDS = 0.25
@@ -348,6 +349,7 @@ class Supervisor:
         kill_descendants(spare=lambda pid: (run_token_of(pid) or mine).split("/")[0] != mine)
         kill_tokened_processes(self.record.run_token)
         remove_job_containers(self.layout.container_engine, mine)  # each set removed its own; nothing else
+        remove_scratch(self.layout.scratch_record)
         outcome = self._with_storage_failure(outcome)
         deadline = time.monotonic() + _FINAL_STATE_RETRY_SECONDS
         while True:

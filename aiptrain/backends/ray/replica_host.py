@@ -118,7 +118,7 @@ class ReplicaHost:
                 engine, [ReplicaContainer(self.task_name, ContainerCommand(str(request["image"])), limits)],
                 job_token=str(request["jobToken"]), run_token=str(request["runToken"]),
                 mounts={storage: f"{storage}:rw"}, pull=bool(request["pull"]), host_network=True)
-            self.guard = RemovalGuard(engine, f"{RUN_LABEL}={request['runToken']}")
+            self.guard = RemovalGuard(engine, f"{RUN_LABEL}={request['runToken']}", [self.containers.workspace])
             self.containers.open()
         except AiptrainError as error:
             return [], error.message

@@ -5,7 +5,8 @@ removes its own at its end (`ContainerLauncher.close`). A supervisor that was ki
 nothing, so before a job creates anything the engine it uses (command line and daemon
 variables) is written into the job's files (`record_engine`), and whoever finds the job's
 supervisor dead (the local backend's reaper) removes everything with the job's label from that
-engine (`remove_job_containers`).
+engine (`remove_job_containers`). A set's scratch directory on the host is a `scratch` one; the
+guard of an owner no reaper watches removes it too.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from aiptrain.replicas.containers.engine import Engine, EngineCallFailed
 from aiptrain.replicas.containers.labels import JOB_LABEL
+from aiptrain.replicas.scratch import remove_directories
 
 
 def remove_labelled(engine: Engine, label: str) -> None:
@@ -53,7 +56,8 @@ def remove_job_containers(path: Path, job_token: str) -> bool:
 
 
 class RemovalGuard:
-    """A process that removes everything labelled `label` from `engine` once its owner is gone.
+    """A process that removes everything labelled `label` from `engine`, and the scratch directories
+    `scratch`, once its owner is gone.
 
     For owners no reaper watches (a Ray replica's actor, whose node may lose it at any moment): the
     guard waits for the end of a pipe only its owner holds, which the kernel closes however the
@@ -61,7 +65,7 @@ class RemovalGuard:
     owner's process group do not reach it.
     """
 
-    def __init__(self, engine: Engine, label: str) -> None:
+    def __init__(self, engine: Engine, label: str, scratch: Sequence[Path] = ()) -> None:
         import subprocess
         import sys
 
@@ -70,7 +74,7 @@ class RemovalGuard:
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
              "from aiptrain.replicas.containers.cleanup import main; main(sys.argv[2:])", root,
-             json.dumps(engine.to_json()), label],
+             json.dumps(engine.to_json()), label, *map(str, scratch)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
             start_new_session=True)
 
@@ -83,12 +87,13 @@ class RemovalGuard:
 
 
 def main(argv: list[str]) -> None:
-    """The guard: wait for the end of stdin, then remove what carries the label."""
+    """The guard: wait for the end of stdin, then remove what carries the label and the scratch."""
     import sys
 
-    engine, label = Engine.from_json(json.loads(argv[0])), argv[1]
+    engine, label, scratch = Engine.from_json(json.loads(argv[0])), argv[1], argv[2:]
     with contextlib.suppress(OSError):
         while sys.stdin.buffer.read(4096):
             pass
     with contextlib.suppress(EngineCallFailed):
         remove_labelled(engine, label)
+    remove_directories(scratch)

@@ -17,7 +17,6 @@ import contextlib
 import os
 import shutil
 import socket
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,11 +60,13 @@ def container_environment(endpoints: Sequence[HostEndpoint]) -> tuple[dict[str, 
 
 
 class HostRelays:
-    """A Unix socket per endpoint in a new private directory (0700, short enough for a socket's
-    path whatever AIPTRAIN_HOME is), each connection relayed to its server."""
+    """A Unix socket per endpoint in a new private directory (0700) made in `parent` (the set's
+    scratch directory, short enough for a socket's path whatever AIPTRAIN_HOME is), each
+    connection relayed to its server."""
 
-    def __init__(self, endpoints: Sequence[HostEndpoint]) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="aiptrain-endpoints-"))
+    def __init__(self, endpoints: Sequence[HostEndpoint], parent: Path) -> None:
+        self.directory = parent / "relays"
+        self.directory.mkdir(mode=0o700)
         directory = self.directory
         self._listeners: list[socket.socket] = []
         self._stop = threading.Event()

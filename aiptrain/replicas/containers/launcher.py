@@ -56,6 +56,7 @@ from aiptrain.replicas.containers.relay_program import READY
 from aiptrain.replicas.containers.trust import extended_bundle
 from aiptrain.replicas.processes import TOKEN_VARIABLE, ManagedProcess, kill_tokened_processes, process_start_ticks
 from aiptrain.replicas.replica_set import ReplicaProcess
+from aiptrain.replicas.scratch import CONTAINERS_PREFIX, make_scratch
 
 # The cloudml-hypertune file of a tuning trial: its directory is shared with the container at the
 # library's default place, and the variable names the file there.
@@ -112,6 +113,7 @@ class ContainerLauncher:
         say: Callable[[str], None] | None = None,
         host_network: bool = False,
         trust_cache: Path | None = None,
+        scratch_record: Path | None = None,
     ) -> None:
         self.engine = engine
         self.replicas = {replica.task_name: replica for replica in replicas}
@@ -136,7 +138,10 @@ class ContainerLauncher:
         self._ready: set[str] = set()
         self._created: set[str] = set()
         self._network = False
-        self._workspace = Path(tempfile.mkdtemp(prefix="aiptrain-containers-"))
+        # Its environment files and the relays' sockets (`scratch`): named in `scratch_record` (the
+        # job's files), if given, for whoever cleans up after a killed owner.
+        self.workspace = (make_scratch(CONTAINERS_PREFIX, scratch_record) if scratch_record is not None
+                          else Path(tempfile.mkdtemp(prefix=CONTAINERS_PREFIX)))
         self._lock = threading.Lock()
 
     # -- addresses ------------------------------------------------------------------------------
@@ -170,7 +175,7 @@ class ContainerLauncher:
             self._extend_trust()
             relay_image = ensure_relay_image(self.engine)
             if self.endpoints:
-                self._relays = HostRelays(self.endpoints)
+                self._relays = HostRelays(self.endpoints, self.workspace)
             if not self.shared_namespace:
                 self.engine.run(["network", "create", *labels(self.job_token, self.run_token), self.names.network])
                 self._network = True
@@ -275,7 +280,7 @@ class ContainerLauncher:
     def _create(self, task_name: str, env: Mapping[str, str]) -> None:
         replica = self.replicas[task_name]
         variables, mounts = self.container_variables(replica, env)
-        env_file = self._workspace / f"{task_name}.env"
+        env_file = self.workspace / f"{task_name}.env"
         descriptor = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:
             for name, value in variables.items():
@@ -367,7 +372,7 @@ class ContainerLauncher:
         if self._relays is not None:
             self._relays.close()
             self._relays = None
-        shutil.rmtree(self._workspace, ignore_errors=True)
+        shutil.rmtree(self.workspace, ignore_errors=True)
 
     def __enter__(self) -> ContainerLauncher:
         self.open()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from aiptrain.backends.local.backend import LocalBackend
+from aiptrain.backends.local.layout import JobLayout
 from aiptrain.job.spec import JobState
 from tests.fixtures.containers import SuiteDocker, SuiteImages
 from tests.fixtures.local_jobs import PROJECT, make_job, wait_for_end, wait_until
@@ -68,6 +69,8 @@ def test_a_basic_job_gets_what_the_service_gave_its_container(
         "cluster"] == {"workerpool0": ["master-replica-0:2222"]}
     assert "JOB=basic UNBUFFERED=1" in said
     assert "gs: hello from the store" in said  # the job's storage endpoint, through the relay
+    record = backend.engine.store.get(PROJECT, "basic")
+    assert not JobLayout.of(home, record.project, record.job_id, record.key).scratch_record.exists()
     quota = next(line for line in said if line.startswith("quota:")).split()
     cores = len(os.sched_getaffinity(0))
     assert int(quota[1]) == min(4, cores) * 100_000  # BASIC's n1-standard-4, within this machine
@@ -105,7 +108,7 @@ def test_a_cancel_stops_the_container_with_sigterm_and_leaves_nothing(
 
 
 def test_a_supervisor_killed_with_sigkill_leaves_nothing_once_reaped(
-    backend: LocalBackend, docker: SuiteDocker, images: SuiteImages,
+    backend: LocalBackend, home: Path, docker: SuiteDocker, images: SuiteImages,
 ) -> None:
     backend.create_job(make_job("orphan", container_input(images["shell"], args=["echo started; sleep 600"])))
     wait_until(lambda: "started" in lines(backend, "orphan"), what="the container to start")
@@ -114,9 +117,14 @@ def test_a_supervisor_killed_with_sigkill_leaves_nothing_once_reaped(
     os.kill(record.supervisor_pid, signal.SIGKILL)
     wait_until(lambda: not Path(f"/proc/{record.supervisor_pid}").exists(), what="the supervisor to die")
     assert on_daemon(docker, record.run_token)  # nothing removed them yet
+    # The set's scratch directory (outside the job's files: its relays' sockets) is still there too.
+    scratch_record = JobLayout.of(home, record.project, record.job_id, record.key).scratch_record
+    scratch = [Path(line) for line in scratch_record.read_text().splitlines()]
+    assert len(scratch) == 1 and (scratch[0] / "relays").is_dir()
     done = backend.get_job("orphan")  # the reaper notices the dead supervisor
     assert done.state == JobState.FAILED and "died unexpectedly" in (done.error_message or "")
     assert on_daemon(docker, record.run_token) == []
+    assert not scratch[0].exists() and not scratch_record.exists()
 
 
 def test_gpus_reach_the_engine_as_device_requests_from_the_job_share(

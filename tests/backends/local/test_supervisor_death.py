@@ -1,5 +1,6 @@
 """A supervisor killed after the job's primary replica exited 0 leaves a SUCCEEDED job: the
-primary's exit decides the job, and it was recorded before the supervisor died."""
+primary's exit decides the job, and it was recorded before the supervisor died. What the job left
+outside its files (its replicas' temporary directory) goes with it."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "death-project"
 TASK = """
-import json, os, time
+import json, os, tempfile, time
 task = json.loads(os.environ["TF_CONFIG"])["task"]
 if task["type"] == "evaluator":
+    with tempfile.NamedTemporaryFile(prefix="evaluator-", delete=False) as kept:
+        print("temp file:", kept.name, flush=True)
     time.sleep(300)
 print("primary done", flush=True)
 """
@@ -41,6 +44,10 @@ def test_a_supervisor_killed_after_the_primary_exited_0_leaves_the_job_succeeded
     try:
         wait_until(lambda: any("Waiting up to" in entry.message for entry in engine.logs(PROJECT, "after_exit")),
                    timeout=120, what="the primary to exit and the evaluator's grace to start")
+        temp_file = Path(next(entry.message for entry in engine.logs(PROJECT, "after_exit")
+                              if entry.message.startswith("temp file: ")).split(": ", 1)[1])
+        # The replicas' TMPDIR is the job's own, in the system's temporary directory.
+        assert temp_file.is_file() and temp_file.parent.name.startswith("aiptrain-job-")
         supervisor = engine.processes(PROJECT, "after_exit").supervisor_pid
         assert supervisor is not None
         os.kill(supervisor, signal.SIGKILL)
@@ -50,6 +57,7 @@ def test_a_supervisor_killed_after_the_primary_exited_0_leaves_the_job_succeeded
         assert job.state == JobState.SUCCEEDED, job.error_message
         assert any("exited successfully" in entry.message and "supervisor" in entry.message
                    for entry in engine.logs(PROJECT, "after_exit"))
+        assert not temp_file.parent.exists()  # removed by the reaper, as by a supervisor that ends
     finally:
         kill_everything(engine)
         engine.store.close()

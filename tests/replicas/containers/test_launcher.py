@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
 import threading
 from pathlib import Path
 
@@ -14,7 +19,10 @@ from aiptrain.replicas.containers.endpoints import HostEndpoint
 from aiptrain.replicas.containers.engine import find_engine
 from aiptrain.replicas.containers.launcher import ContainerLauncher, ReplicaContainer
 from aiptrain.replicas.processes import ManagedProcess
+from aiptrain.replicas.scratch import CONTAINERS_PREFIX
 from tests.fixtures.containers import SuiteDocker, SuiteImages
+from tests.fixtures.emulator import REPO
+from tests.fixtures.engine import wait_until
 
 pytestmark = pytest.mark.containers
 
@@ -64,3 +72,45 @@ def test_a_host_endpoint_is_reached_at_its_own_address_through_the_relay(
         assert process.reap() == 0
         assert output.decode().strip() == "from the host: master-replica-0"
     server.close()
+
+
+def test_a_launcher_s_scratch_holds_its_relays_and_goes_with_it(docker: SuiteDocker, images: SuiteImages) -> None:
+    endpoint = HostEndpoint("probe", "127.0.0.1", 9, {})
+    replica = ReplicaContainer("master-replica-0", ContainerCommand(images["shell"], None, ("true",)))
+    launcher = ContainerLauncher(find_engine(), [replica], job_token="scratchtest", run_token="scratchtest/run",
+                                 endpoints=[endpoint])
+    assert launcher.workspace.name.startswith(CONTAINERS_PREFIX)
+    with launcher:
+        assert (launcher.workspace / "relays" / "probe.sock").exists()
+    assert not launcher.workspace.exists()
+
+
+# An owner no reaper watches (as a Ray replica's actor): its guard, then nothing until it is killed.
+GUARDED_OWNER = textwrap.dedent('''
+    import json, sys, time
+    from pathlib import Path
+    from aiptrain.replicas.containers.cleanup import RemovalGuard
+    from aiptrain.replicas.containers.engine import Engine
+
+    RemovalGuard(Engine.from_json(json.loads(sys.argv[1])), sys.argv[2], [Path(sys.argv[3])])
+    print("guarded", flush=True)
+    time.sleep(600)
+''')
+
+
+def test_the_guard_of_an_owner_killed_with_sigkill_removes_its_containers_and_scratch(
+    docker: SuiteDocker, images: SuiteImages,
+) -> None:
+    label = "aiptrain.run=guardtest/run"
+    docker.output("create", "--label", label, "--label", "aiptrain.job=guardtest", images["shell"], "true")
+    scratch = Path(tempfile.mkdtemp(prefix=CONTAINERS_PREFIX))
+    (scratch / "relays").mkdir()
+    owner = subprocess.Popen([sys.executable, "-c", GUARDED_OWNER, json.dumps(find_engine().to_json()), label,
+                              str(scratch)], stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert owner.stdout is not None and owner.stdout.readline() == b"guarded\n"
+        owner.kill()
+    finally:
+        owner.wait()
+    wait_until(lambda: not scratch.exists(), 60, "the guard to remove the scratch directory")
+    assert docker.output("ps", "--all", "--filter", f"label={label}", "--quiet") == ""
