@@ -236,6 +236,9 @@ class JobMetadata:
 _USER_CREDENTIALS = ("GOOGLE_APPLICATION_CREDENTIALS",)
 
 
+_TF2_BEHAVIOR = "TF2_BEHAVIOR"
+
+
 def replica_base_environment(inherited: Mapping[str, str], storage: ReplicaStorage | None,
                              metadata: JobMetadata | None = None) -> dict[str, str]:
     """What every replica starts from (TF_CONFIG and the rest come on top): the inherited variables
@@ -243,6 +246,10 @@ def replica_base_environment(inherited: Mapping[str, str], storage: ReplicaStora
     storage endpoint's variables when one serves gs://, and the metadata server's when there is one."""
     env = without_secrets(inherited)
     env.pop(TOKEN_VARIABLE, None)
+    # Set by `import tensorflow` (2.x) in the process that submitted the job (a notebook using the
+    # Python API): the service's VMs never had it, and it turns a runtime 1.x trainer's TensorFlow
+    # to 2.x behaviour (and a 2.1 trainer's tf.keras.__version__ to 2.3.0-tf).
+    env.pop(_TF2_BEHAVIOR, None)
     if metadata is not None:
         for name in _USER_CREDENTIALS:
             env.pop(name, None)

@@ -48,7 +48,11 @@ def test_tf1_estimator_with_hparams_and_app_flags_runs_as_standard_1_on_runtime_
     assert last and int(last.group(1)) >= 30, checkpoint
 
 
-def test_keras_trainer_written_for_runtime_2_1_runs_on_python_3_7(runtime_envs: Path, home: Path) -> None:
+def test_keras_trainer_written_for_runtime_2_1_runs_on_python_3_7(runtime_envs: Path, home: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Submitted from a process that imported TensorFlow 2 (a notebook, a test): TensorFlow set
+    # TF2_BEHAVIOR=1 there, which the service's VMs never had; it must not reach the replicas.
+    monkeypatch.setenv("TF2_BEHAVIOR", "1")
     result = submit("keras21", "keras2_lambda", "--runtime-version", "2.1", "--python-version", "3.7",
                     "--job-dir", "gs://envtests/keras21")
     assert result.returncode == 0, _logs(result)[-4000:]
