@@ -9,6 +9,7 @@ service's VMs), and each container set's (its environment files, its relays' soc
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -23,14 +24,11 @@ _PREFIXES = (JOB_TEMP_PREFIX, CONTAINERS_PREFIX)
 def make_scratch(prefix: str, record: Path) -> Path:
     """A new private directory, named in `record` (one line per directory) before anything goes in it."""
     directory = Path(tempfile.mkdtemp(prefix=prefix))
-    record_scratch(record, directory)
-    return directory
-
-
-def record_scratch(record: Path, directory: Path) -> None:
-    record.parent.mkdir(parents=True, exist_ok=True)
-    with record.open("a", encoding="utf-8") as lines:
+    # The record is never made again if the job's files are gone (no reaper would read it): the
+    # directory's maker removes it at its end all the same.
+    with contextlib.suppress(FileNotFoundError), record.open("a", encoding="utf-8") as lines:
         lines.write(f"{directory}\n")
+    return directory
 
 
 def remove_scratch(record: Path) -> None:

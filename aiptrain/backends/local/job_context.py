@@ -34,7 +34,6 @@ from aiptrain.replicas.log_capture import SERVICE_TASK
 from aiptrain.replicas.machine_share import JobShare
 from aiptrain.replicas.processes import ManagedProcess
 from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
-from aiptrain.replicas.scratch import JOB_TEMP_PREFIX, make_scratch
 from aiptrain.replicas.settings import ReplicaSettings
 
 if TYPE_CHECKING:
@@ -93,6 +92,8 @@ class JobContext:
     plan: LocalPlan
     sink: StoreLogWriter
     stop: threading.Event
+    # The job's own temporary directory (`scratch`): its replicas' TMPDIR, removed at its end.
+    tmpdir: Path
     # The replicas' gs:// endpoint; None when gs:// is rewritten to local paths (AIPTRAIN_LOCAL_GCS=rewrite).
     storage: ReplicaStorage | None = None
     # The VM's metadata server (credentials, project, zone); containers reach it through their relays.
@@ -105,8 +106,6 @@ class JobContext:
 
     def __post_init__(self) -> None:
         self._container_notes_said = False
-        self._temp_dir: Path | None = None
-        self._temp_lock = threading.Lock()
         self.container_settings = ContainerSettings.from_env()
         self._free_lanes: queue.SimpleQueue[int] = queue.SimpleQueue()
         for lane in range(len(self.share.lanes) if self.share is not None else 0):
@@ -155,15 +154,8 @@ class JobContext:
         """The environment every replica starts from (TF_CONFIG and the rest come on top)."""
         base_env = replica_base_environment(os.environ, self.storage, self.metadata)
         base_env["PYTHONPATH"] = str(path_list_entry(self.layout.site_dir))
-        base_env["TMPDIR"] = str(self.temp_dir())
+        base_env["TMPDIR"] = str(self.tmpdir)
         return base_env
-
-    def temp_dir(self) -> Path:
-        """The job's own temporary directory (its replicas' TMPDIR), removed at its end (`scratch`)."""
-        with self._temp_lock:
-            if self._temp_dir is None:
-                self._temp_dir = make_scratch(JOB_TEMP_PREFIX, self.layout.scratch_record)
-            return self._temp_dir
 
     def output_location(self, uri: str) -> str:
         """Where a replica (or a reader in its environment) finds `uri`: itself, or its local path."""

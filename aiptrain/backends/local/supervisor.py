@@ -67,7 +67,7 @@ from aiptrain.replicas.processes import (
     run_token_of,
 )
 from aiptrain.replicas.replica_set import ReplicaSetOutcome
-from aiptrain.replicas.scratch import remove_scratch
+from aiptrain.replicas.scratch import JOB_TEMP_PREFIX, make_scratch, remove_directories, remove_scratch
 from aiptrain.replicas.settings import ReplicaSettings
 
 _SLOT_POLL_SECONDS = 0.25
@@ -98,6 +98,7 @@ class Supervisor:
         self.layout = JobLayout.of(home, self.record.project, self.record.job_id, key)
         self.stop = threading.Event()
         self.cancelled = False  # asked to stop by `jobs cancel` (not by a full disk)
+        self._tmpdir: Path | None = None  # made on first use (`_job_tmpdir`)
         # A full disk stops the job (as a cancel would); `_finish` then says why it failed.
         self.sink = StoreLogWriter(self.store, key, on_failure=lambda _reason: self.stop.set())
 
@@ -221,12 +222,19 @@ class Supervisor:
                 plan=plan,
                 sink=self.sink,
                 stop=self.stop,
+                tmpdir=self._job_tmpdir(),
                 storage=storage,
                 metadata=metadata,
                 share=share,
                 engine=engine,
             )
             self._finish(job_body_for(context.record)(context))
+
+    def _job_tmpdir(self) -> Path:
+        """The job's own temporary directory (its installs' and its replicas' TMPDIR), removed at its end."""
+        if self._tmpdir is None:
+            self._tmpdir = make_scratch(JOB_TEMP_PREFIX, self.layout.scratch_record)
+        return self._tmpdir
 
     def _prepare_runtime(
         self, training_input: TrainingInput, catalog: Catalog, settings: ReplicaSettings,
@@ -264,7 +272,8 @@ class Supervisor:
             site_dir=self.layout.site_dir,
             storage_root=self.home / "storage",
             python=settings.python,
-            base_env=dict(os.environ),
+            # pip's and uv's own leftovers of an install that is killed go with the job.
+            base_env={**os.environ, "TMPDIR": str(self._job_tmpdir())},
             run_token=record.run_token,
             sink=self.sink,
             stop=self.stop,
@@ -350,6 +359,8 @@ class Supervisor:
         kill_tokened_processes(self.record.run_token)
         remove_job_containers(self.layout.container_engine, mine)  # each set removed its own; nothing else
         remove_scratch(self.layout.scratch_record)
+        if self._tmpdir is not None:  # also when the job's files, and so the record, are gone
+            remove_directories([str(self._tmpdir)])
         outcome = self._with_storage_failure(outcome)
         deadline = time.monotonic() + _FINAL_STATE_RETRY_SECONDS
         while True:
