@@ -37,6 +37,7 @@ from aiptrain.backends.ray.node_preparation import NodePreparation
 from aiptrain.replicas.log_capture import MAX_LINE_BYTES
 from aiptrain.replicas.processes import ManagedProcess, kill_tokened_processes, start_process, stop_processes
 from aiptrain.replicas.replica_set import ReplicaProcess
+from aiptrain.replicas.scratch import JOB_TEMP_PREFIX
 from aiptrain.tuning.metrics import METRIC_FILE_VARIABLE
 
 # How long one `read` call waits for output before returning empty-handed.
@@ -71,6 +72,9 @@ class ReplicaHost:
         self.metric_seen: tuple[int, int] | None = None  # (mtime_ns, size) last handed over
         self.containers: Any = None  # a ContainerLauncher when the replica runs an image
         self.guard: Any = None  # removes the replica's container if this actor dies
+        # The trainer's TMPDIR (a short path: Unix sockets are made in it), removed with the
+        # replica; left, with `root`, only by a node that crashed.
+        self.tmpdir: Path | None = None
 
     def where(self) -> dict[str, str]:
         import ray
@@ -155,6 +159,10 @@ class ReplicaHost:
                 container_env[METRIC_FILE_VARIABLE] = str(self.metric_file)
             process = self.containers.start(self.task_name, argv, container_env, self.work_dir)
         else:
+            if self.tmpdir is None:
+                SCRATCH_ROOT.mkdir(parents=True, exist_ok=True)
+                self.tmpdir = Path(tempfile.mkdtemp(prefix=JOB_TEMP_PREFIX, dir=SCRATCH_ROOT))
+            full_env["TMPDIR"] = str(self.tmpdir)
             process = start_process([self.python, *argv[1:]], env=full_env, cwd=self.work_dir)
         self.process = process
         for number, stream in ((1, process.stdout), (2, process.stderr)):
@@ -209,12 +217,15 @@ class ReplicaHost:
         return self.process.pid if self.process is not None else None
 
     def cleanup(self) -> None:
-        """Remove this replica's container and its directory (site-packages, working directory) from its node."""
+        """Remove this replica's container and its directories (site-packages, working directory,
+        TMPDIR) from its node."""
         if self.containers is not None:
             self.containers.close()
         if self.guard is not None:
             self.guard.close()
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
         parent = self.root.parent
         while parent != self.job_root.parent:  # the trial's and the job's, once their last replica's is gone
             with contextlib.suppress(OSError):

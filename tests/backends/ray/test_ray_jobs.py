@@ -5,6 +5,7 @@ addresses. Every job is submitted through the real command line."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -155,6 +156,10 @@ def test_a_killed_worker_is_restarted_and_cancel_stops_every_replica_on_every_no
     assert waited.returncode == 11, waited.stderr
     assert "Job cancelled." in log_text(on_cluster, job_id)
     wait_until(lambda: tokened_processes(token) == [], "every replica process to be gone", timeout=60)
+    # Each replica's TMPDIR was its own (the restarted worker kept its own) and went with it.
+    temp_dirs = set(re.findall(r"\] temporary directory (\S+)", log_text(on_cluster, job_id)))
+    assert len(temp_dirs) == 2 and all(Path(path).name.startswith("aiptrain-job-") for path in temp_dirs)
+    wait_until(lambda: not any(Path(path).exists() for path in temp_dirs), "the replicas' TMPDIRs to go", 60)
     again = aiptrain("jobs", "cancel", job_id, "--backend", "ray")
     assert again.returncode == 1 and "already ended (CANCELLED)" in again.stderr
 

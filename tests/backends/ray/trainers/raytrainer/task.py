@@ -1,7 +1,7 @@
 """A trainer without TensorFlow for the Ray tests about the job's life, not about training.
 
 It prints `[TYPE:INDEX] started at ADDRESS on Python X.Y` with its TF_CONFIG task and its own
-address in TF_CONFIG's cluster, then `[TYPE:INDEX] step N` every
+address in TF_CONFIG's cluster, and `[TYPE:INDEX] temporary directory DIR`, then `[TYPE:INDEX] step N` every
 `--step-seconds` until `--steps` steps are done (0: until it is stopped). With `--import-probe`
 it first imports `aiptrain_ray_probe` (a package only the runtime's package list provides) and
 prints what it holds and which Python runs it. With `--rendezvous`, each replica leaves a marker in
@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ def main() -> int:
     address = addresses[task.get("index", 0)] if len(addresses) > task.get("index", 0) else "?"
     print(f"{name} started at {address} on Python {sys.version_info[0]}.{sys.version_info[1]} ({sys.executable})",
           flush=True)
+    print(f"{name} temporary directory {tempfile.gettempdir()}", flush=True)
     if args.rendezvous and args.job_dir:
         _rendezvous(Path(args.job_dir), task, tf_config.get("cluster", {}))
     step = 0
