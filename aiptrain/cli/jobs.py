@@ -106,7 +106,6 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
         render_dry_run(app, app.client().dry_run_options(options, storage=kw["storage"],
                                                          flag_problems=problems.problems))
         return 0
-    backend = app.backend(options.region or options.default_region)
     created = app.client().submit_options(options, storage=kw["storage"], flag_problems=problems.problems,
                                           on_upload=lambda result: app.progress(describe_result(result)),
                                           progress_factory=_progress_factory(app),
@@ -119,8 +118,8 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
         app.progress(_follow_up(app, job_id, active=True))
         _print_job_summary(app, created.to_api())
         return 0
-    return follow_and_exit(app, backend, job_id, timeout=kw["timeout"], to_stderr=True,
-                           summary=True)
+    backend = app.backend(options.region or options.default_region)
+    return follow_and_exit(app, backend, job_id, timeout=kw["timeout"], to_stderr=True, summary=True)
 
 
 def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, app: AppContext,

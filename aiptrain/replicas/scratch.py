@@ -21,9 +21,12 @@ CONTAINERS_PREFIX = "aiptrain-containers-"
 _PREFIXES = (JOB_TEMP_PREFIX, CONTAINERS_PREFIX)
 
 
-def make_scratch(prefix: str, record: Path) -> Path:
-    """A new private directory, named in `record` (one line per directory) before anything goes in it."""
+def make_scratch(prefix: str, record: Path | None) -> Path:
+    """A new private directory, named in `record` (one line per directory; None: no reaper will
+    look for it) before anything goes in it."""
     directory = Path(tempfile.mkdtemp(prefix=prefix))
+    if record is None:
+        return directory
     # The record is never made again if the job's files are gone (no reaper would read it): the
     # directory's maker removes it at its end all the same.
     with contextlib.suppress(FileNotFoundError), record.open("a", encoding="utf-8") as lines:

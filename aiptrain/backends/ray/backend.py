@@ -40,6 +40,15 @@ WORKING_DIR_PLACEHOLDER = f"<a new directory holding {plan.PAYLOAD_FILE} and {pl
 _TERMINAL = {"SUCCEEDED": JobState.SUCCEEDED, "FAILED": JobState.FAILED, "STOPPED": JobState.CANCELLED}
 
 
+def _status(details: Any) -> str:
+    """The Ray job's status name (RUNNING, STOPPED, ...)."""
+    return str(getattr(details.status, "value", details.status))
+
+
+def _created(details: Any) -> datetime:
+    return datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
+
+
 def _rfc3339(millis: int | None) -> str | None:
     if not millis:
         return None
@@ -273,11 +282,10 @@ class RayBackend(RemoteBackendDefaults):
 
     def _lifecycle(self, job_id: str, details: Any) -> joblog.Lifecycle | None:
         """What the driver's log says of the job; None before its driver has started."""
-        status = str(getattr(details.status, "value", details.status))
-        if status not in ("RUNNING", "FAILED", "SUCCEEDED", "STOPPED"):
+        status = _status(details)
+        if status != "RUNNING" and status not in _TERMINAL:
             return None
-        created = datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
-        return joblog.lifecycle(self._entries(job_id, created, ended=status != "RUNNING"))
+        return joblog.lifecycle(self._entries(job_id, _created(details), ended=status != "RUNNING"))
 
     def describe_notes(self, job: Job) -> list[str]:
         """A container job's replicas as they ran: each one's image with its id, its container, its node."""
@@ -292,7 +300,7 @@ class RayBackend(RemoteBackendDefaults):
         job = Job.model_validate(json.loads(metadata.get(plan.METADATA_JOB, "{}")))
         job.job_id = job.job_id or details.submission_id
         job.create_time = _rfc3339(details.start_time)
-        status = str(getattr(details.status, "value", details.status))
+        status = _status(details)
         state = _TERMINAL.get(status, JobState.QUEUED)
         lifecycle = self._lifecycle(job.job_id or "", details)
         self._ran_in[job.job_id or ""] = lifecycle.ran_in if lifecycle is not None else None
@@ -339,8 +347,8 @@ class RayBackend(RemoteBackendDefaults):
         limit: int = 1000,
     ) -> list[LogEntry]:
         details = self._details(job_id)
-        created = datetime.fromtimestamp((details.start_time or 0) / 1000, UTC)
-        ended = str(getattr(details.status, "value", details.status)) in _TERMINAL
+        created = _created(details)
+        ended = _status(details) in _TERMINAL
         if after is not None and not ended:
             self._follow_tail(job_id, created)
         entries = [entry for entry in self._entries(job_id, created, after, ended=ended)

@@ -29,7 +29,6 @@ import math
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -140,8 +139,7 @@ class ContainerLauncher:
         self._network = False
         # Its environment files and the relays' sockets (`scratch`): named in `scratch_record` (the
         # job's files), if given, for whoever cleans up after a killed owner.
-        self.workspace = (make_scratch(CONTAINERS_PREFIX, scratch_record) if scratch_record is not None
-                          else Path(tempfile.mkdtemp(prefix=CONTAINERS_PREFIX)))
+        self.workspace = make_scratch(CONTAINERS_PREFIX, scratch_record)
         self._lock = threading.Lock()
 
     # -- addresses ------------------------------------------------------------------------------
