@@ -37,9 +37,6 @@ class PendingLine:
     trial_id: str | None = None
 
 
-# (the machine shares of the jobs holding a slot) -> this job's, or None when it must wait.
-
-
 def insert_id_for(seq: int) -> str:
     return str(seq).zfill(INSERT_ID_WIDTH)
 
