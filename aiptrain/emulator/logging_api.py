@@ -48,7 +48,8 @@ def _project(request: dict[str, Any]) -> str:
 
 def _job_labels(log_filter: Filter) -> set[str]:
     """The jobs the filter names (`resource.labels.job_id="J"`); empty when it names none."""
-    return {c.value for c in log_filter.comparisons() if c.path == ("resource", "labels", "job_id") and c.op == "="}
+    return {c.values[0] for c in log_filter.comparisons()
+            if c.key == ("resource", "labels", "job_id") and c.operator == "="}
 
 
 def _stamp(moment: datetime) -> str:

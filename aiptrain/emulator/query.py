@@ -12,7 +12,10 @@ takes gcloud's language, as `jobs list` does: `aiptrain.job.filters`, through th
 
 A comparison on a missing field is false. Timestamps compare as instants (nanosecond precision),
 `severity` by level, everything else as text; `:` means "has" (substring, `*` wildcards allowed).
-Parsing never evaluates; `Expression.matches(record)` does, over a JSON-like dict.
+Parsing never evaluates; `Filter.matches(record)` does, over a JSON-like dict. The tree (a
+comparison is a `Term` with one value), and the parse of NOT, AND, OR and parentheses, are
+`aiptrain.job.filter_syntax`'s, shared with gcloud's language; the tokens, the comparisons and
+their meaning are this module's.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from aiptrain.job.filter_syntax import MAX_DEPTH, And, Expression, Or, Term, holds, parse_expression, terms
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -38,9 +43,8 @@ DEFAULT_TIME_FIELDS = frozenset({"timestamp", "receiveTimestamp"})
 _RFC3339 = re.compile(
     r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})\Z"
 )
-# Cloud Logging's limit on a filter's length; the nesting cap keeps the parser's recursion bounded.
+# Cloud Logging's limit on a filter's length (filter_syntax bounds how deep it may nest).
 MAX_FILTER_CHARS = 20_000
-MAX_FILTER_DEPTH = 64
 SEVERITIES = ("DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY")
 
 
@@ -63,31 +67,6 @@ def timestamp_ns(text: str) -> int:
 
 
 @dataclass(frozen=True)
-class Comparison:
-    path: tuple[str, ...]
-    op: str
-    value: str
-
-
-@dataclass(frozen=True)
-class Not:
-    operand: Expression
-
-
-@dataclass(frozen=True)
-class And:
-    operands: tuple[Expression, ...]
-
-
-@dataclass(frozen=True)
-class Or:
-    operands: tuple[Expression, ...]
-
-
-Expression = Comparison | Not | And | Or
-
-
-@dataclass(frozen=True)
 class Filter:
     """A parsed filter; `time_fields` are the dotted paths compared as timestamps."""
 
@@ -95,14 +74,11 @@ class Filter:
     time_fields: frozenset[str] = DEFAULT_TIME_FIELDS
 
     def matches(self, record: dict[str, Any]) -> bool:
-        return self.root is None or _evaluate(self.root, record, self.time_fields)
+        return self.root is None or holds(self.root, lambda term: _term_holds(term, record, self.time_fields))
 
-    def comparisons(self) -> list[Comparison]:
+    def comparisons(self) -> list[Term]:
         """Every comparison in the filter, wherever it sits."""
-        found: list[Comparison] = []
-        if self.root is not None:
-            _collect(self.root, found)
-        return found
+        return [] if self.root is None else terms(self.root)
 
     def lower_bound_ns(self, field: str = "timestamp") -> int | None:
         """An instant every matching record's `field` is at or after, or None if none is implied.
@@ -118,15 +94,15 @@ def parse_filter(text: str | None, *, time_fields: frozenset[str] | None = None)
         return Filter(None, fields)
     if len(text) > MAX_FILTER_CHARS:
         raise FilterError(f"the filter is {len(text)} characters long; at most {MAX_FILTER_CHARS} are allowed")
-    parser = _Parser(_tokenize(text))
-    root = parser.expression()
-    leftover = parser.peek()
+    reader = _Tokens(_tokenize(text))
+    root = parse_expression(reader, ("OR",))
+    leftover = reader.peek()
     if leftover is not None:
         raise FilterError(f"unexpected {leftover[1]!r} in the filter")
     parsed = Filter(root, fields)
     for comparison in parsed.comparisons():  # a bad timestamp is the filter's error, found now
-        if ".".join(comparison.path) in fields and comparison.op != ":":
-            timestamp_ns(comparison.value)
+        if ".".join(comparison.key) in fields and comparison.operator != ":":
+            timestamp_ns(comparison.values[0])
     return parsed
 
 
@@ -152,11 +128,12 @@ def _unquote(token: str) -> str:
     return re.sub(r"\\(.)", r"\1", token[1:-1])
 
 
-class _Parser:
+class _Tokens:
+    """The filter's tokens, read by `filter_syntax`'s parser (`TermReader`)."""
+
     def __init__(self, tokens: list[tuple[str, str]]) -> None:
         self.tokens = tokens
         self.index = 0
-        self.depth = 0
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.index] if self.index < len(self.tokens) else None
@@ -172,50 +149,37 @@ class _Parser:
         token = self.peek()
         return token is not None and token[0] == "word" and token[1] == word
 
-    def expression(self) -> Expression:
-        operands = [self.conjunct()]
-        while True:
-            token = self.peek()
-            if token is None or token[0] == "rparen":
-                break
-            if self._is_word("AND"):
-                self.take()
-            operands.append(self.conjunct())
-        return operands[0] if len(operands) == 1 else And(tuple(operands))
-
-    def conjunct(self) -> Expression:
-        operands = [self.unary()]
-        while self._is_word("OR"):
-            self.take()
-            operands.append(self.unary())
-        return operands[0] if len(operands) == 1 else Or(tuple(operands))
-
-    def unary(self) -> Expression:
-        self.depth += 1
-        if self.depth > MAX_FILTER_DEPTH:
-            raise FilterError(f"the filter nests NOT, '-' or parentheses more than {MAX_FILTER_DEPTH} deep")
-        try:
-            return self._unary()
-        finally:
-            self.depth -= 1
-
-    def _unary(self) -> Expression:
-        if self._is_word("NOT"):
-            self.take()
-            return Not(self.unary())
+    def sequence_ends(self) -> bool:
         token = self.peek()
-        if token is not None and token[0] == "word" and token[1] == "-":
+        return token is None or token[0] == "rparen"
+
+    def keyword(self, word: str) -> bool:
+        if self._is_word(word):
             self.take()
-            return Not(self.unary())
+            return True
+        return False
+
+    def negation(self) -> bool:
+        return self.keyword("NOT") or self.keyword("-")
+
+    def opening(self) -> bool:
+        token = self.peek()
         if token is not None and token[0] == "lparen":
             self.take()
-            inner = self.expression()
-            if self.take()[0] != "rparen":
-                raise FilterError("a '(' is not closed in the filter")
-            return inner
-        return self.comparison()
+            return True
+        return False
 
-    def comparison(self) -> Comparison:
+    def closing(self) -> None:
+        if self.take()[0] != "rparen":
+            raise FilterError("a '(' is not closed in the filter")
+
+    def fail(self, message: str) -> FilterError:
+        return FilterError(message)
+
+    def too_deep(self) -> FilterError:
+        return FilterError(f"the filter nests NOT, '-' or parentheses more than {MAX_DEPTH} deep")
+
+    def term(self) -> Term:
         kind, text = self.take()
         if kind not in ("word", "string"):
             raise FilterError(f"expected a field name, got {text!r}")
@@ -226,7 +190,7 @@ class _Parser:
         value_kind, value = self.take()
         if value_kind not in ("word", "string"):
             raise FilterError(f"expected a value after {'.'.join(path)}{op}, got {value!r}")
-        return Comparison(path, op, _unquote(value) if value_kind == "string" else value)
+        return Term(path, op, (_unquote(value) if value_kind == "string" else value,))
 
     def _path(self, first: str, *, quoted: bool) -> tuple[str, ...]:
         # A bare word like `resource.labels.job_id` is a dotted path; `labels."a.b/c"` is two
@@ -266,48 +230,33 @@ def _compare(left: Any, right: Any, op: str) -> bool:
     return _OPERATORS[op](left, right)
 
 
-def _evaluate(expr: Expression, record: dict[str, Any], time_fields: frozenset[str]) -> bool:
-    if isinstance(expr, And):
-        return all(_evaluate(e, record, time_fields) for e in expr.operands)
-    if isinstance(expr, Or):
-        return any(_evaluate(e, record, time_fields) for e in expr.operands)
-    if isinstance(expr, Not):
-        return not _evaluate(expr.operand, record, time_fields)
-    actual = _lookup(record, expr.path)
+def _term_holds(term: Term, record: dict[str, Any], time_fields: frozenset[str]) -> bool:
+    op, value = term.operator, term.values[0]
+    actual = _lookup(record, term.key)
     if actual is None:
-        return expr.op == "!="  # a missing field differs from every value and matches nothing else
-    if expr.op == ":":
+        return op == "!="  # a missing field differs from every value and matches nothing else
+    if op == ":":
         if isinstance(actual, dict):
-            return expr.value == "*" or expr.value in actual
-        if expr.value == "*":
+            return value == "*" or value in actual
+        if value == "*":
             return True
-        pattern = expr.value if "*" in expr.value else f"*{expr.value}*"
+        pattern = value if "*" in value else f"*{value}*"
         return fnmatch.fnmatchcase(str(actual).lower(), pattern.lower())
-    dotted = ".".join(expr.path)
+    dotted = ".".join(term.key)
     if dotted in time_fields:
-        return _compare(timestamp_ns(str(actual)), timestamp_ns(expr.value), expr.op)
-    if dotted == "severity" and expr.value.upper() in SEVERITIES and str(actual) in SEVERITIES:
-        return _compare(SEVERITIES.index(str(actual)), SEVERITIES.index(expr.value.upper()), expr.op)
-    if expr.op in ("=", "!=") and "*" in expr.value:
-        matched = fnmatch.fnmatchcase(str(actual), expr.value)
-        return matched if expr.op == "=" else not matched
-    return _compare(str(actual), expr.value, expr.op)
-
-
-def _collect(expr: Expression, found: list[Comparison]) -> None:
-    if isinstance(expr, Comparison):
-        found.append(expr)
-    elif isinstance(expr, Not):
-        _collect(expr.operand, found)
-    else:
-        for operand in expr.operands:
-            _collect(operand, found)
+        return _compare(timestamp_ns(str(actual)), timestamp_ns(value), op)
+    if dotted == "severity" and value.upper() in SEVERITIES and str(actual) in SEVERITIES:
+        return _compare(SEVERITIES.index(str(actual)), SEVERITIES.index(value.upper()), op)
+    if op in ("=", "!=") and "*" in value:
+        matched = fnmatch.fnmatchcase(str(actual), value)
+        return matched if op == "=" else not matched
+    return _compare(str(actual), value, op)
 
 
 def _lower_bound(expr: Expression, field: str) -> int | None:
-    if isinstance(expr, Comparison):
-        if ".".join(expr.path) == field and expr.op in ("=", ">", ">="):
-            return timestamp_ns(expr.value)
+    if isinstance(expr, Term):
+        if ".".join(expr.key) == field and expr.operator in ("=", ">", ">="):
+            return timestamp_ns(expr.values[0])
         return None
     if isinstance(expr, And):
         bounds = [b for b in (_lower_bound(e, field) for e in expr.operands) if b is not None]

@@ -14,7 +14,9 @@ key is set; `<`, `>`, `<=`, `>=` compare numbers as numbers and anything else as
 times therefore in time order); `~` is a Python regular expression searched in the value. A list
 `(A B)` after `=` or `:` matches any of its values. A key a resource does not have matches only
 `!=` and `!~`. Used by `jobs list` on every backend and by the emulator's ml v1 `jobs.list`; the
-local store turns what it can of a parsed filter into SQL (`backends/local/filters.py`).
+local store turns what it can of a parsed filter into SQL (`backends/local/filters.py`). The tree,
+and the parse of NOT, AND, OR and parentheses, are `filter_syntax`'s (the emulator's Cloud Logging
+language shares them); the words, the terms and their meaning are this module's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiptrain.errors import UsageError
+from aiptrain.job.filter_syntax import MAX_DEPTH, Expression, Term, holds, parse_expression
 from aiptrain.job.state import JobState
 from aiptrain.job.text_cursor import TextCursor
 
@@ -32,37 +35,10 @@ OPERATORS = ("!=", "!~", "<=", ">=", ":", "=", "<", ">", "~")
 LIST_OPERATORS = (":", "=", "!=")
 # Bounds on what a filter may be, so a hostile one (the emulator parses them too) costs little.
 MAX_FILTER_CHARS = 20_000
-MAX_DEPTH = 64
 HINT = ("write terms like state=FAILED, jobId:census*, labels.team=nlp or createTime>2024-01-01, joined "
         "with AND, OR, NOT (see `gcloud topic filters`)")
 _NAME = re.compile(r"[A-Za-z_][\w-]*")
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-
-
-@dataclass(frozen=True)
-class Term:
-    key: tuple[str, ...]
-    operator: str
-    values: tuple[str, ...]  # one value, or the items of a `(A B)` list
-    is_list: bool = False
-
-
-@dataclass(frozen=True)
-class Not:
-    operand: Expression
-
-
-@dataclass(frozen=True)
-class And:
-    operands: tuple[Expression, ...]
-
-
-@dataclass(frozen=True)
-class Or:
-    operands: tuple[Expression, ...]
-
-
-Expression = Term | Not | And | Or
 
 
 @dataclass(frozen=True)
@@ -81,11 +57,29 @@ class JobFilter:
 class _Reader(TextCursor):
     def __init__(self, text: str, source: str) -> None:
         super().__init__(text, source, HINT)
-        self.depth = 0
 
     def at_end(self) -> bool:
         self.skip_space()
         return self.position >= len(self.text)
+
+    def sequence_ends(self) -> bool:
+        return self.at_end() or self.peek() == ")"
+
+    def negation(self) -> bool:
+        return self.keyword("NOT") or self.accept("-")
+
+    def opening(self) -> bool:
+        return self.accept("(")
+
+    def closing(self) -> None:
+        if not self.accept(")"):
+            raise self.fail("a '(' is not closed")
+
+    def term(self) -> Term:
+        return _term(self)
+
+    def too_deep(self) -> UsageError:
+        return self.fail(f"NOT, '-' and parentheses nest more than {MAX_DEPTH} deep")
 
     def keyword(self, word: str) -> bool:
         """`word` as a whole word (AND, OR, NOT are upper case only, as in gcloud)."""
@@ -127,50 +121,10 @@ def parse_filter(text: str | None, *, source: str = "--filter") -> JobFilter:
         raise UsageError(f"{source}: the filter is {len(text)} characters long; at most {MAX_FILTER_CHARS}",
                          hint=HINT)
     reader = _Reader(text, source)
-    root = _sequence(reader)
+    root = parse_expression(reader, ("AND", "OR"))
     if not reader.at_end():
         raise reader.fail("unexpected ')'" if reader.peek() == ")" else "unexpected text")
     return JobFilter(root)
-
-
-def _sequence(reader: _Reader) -> Expression:
-    groups = [_group(reader)]
-    while not reader.at_end() and reader.peek() != ")":
-        groups.append(_group(reader))
-    return groups[0] if len(groups) == 1 else And(tuple(groups))
-
-
-def _group(reader: _Reader) -> Expression:
-    operands = [_unary(reader)]
-    joiner = ""
-    while True:
-        word = "AND" if reader.keyword("AND") else "OR" if reader.keyword("OR") else ""
-        if not word:
-            break
-        if joiner and word != joiner:
-            raise reader.fail("parentheses are required when AND and OR are combined")
-        joiner = word
-        operands.append(_unary(reader))
-    if len(operands) == 1:
-        return operands[0]
-    return And(tuple(operands)) if joiner == "AND" else Or(tuple(operands))
-
-
-def _unary(reader: _Reader) -> Expression:
-    reader.depth += 1
-    if reader.depth > MAX_DEPTH:
-        raise reader.fail(f"NOT, '-' and parentheses nest more than {MAX_DEPTH} deep")
-    try:
-        if reader.keyword("NOT") or reader.accept("-"):
-            return Not(_unary(reader))
-        if reader.accept("("):
-            inner = _sequence(reader)
-            if not reader.accept(")"):
-                raise reader.fail("a '(' is not closed")
-            return inner
-        return _term(reader)
-    finally:
-        reader.depth -= 1
 
 
 def _term(reader: _Reader) -> Term:
@@ -257,13 +211,7 @@ def lookup(resource: Any, key: tuple[str, ...]) -> Any:
 
 
 def evaluate(expression: Expression, resource: dict[str, Any]) -> bool:
-    if isinstance(expression, And):
-        return all(evaluate(operand, resource) for operand in expression.operands)
-    if isinstance(expression, Or):
-        return any(evaluate(operand, resource) for operand in expression.operands)
-    if isinstance(expression, Not):
-        return not evaluate(expression.operand, resource)
-    return _term_matches(expression, lookup(resource, expression.key))
+    return holds(expression, lambda term: _term_matches(term, lookup(resource, term.key)))
 
 
 def _term_matches(term: Term, actual: Any) -> bool:

@@ -8,6 +8,9 @@ import pytest
 
 from aiptrain.backends.mlv1 import logs as _logs
 from aiptrain.emulator.query import FilterError, parse_filter, timestamp_ns
+from aiptrain.errors import UsageError
+from aiptrain.job.filter_syntax import And, Not, Or, Term
+from aiptrain.job.filters import parse_filter as parse_gcloud_filter
 from aiptrain.job.logs import LogCursor
 
 
@@ -90,3 +93,24 @@ def test_lower_bound_needs_every_alternative() -> None:
     assert parse_filter('NOT timestamp<"2024-01-01T00:00:00Z"').lower_bound_ns() is None
     both = parse_filter('timestamp>="2024-01-01T00:00:00Z" AND timestamp>="2024-02-01T00:00:00Z"')
     assert both.lower_bound_ns() == timestamp_ns("2024-02-01T00:00:00Z")
+
+
+def test_the_logging_language_and_gcloud_s_parse_into_one_tree() -> None:
+    text = 'NOT (a=1 OR b="2") c:x'
+    tree = And((Not(Or((Term(("a",), "=", ("1",)), Term(("b",), "=", ("2",))))), Term(("c",), ":", ("x",))))
+    assert parse_filter(text).root == tree
+    assert parse_gcloud_filter(text).root == tree
+
+
+def test_an_explicit_and_binds_below_or_in_the_logging_language_only() -> None:
+    text = "a=1 AND b=2 OR c=3"
+    assert parse_filter(text).root == And((Term(("a",), "=", ("1",)), Or((
+        Term(("b",), "=", ("2",)), Term(("c",), "=", ("3",))))))
+    with pytest.raises(UsageError, match="parentheses are required"):
+        parse_gcloud_filter(text)
+
+
+def test_nesting_is_bounded_in_the_logging_language_too() -> None:
+    with pytest.raises(FilterError, match="more than 64 deep"):
+        parse_filter("NOT " * 70 + "a=1")
+    assert parse_filter("NOT " * 63 + "a=1").matches({"a": "2"})

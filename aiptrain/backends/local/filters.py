@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from aiptrain.job.filters import And, Expression, JobFilter, Not, Term
+from aiptrain.job.filter_syntax import And, Expression, Not, Term
+from aiptrain.job.filters import JobFilter
 
 _COLUMNS = {"jobId": "job_id", "state": "state"}
 _TIME_FIELDS = ("createTime", "startTime", "endTime")
