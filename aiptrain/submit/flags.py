@@ -160,20 +160,25 @@ def parse_accelerator(flag: str, value: str | None, out: ProblemList, catalog: C
     if missing:
         out.add(flag, f"key [{missing[0]}] is required", "write type=nvidia-tesla-t4,count=1")
         return None
-    accelerator = flag_spelling(parts["type"]).replace("-", "_").upper()
+    return check_accelerator(flag, parts["type"], parts["count"], out, catalog)
+
+
+def check_accelerator(flag: str, type_name: str, count_text: str, out: ProblemList,
+                      catalog: Catalog) -> tuple[str, int] | None:
+    """An accelerator's type (either spelling) and count, however they were written, as the catalog knows them."""
+    accelerator = flag_spelling(type_name).replace("-", "_").upper()
     if accelerator not in catalog.accelerators:
         choices = ", ".join(sorted(flag_spelling(name) for name in catalog.accelerators))
-        out.add(flag, f"invalid accelerator {parts['type']!r}", f"valid choices: {choices}")
+        out.add(flag, f"invalid accelerator {type_name!r}", f"valid choices: {choices}")
         return None
     try:
-        count = int(parts["count"])
+        count = int(count_text)
     except ValueError:
-        out.add(flag, f"count {parts['count']!r} is not a whole number",
-                f"write {flag} type={parts['type']},count=1")
+        out.add(flag, f"count {count_text!r} is not a whole number", f"write {flag} type={type_name},count=1")
         return None
     if count <= 0:
         out.add(flag, "the count of the accelerator must be greater than 0",
-                f"write {flag} type={parts['type']},count=1, or leave {flag} out")
+                f"write {flag} type={type_name},count=1, or leave {flag} out")
         return None
     return accelerator, count
 
