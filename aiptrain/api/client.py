@@ -109,7 +109,8 @@ class Client:
         `runtime_version`, `master_machine_type`, `worker_count`, `master_accelerator=("nvidia-tesla-t4", 1)`,
         `kms_key`, ...; `args` are the trainer's arguments after `--`), or `job`: a Job, or its REST
         body as `--config` holds it, with flags on top as on the command line. `storage` is where a
-        `package_path` build is staged ("local" or "gcs"; default: the backend's).
+        `package_path` build is staged ("local" or "gcs"; default: the backend's). Each value is
+        parsed as the command line parses its flag (`scale_tier="basic-gpu"` as `--scale-tier basic-gpu`).
 
         Raises ValidationFailed (nothing uploaded or created) naming every problem of the input.
         """

@@ -1,17 +1,19 @@
 """The flags of `jobs submit training` that describe the job: one table, flag -> REST field -> help.
 
-The CLI builds its click options and reads their values from this table (`cli/jobs.py`),
-`submission.merge_job` puts each value at its field, and the submit path knows which job field a
-flag problem already covers. `SubmitOptions` has one attribute per entry (`dest`); a test holds
-the two together. Adding a flag that sets a job field is one entry here and one attribute there.
+The CLI builds its click options from this table (`cli/jobs.py`), `flag_values` turns the values
+of the command line or the Python API into `SubmitOptions` with it, `submission.merge_job` puts
+each value at its field, and the submit path knows which job field a flag problem already covers.
+`SubmitOptions` has one attribute per entry (`dest`); a test holds the two together. Adding a flag
+that sets a job field is one entry here and one attribute there.
 
 Flags about the command rather than the job (--stream-logs, --dry-run, --storage, ...) are
 declared by the command itself.
 
-Below the table, the parsers of gcloud's value syntaxes, one per `Kind`; each returns a value or
-adds a problem naming the flag. Problems are collected, not raised one by one, so a command line
-with several mistakes is reported in one go with the problems found in the job itself. Scale
-tiers and accelerators are the catalog's (scale_tiers.yaml), never listed here.
+Below the table, the parsers of gcloud's value syntaxes (`flag_values` holds the one parser per
+`Kind` that calls them); each returns a value or adds a problem naming the flag. Problems are
+collected, not raised one by one, so a command line with several mistakes is reported in one go
+with the problems found in the job itself. Scale tiers and accelerators are the catalog's
+(scale_tiers.yaml), never listed here.
 """
 
 from __future__ import annotations
