@@ -9,13 +9,12 @@ until a method runs, so `import aiptrain` stays as light as `aiptrain --help`.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiptrain.errors import EXIT_JOB_TIMEOUT, OperationalError, Problem, UsageError, ValidationFailed
+from aiptrain.errors import EXIT_JOB_TIMEOUT, OperationalError, Problem, UsageError
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -110,15 +109,18 @@ class Client:
         `runtime_version`, `master_machine_type`, `worker_count`, `master_accelerator=("nvidia-tesla-t4", 1)`,
         `kms_key`, ...; `args` are the trainer's arguments after `--`), or `job`: a Job, or its REST
         body as `--config` holds it, with flags on top as on the command line. `storage` is where a
-        `package_path` build is staged ("local" or "gcs"; default: the backend's).
+        `package_path` build is staged ("local" or "gcs"; default: the backend's). Each value is
+        parsed as the command line parses its flag (`scale_tier="basic-gpu"` as `--scale-tier basic-gpu`).
 
         Raises ValidationFailed (nothing uploaded or created) naming every problem of the input.
         """
-        options = self._options(job_id, job=job, config=config, args=args, region=region, package_path=package_path,
-                                packages=packages, module_name=module_name, job_dir=job_dir,
-                                staging_bucket=staging_bucket, scale_tier=scale_tier, runtime_version=runtime_version,
-                                python_version=python_version, labels=labels, **flags)
-        return self.submit_options(options, storage=storage)
+        options, store, problems = self._options(job_id, job=job, config=config, args=args, region=region,
+                                                 package_path=package_path, packages=packages,
+                                                 module_name=module_name, job_dir=job_dir,
+                                                 staging_bucket=staging_bucket, scale_tier=scale_tier,
+                                                 runtime_version=runtime_version, python_version=python_version,
+                                                 labels=labels, storage=storage, **flags)
+        return self.submit_options(options, storage=store, flag_problems=problems)
 
     def dry_run(self, job_id: str | None = None, *, storage: str | None = None, **arguments: Any) -> dict[str, Any]:
         """What `submit` with the same arguments would send and start, with nothing uploaded or
@@ -127,14 +129,18 @@ class Client:
 
         Raises ValidationFailed naming every problem of the input, as `submit` does.
         """
-        options = self._options(job_id, **arguments)
-        return self.dry_run_options(options, storage=storage).document
+        options, store, problems = self._options(job_id, storage=storage, **arguments)
+        return self.dry_run_options(options, storage=store, flag_problems=problems).document
 
     def _options(self, job_id: str | None, *, job: Job | Mapping[str, Any] | None = None,
                  config: str | Path | None = None, args: Sequence[str] | None = None, region: str | None = None,
-                 **flags: Any) -> SubmitOptions:
-        """SubmitOptions from `submit`'s arguments, as the command line builds them from its flags."""
-        from aiptrain.submit.submission import SubmitOptions
+                 storage: str | None = None,
+                 **flags: Any) -> tuple[SubmitOptions, str | None, builtins.list[Problem]]:
+        """SubmitOptions and the storage from `submit`'s arguments, and the problems of their values,
+        exactly as the command line builds them from its flags (`submit.flag_values`)."""
+        from aiptrain.errors import ProblemList
+        from aiptrain.job.catalog import load_catalog
+        from aiptrain.submit.flag_values import FLAG_NAMES, build_submit_options, parse_storage
 
         if job is not None and config is not None:
             raise UsageError("submit: pass a job or a config file, not both")
@@ -145,20 +151,17 @@ class Client:
         if "dry_run" in flags:
             raise UsageError("submit: dry_run is not an argument of submit",
                              hint="call aiptrain.dry_run(...) (or Client.dry_run) with the same arguments")
-        known = {entry.name for entry in dataclasses.fields(SubmitOptions)}
-        unknown = sorted(set(flags) - known - _NOT_FLAGS)
-        if unknown or set(flags) & _NOT_FLAGS:
-            bad = unknown or sorted(set(flags) & _NOT_FLAGS)
-            raise UsageError(f"submit: unknown argument {bad[0]!r}",
+        unknown = sorted(set(flags) - (FLAG_NAMES - {"config_path"}))
+        if unknown:
+            raise UsageError(f"submit: unknown argument {unknown[0]!r}",
                              hint="the submit flags by their Python names, e.g. master_machine_type='n1-standard-8'")
-        package_path, packages, labels = flags.get("package_path"), flags.get("packages"), flags.get("labels")
-        values: dict[str, Any] = {**flags, "package_path": Path(package_path) if package_path else None,
-                                  "packages": builtins.list(packages) if packages is not None else None,
-                                  "config_path": Path(config) if config else None,
-                                  "labels": dict(labels) if labels is not None else None}
-        values = {key: _flag_value(key, value) for key, value in values.items()}
-        return SubmitOptions(job_id=chosen_id, region=region, default_region=None if region else self.region,
-                             user_args=builtins.list(args) if args is not None else None, config_body=body, **values)
+        options, problems = build_submit_options(
+            chosen_id, {**flags, "config_path": config}, catalog=load_catalog(), project=self.project,
+            region=region, default_region=None if region else self.region,
+            user_args=builtins.list(args) if args is not None else None, config_body=body)
+        storage_problems = ProblemList()
+        store = parse_storage(storage, storage_problems)
+        return options, store, [*problems, *storage_problems.problems]
 
     def submit_options(self, options: SubmitOptions, *, storage: str | None = None,
                        flag_problems: builtins.list[Problem] | None = None,
@@ -279,10 +282,6 @@ def _warn(text: str) -> None:
     warnings.warn(text, AiptrainWarning, stacklevel=4)
 
 
-# Fields of SubmitOptions that are not flags: set by `submit`'s own arguments.
-_NOT_FLAGS = frozenset({"job_id", "region", "default_region", "user_args", "config_body"})
-
-
 def _job_body(job: Job | Mapping[str, Any] | None) -> dict[str, Any] | None:
     if job is None:
         return None
@@ -291,23 +290,6 @@ def _job_body(job: Job | Mapping[str, Any] | None) -> dict[str, Any] | None:
     from aiptrain.job.spec import as_new_job
 
     return as_new_job(job).to_api()
-
-
-def _flag_value(name: str, value: Any) -> Any:
-    """A flag's Python value as SubmitOptions holds it (an accelerator as a pair or an Accelerator)."""
-    if value is None or not name.endswith("_accelerator"):
-        return value
-    from aiptrain.submit.submission import Accelerator
-
-    if isinstance(value, Accelerator):
-        return value
-    try:
-        kind, count = value
-    except (TypeError, ValueError):
-        raise ValidationFailed([Problem(name, f"{value!r} is not an accelerator",
-                                        "pass (TYPE, COUNT), e.g. ('nvidia-tesla-t4', 1)")]) from None
-    # The flag's spelling (nvidia-tesla-t4) or the API's (NVIDIA_TESLA_T4), as the flag parser gives it.
-    return Accelerator(str(kind).upper().replace("-", "_"), int(count))
 
 
 # -- the same, as functions of `aiptrain` (a Client made from the keyword arguments) ------------

@@ -18,18 +18,18 @@ from aiptrain.cli.context import TYPED_OPTIONS, AppContext, common_options, glob
 from aiptrain.cli.numbers import SECONDS, SINCE, FiniteFloat
 from aiptrain.errors import EXIT_INTERRUPTED, ProblemList
 from aiptrain.submit import flags
-from aiptrain.submit.flags import FLAGS_BY_NAME, OPTION_FLAGS, PAIRED_FLAGS, SUBMIT_FLAGS, Kind, SubmitFlag
+from aiptrain.submit.flags import SUBMIT_FLAGS, Kind
 
 if TYPE_CHECKING:
     from aiptrain.backends.base import Backend
-    from aiptrain.job.catalog import Catalog
     from aiptrain.job.logs import LogEntry
 
 
-# click settings of the kinds that are not plain text.
+# click settings of the kinds that are not plain text. A count stays text here, so that
+# `submit.flag_values` refuses a bad one as it refuses it from Python.
 _CLICK_SETTINGS: dict[Kind, dict[str, Any]] = {
     Kind.PATH: {"type": click.Path(path_type=Path)},
-    Kind.COUNT: {"type": int},
+    Kind.COUNT: {"metavar": "INTEGER"},
     Kind.SWITCH: {"is_flag": True, "default": None},
     Kind.LABELS: {"multiple": True},
 }
@@ -75,7 +75,7 @@ def submit() -> None:
 @click.option("--stream-logs", is_flag=True, help="Stream logs until the job ends; exit code follows the job.")
 @click.option("--async", "async_", is_flag=True, help="Deprecated no-op: submitting is asynchronous by default.")
 @click.option("--timeout", type=SECONDS, help="With --stream-logs: stop following after SECONDS (exit 12).")
-@click.option("--storage", type=click.Choice(["local", "gcs"]), envvar="AIPTRAIN_STORAGE",
+@click.option("--storage", metavar="[local|gcs]", envvar="AIPTRAIN_STORAGE",
               help="Where packages are staged (default: local for --backend local, else gcs). "
               "[env: AIPTRAIN_STORAGE]")
 @click.option("--dry-run", is_flag=True, help="Validate, build and print what would be sent; send nothing.")
@@ -87,6 +87,7 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
     """
     from aiptrain.job.catalog import load_catalog
     from aiptrain.job.validate import runtime_warnings
+    from aiptrain.submit.flag_values import build_submit_options, parse_storage
     from aiptrain.submit.staging import describe_result
 
     if kw["stream_logs"] and kw["async_"]:
@@ -95,18 +96,22 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
         app.progress("warning: --async is deprecated: submitting is asynchronous by default; "
                      "use --stream-logs to wait.")
     ctx = click.get_current_context()
-    problems = ProblemList()
     # A --region on the command line wins over the config; one from the environment only fills a gap.
     region_given = "region" in ctx.meta.get(TYPED_OPTIONS, set())
     catalog = load_catalog()
-    options = _submit_options(job, kw, ctx.meta.get("user_args"), app, region_given, problems, catalog)
+    options, problems = build_submit_options(job, kw, catalog=catalog, project=app.project,
+                                             region=app.region if region_given else None,
+                                             default_region=None if region_given else app.region,
+                                             user_args=ctx.meta.get("user_args"))
+    storage_problems = ProblemList()
+    storage = parse_storage(kw["storage"], storage_problems)
+    problems += storage_problems.problems
     if kw["dry_run"]:
         from aiptrain.cli.dry_run import render_dry_run
 
-        render_dry_run(app, app.client().dry_run_options(options, storage=kw["storage"],
-                                                         flag_problems=problems.problems))
+        render_dry_run(app, app.client().dry_run_options(options, storage=storage, flag_problems=problems))
         return 0
-    created = app.client().submit_options(options, storage=kw["storage"], flag_problems=problems.problems,
+    created = app.client().submit_options(options, storage=storage, flag_problems=problems,
                                           on_upload=lambda result: app.progress(describe_result(result)),
                                           progress_factory=_progress_factory(app),
                                           on_warning=lambda text: app.progress(f"warning: {text}"))
@@ -120,46 +125,6 @@ def training(app: AppContext, job: str, **kw: Any) -> int:
         return 0
     backend = app.backend(options.region or options.default_region)
     return follow_and_exit(app, backend, job_id, timeout=kw["timeout"], to_stderr=True, summary=True)
-
-
-def _submit_options(job: str, kw: dict[str, Any], user_args: list[str] | None, app: AppContext,
-                    region_given: bool, problems: ProblemList, catalog: Catalog) -> Any:
-    from aiptrain.submit.submission import SubmitOptions
-
-    for type_flag, count_flag in PAIRED_FLAGS:
-        flags.group_pair(problems, type_flag, kw[FLAGS_BY_NAME[type_flag].dest],
-                         count_flag, kw[FLAGS_BY_NAME[count_flag].dest])
-    if kw["master_image_uri"] and kw["runtime_version"]:
-        problems.add("--runtime-version", "only one of --master-image-uri and --runtime-version can be set",
-                     "a custom container brings its own runtime")
-    values = {entry.dest: _option_value(entry, kw, app, problems, catalog) for entry in OPTION_FLAGS}
-    return SubmitOptions(job_id=job, region=app.region if region_given else None,
-                         default_region=None if region_given else app.region, user_args=user_args, **values)
-
-
-def _option_value(entry: SubmitFlag, kw: dict[str, Any], app: AppContext, problems: ProblemList,
-                  catalog: Catalog) -> Any:
-    """The SubmitOptions value of one flag, its problems added to `problems`."""
-    value = kw[entry.dest]
-    if entry.kind is Kind.COUNT:
-        return flags.parse_count(entry.flag, value, problems)
-    if entry.kind is Kind.SCALE_TIER:
-        return flags.parse_scale_tier(value, problems, catalog)
-    if entry.kind is Kind.ACCELERATOR:
-        from aiptrain.submit.submission import Accelerator
-
-        parsed = flags.parse_accelerator(entry.flag, value, problems, catalog)
-        return Accelerator(*parsed) if parsed else None
-    if entry.kind is Kind.BOOL_WORD:
-        return flags.parse_bool_word(entry.flag, value, problems)
-    if entry.kind is Kind.LABELS:
-        return flags.parse_labels(value, problems)
-    if entry.kind is Kind.PACKAGES:
-        return flags.parse_packages(value)
-    if entry.kind is Kind.KMS_KEY:
-        return flags.kms_key_name(value, kw["kms_keyring"], kw["kms_location"], kw["kms_project"] or app.project,
-                                  problems)
-    return value
 
 
 def _progress_factory(app: AppContext) -> Any:

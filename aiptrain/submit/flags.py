@@ -1,17 +1,19 @@
 """The flags of `jobs submit training` that describe the job: one table, flag -> REST field -> help.
 
-The CLI builds its click options and reads their values from this table (`cli/jobs.py`),
-`submission.merge_job` puts each value at its field, and the submit path knows which job field a
-flag problem already covers. `SubmitOptions` has one attribute per entry (`dest`); a test holds
-the two together. Adding a flag that sets a job field is one entry here and one attribute there.
+The CLI builds its click options from this table (`cli/jobs.py`), `flag_values` turns the values
+of the command line or the Python API into `SubmitOptions` with it, `submission.merge_job` puts
+each value at its field, and the submit path knows which job field a flag problem already covers.
+`SubmitOptions` has one attribute per entry (`dest`); a test holds the two together. Adding a flag
+that sets a job field is one entry here and one attribute there.
 
 Flags about the command rather than the job (--stream-logs, --dry-run, --storage, ...) are
 declared by the command itself.
 
-Below the table, the parsers of gcloud's value syntaxes, one per `Kind`; each returns a value or
-adds a problem naming the flag. Problems are collected, not raised one by one, so a command line
-with several mistakes is reported in one go with the problems found in the job itself. Scale
-tiers and accelerators are the catalog's (scale_tiers.yaml), never listed here.
+Below the table, the parsers of gcloud's value syntaxes (`flag_values` holds the one parser per
+`Kind` that calls them); each returns a value or adds a problem naming the flag. Problems are
+collected, not raised one by one, so a command line with several mistakes is reported in one go
+with the problems found in the job itself. Scale tiers and accelerators are the catalog's
+(scale_tiers.yaml), never listed here.
 """
 
 from __future__ import annotations
@@ -160,20 +162,25 @@ def parse_accelerator(flag: str, value: str | None, out: ProblemList, catalog: C
     if missing:
         out.add(flag, f"key [{missing[0]}] is required", "write type=nvidia-tesla-t4,count=1")
         return None
-    accelerator = flag_spelling(parts["type"]).replace("-", "_").upper()
+    return check_accelerator(flag, parts["type"], parts["count"], out, catalog)
+
+
+def check_accelerator(flag: str, type_name: str, count_text: str, out: ProblemList,
+                      catalog: Catalog) -> tuple[str, int] | None:
+    """An accelerator's type (either spelling) and count, however they were written, as the catalog knows them."""
+    accelerator = flag_spelling(type_name).replace("-", "_").upper()
     if accelerator not in catalog.accelerators:
         choices = ", ".join(sorted(flag_spelling(name) for name in catalog.accelerators))
-        out.add(flag, f"invalid accelerator {parts['type']!r}", f"valid choices: {choices}")
+        out.add(flag, f"invalid accelerator {type_name!r}", f"valid choices: {choices}")
         return None
     try:
-        count = int(parts["count"])
+        count = int(count_text)
     except ValueError:
-        out.add(flag, f"count {parts['count']!r} is not a whole number",
-                f"write {flag} type={parts['type']},count=1")
+        out.add(flag, f"count {count_text!r} is not a whole number", f"write {flag} type={type_name},count=1")
         return None
     if count <= 0:
         out.add(flag, "the count of the accelerator must be greater than 0",
-                f"write {flag} type={parts['type']},count=1, or leave {flag} out")
+                f"write {flag} type={type_name},count=1, or leave {flag} out")
         return None
     return accelerator, count
 
