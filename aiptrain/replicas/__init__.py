@@ -1,6 +1,8 @@
 """What every engine that runs trainer processes shares (the local backend and the Ray driver).
 
 - `replica_set`: one cluster of replicas from start to the primary's exit, with the restart rules;
+- `command`: what one replica runs, a trainer module's process or an image's container, as one typed
+  value from the job's context to the launcher;
 - `processes`, `ports`, `clock`, `private_env`: process groups and signals, free ports, time,
   secrets kept out of replicas;
 - `log_capture`: one log entry per output line, with its severity, to any `LogSink`;

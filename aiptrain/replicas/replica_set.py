@@ -1,7 +1,7 @@
 """Running one replica set: every replica of a cluster, from start to the primary's exit.
 
 This is the unit both a training job and (later) each hyperparameter-tuning trial run:
-`run_replica_set` takes the cluster, the command line, extra args/env and an optional trial id,
+`run_replica_set` takes the cluster, each replica's command, extra env and an optional trial id,
 and returns how it ended. Several sets may run at once in different threads of one process.
 
 Completion follows the service: the primary's exit decides. When it ends, workers and parameter
@@ -40,7 +40,6 @@ both backends share these rules.
 
 from __future__ import annotations
 
-import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -60,6 +59,7 @@ from aiptrain.job.tf_config import (
     replica_tasks,
     tf_configs_for,
 )
+from aiptrain.replicas.command import ProcessCommand, ReplicaCommand
 from aiptrain.replicas.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
 from aiptrain.replicas.machine_share import ReplicaShare
 from aiptrain.replicas.ports import free_addresses
@@ -131,7 +131,7 @@ class ReplicaProcess(Protocol):
 class ReplicaLauncher(Protocol):
     """Starts, stops and sweeps up replica processes (on this machine, or on a cluster's nodes)."""
 
-    def start(self, task_name: str, argv: list[str], env: dict[str, str], cwd: Path) -> ReplicaProcess: ...
+    def start(self, task_name: str, command: ReplicaCommand, env: dict[str, str], cwd: Path) -> ReplicaProcess: ...
 
     # SIGTERM, then SIGKILL after `grace` seconds, and reap.
     def stop(self, processes: list[ReplicaProcess], grace: float) -> None: ...
@@ -147,9 +147,11 @@ class LocalLauncher:
     def __init__(self, cores: Mapping[str, tuple[int, ...]] | None = None) -> None:
         self.cores = dict(cores or {})
 
-    def start(self, task_name: str, argv: list[str], env: dict[str, str], cwd: Path) -> ReplicaProcess:
+    def start(self, task_name: str, command: ReplicaCommand, env: dict[str, str], cwd: Path) -> ReplicaProcess:
+        if not isinstance(command, ProcessCommand):
+            raise TypeError(f"{task_name} runs an image: its replica set needs a container launcher")
         cwd.mkdir(parents=True, exist_ok=True)
-        return start_process(argv, env=env, cwd=cwd, cores=self.cores.get(task_name, ()))
+        return start_process(command.argv(), env=env, cwd=cwd, cores=self.cores.get(task_name, ()))
 
     def stop(self, processes: list[ReplicaProcess], grace: float) -> None:
         stop_processes([p for p in processes if isinstance(p, ManagedProcess)], grace)
@@ -164,10 +166,10 @@ class ReplicaSetSpec:
 
     job: Job  # its TrainingInput goes into TF_CONFIG["job"], its jobId into CLOUD_ML_JOB_ID
     groups: list[ReplicaGroup]
-    python: str
-    module: str
-    args: list[str]  # the trainer's arguments (already pointed at local storage)
-    job_dir: str | None  # the local output directory: `--job-dir` after the args (not for Vertex jobs), AIP_*
+    # What each replica runs (task name -> its command), made by the job's context; the launcher
+    # gets the same value.
+    commands: Mapping[str, ReplicaCommand]
+    job_dir: str | None  # the local output directory, as AIP_* name it
     work_dir: Path  # each replica runs in work_dir/<task name>
     run_token: str  # AIPTRAIN_RUN_TOKEN of this set's processes
     base_env: dict[str, str]
@@ -184,28 +186,12 @@ class ReplicaSetSpec:
     # The job ID the replicas see in CLOUD_ML_JOB_ID when it is not the job's own (a job taken in
     # through another API, such as a Vertex AI CustomJob's numeric ID); None: the job's own ID.
     visible_job_id: str | None = None
-    # ml v1 appended `--job-dir` to the trainer's arguments; Vertex AI hands a Python package its
-    # output directory only through AIP_MODEL_DIR, AIP_CHECKPOINT_DIR and AIP_TENSORBOARD_LOG_DIR.
-    job_dir_argument: bool = True
     # Each replica's share of this machine (task name -> share: its threads, cores, GPUs); None
     # leaves the replicas the whole machine (the Ray backend, whose nodes schedule their own).
     shares: Mapping[str, ReplicaShare] | None = None
     # False: the shares set no GPU variables (`local train`, whose replicas ask for no GPUs; container
     # replicas, which get their GPUs as device requests).
     share_gpus: bool = True
-    # Each replica's command line where it is not `command()`: a container replica's image and args.
-    task_commands: Mapping[str, list[str]] | None = None
-
-    def command(self) -> list[str]:
-        argv = [self.python, "-m", self.module, *self.args]
-        if self.job_dir and self.job_dir_argument:
-            argv += ["--job-dir", self.job_dir]
-        return argv
-
-    def command_for(self, task_name: str) -> list[str]:
-        if self.task_commands is not None and task_name in self.task_commands:
-            return list(self.task_commands[task_name])
-        return self.command()
 
 
 @dataclass(frozen=True)
@@ -242,7 +228,7 @@ class ReplicaObserver(Protocol):
 @dataclass
 class _Replica:
     task: ReplicaTask
-    argv: list[str]
+    command: ReplicaCommand
     env: dict[str, str]
     cwd: Path
     tail: OutputTail = field(default_factory=OutputTail)
@@ -337,12 +323,12 @@ class _ReplicaSetRun:
             # One token per replica, under the set's: its strays can be swept when it exits.
             env[TOKEN_VARIABLE] = f"{spec.run_token}/{task.task_name}"
             cwd = spec.shared_cwd or spec.work_dir / task.task_name
-            self.replicas.append(_Replica(task, spec.command_for(task.task_name), env, cwd))
+            self.replicas.append(_Replica(task, spec.commands[task.task_name], env, cwd))
 
     def start(self, replica: _Replica) -> None:
         self.stopped = False
         replica.tail.clear()
-        process = self.launcher.start(replica.task.task_name, replica.argv, replica.env, replica.cwd)
+        process = self.launcher.start(replica.task.task_name, replica.command, replica.env, replica.cwd)
         replica.started_at = time.monotonic()
         replica.process = process
         replica.done = False
@@ -393,7 +379,7 @@ class _ReplicaSetRun:
         for replica in self.replicas:
             if self.stop.is_set():
                 return self.cancelled()
-            self.say(f"Starting {replica.task.task_name}: {shlex.join(replica.argv)}")
+            self.say(f"Starting {replica.task.task_name}: {replica.command.describe()}")
             try:
                 self.start(replica)
             except OSError as error:

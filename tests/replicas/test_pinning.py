@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from aiptrain.replicas.command import ProcessCommand
 from aiptrain.replicas.replica_set import LocalLauncher
 from aiptrain.replicas.this_machine import usable_cores
 
@@ -20,8 +21,10 @@ def test_a_replica_starts_pinned_to_its_cores(tmp_path: Path) -> None:
     probe = ("import json, os, threading; seen = []\n"
              "thread = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))\n"
              "thread.start(); thread.join(); print(json.dumps([sorted(os.sched_getaffinity(0)), seen[0]]))")
-    pinned = launcher.start("master-replica-0", [sys.executable, "-c", probe], dict(os.environ), tmp_path)
-    free = launcher.start("worker-replica-0", [sys.executable, "-c", probe], dict(os.environ), tmp_path)
+    (tmp_path / "probe.py").write_text(probe)  # `-m` finds it in the replica's working directory
+    command = ProcessCommand(sys.executable, "probe")
+    pinned = launcher.start("master-replica-0", command, dict(os.environ), tmp_path)
+    free = launcher.start("worker-replica-0", command, dict(os.environ), tmp_path)
     try:
         assert json.loads(pinned.stdout.read()) == [[last], [last]]
         assert json.loads(free.stdout.read()) == [list(usable_cores()), list(usable_cores())]

@@ -26,18 +26,20 @@ from aiptrain.gcs_endpoint.service import host_endpoints, replica_base_environme
 from aiptrain.job.spec import Job, JobState, TrainingInput
 from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
+from aiptrain.replicas.command import ProcessCommand, ReplicaCommand, for_every_replica
 from aiptrain.replicas.containers.endpoints import HostEndpoint
 from aiptrain.replicas.containers.engine import Engine
 from aiptrain.replicas.containers.settings import ContainerSettings
 from aiptrain.replicas.gs_paths import local_location, localize
 from aiptrain.replicas.log_capture import SERVICE_TASK
-from aiptrain.replicas.machine_share import JobShare
+from aiptrain.replicas.machine_share import JobShare, ReplicaShare
 from aiptrain.replicas.processes import ManagedProcess
 from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 from aiptrain.replicas.settings import ReplicaSettings
 
 if TYPE_CHECKING:
     from aiptrain.gcs_endpoint.service import JobMetadata, ReplicaStorage
+    from aiptrain.replicas.containers.launcher import ReplicaContainer
     from aiptrain.tuning.metrics import MetricReport
 
 
@@ -101,7 +103,10 @@ class JobContext:
     # The job's part of the machine: one set of replica shares per cluster running at once (a
     # tuning job's trials take a free set each); None runs replicas on the whole machine.
     share: JobShare | None = None
-    # The container engine of a job whose replicas are containers (its master names an image).
+    # Whether the replicas are containers: the one answer PREPARING gave (`Supervisor`), which
+    # every replica set follows.
+    runs_containers: bool = False
+    # The container engine of a job whose replicas are containers, found at PREPARING.
     engine: Engine | None = None
 
     def __post_init__(self) -> None:
@@ -178,7 +183,7 @@ class JobContext:
         Blocks until every process of the set is gone. Thread-safe.
         """
         training_input = self.training_input
-        containers = self.engine is not None
+        containers = self.runs_containers
         # A container's command is made from the job's args and the trial's flags apart (containerArgs).
         args = [*(training_input.args or [])] if containers else [*(training_input.args or []), *extra_args]
         local_dir = job_dir if job_dir is not None else training_input.job_dir
@@ -189,23 +194,6 @@ class JobContext:
             args, local_dir = local.args, local.job_dir
             if local_dir:
                 Path(local_dir).mkdir(parents=True, exist_ok=True)
-        base_env = {} if containers else self.replica_base_env()
-        spec = ReplicaSetSpec(
-            job=self.record.job,
-            groups=self.plan.groups,
-            python=self.settings.python,
-            module=training_input.python_module or "",
-            args=args,
-            job_dir=local_dir,
-            work_dir=self.layout.work_dir / trial_id if trial_id else self.layout.work_dir,
-            run_token=f"{self.record.run_token}/{trial_id or 'run'}",
-            base_env=base_env,
-            extra_env=dict(extra_env or {}),
-            trial_id=trial_id,
-            # A Vertex AI job the emulator took in: its numeric ID, and its directories through AIP_*.
-            visible_job_id=self.record.vertex_job_id,
-            job_dir_argument=self.record.vertex_job_id is None,
-        )
         policy = ReplicaPolicy(
             max_restarts=self.settings.max_restarts,
             restart_delay=self.settings.restart_delay,
@@ -216,31 +204,62 @@ class JobContext:
         lane = self._free_lanes.get() if self.share is not None else None  # never waits: a study runs no
         # more trials at once than there are lanes
         try:
-            if self.share is not None and lane is not None:
-                spec = dataclasses.replace(spec, shares={share.task_name: share for share in self.share.lanes[lane]})
+            shares = ({share.task_name: share for share in self.share.lanes[lane]}
+                      if self.share is not None and lane is not None else None)
+            commands, replicas = self.replica_commands(args, local_dir, extra_args, shares)
+            spec = ReplicaSetSpec(
+                job=self.record.job,
+                groups=self.plan.groups,
+                commands=commands,
+                job_dir=local_dir,
+                work_dir=self.layout.work_dir / trial_id if trial_id else self.layout.work_dir,
+                run_token=f"{self.record.run_token}/{trial_id or 'run'}",
+                base_env={} if containers else self.replica_base_env(),
+                extra_env=dict(extra_env or {}),
+                trial_id=trial_id,
+                # A Vertex AI job the emulator took in: its numeric ID in CLOUD_ML_JOB_ID.
+                visible_job_id=self.record.vertex_job_id,
+                shares=shares,
+            )
             if containers:
-                return self._run_containers(spec, policy, observer, stop, extra_args)
+                return self._run_containers(spec, replicas, policy, observer, stop)
             return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
         finally:
             if lane is not None:
                 self._free_lanes.put(lane)
 
+    def replica_commands(
+        self, args: Sequence[str], job_dir: str | None, extra_args: Sequence[str],
+        shares: Mapping[str, ReplicaShare] | None,
+    ) -> tuple[dict[str, ReplicaCommand], list[ReplicaContainer]]:
+        """(task name -> what the replica runs, the containers of a container job): the trainer
+        module with `args` (which then hold a trial's flags), or each replica's container, its
+        command from the job's `args` and then a trial's `extra_args`, its limits from its share."""
+        # A Vertex AI job the emulator took in gets its directories through AIP_* only.
+        job_dir_argument = self.record.vertex_job_id is None
+        if not self.runs_containers:
+            command = ProcessCommand(self.settings.python, self.training_input.python_module or "", tuple(args),
+                                     job_dir, job_dir_argument)
+            return for_every_replica(self.plan.groups, command), []
+        from aiptrain.job.catalog import load_catalog
+        from aiptrain.replicas.containers.replica_containers import replica_containers
+
+        replicas = replica_containers(self.training_input, self.plan.groups, load_catalog(), args=args,
+                                      job_dir=job_dir, job_dir_argument=job_dir_argument, extra_args=extra_args,
+                                      shares=shares)
+        return {replica.task_name: replica.command for replica in replicas}, replicas
+
     def container_endpoints(self) -> list[HostEndpoint]:
         """The job's host-side servers its containers reach (its metadata server, its storage endpoint)."""
         return host_endpoints(self.storage, self.metadata)
 
-    def _run_containers(self, spec: ReplicaSetSpec, policy: ReplicaPolicy, observer: _StoreObserver,
-                        stop: threading.Event | None, extra_args: Sequence[str]) -> ReplicaSetOutcome:
+    def _run_containers(self, spec: ReplicaSetSpec, replicas: list[ReplicaContainer], policy: ReplicaPolicy,
+                        observer: _StoreObserver, stop: threading.Event | None) -> ReplicaSetOutcome:
         """The set as containers (`replicas.containers`): its network and owners made first, removed
         with its containers at the end, whatever the end."""
-        assert self.engine is not None
-        from aiptrain.job.catalog import load_catalog
+        assert self.engine is not None  # found at PREPARING, when the job was found to run containers
         from aiptrain.replicas.containers.launcher import ContainerLauncher, ContainerSetupFailed
-        from aiptrain.replicas.containers.replica_containers import replica_containers
 
-        replicas = replica_containers(
-            self.training_input, spec.groups, load_catalog(), args=spec.args, job_dir=spec.job_dir,
-            job_dir_argument=spec.job_dir_argument, extra_args=extra_args, shares=spec.shares)
         mounts = {} if self.storage is not None else {str(self.storage_root): f"{self.storage_root}:rw"}
         launcher = ContainerLauncher(
             self.engine, replicas, job_token=self.record.run_token, run_token=spec.run_token,
@@ -261,9 +280,7 @@ class JobContext:
                 with _unless_out_of_space():
                     self.store.set_runtime_environment(self.record.key, {"notes": launcher.notes()})
             tasks = [(task.task_type, task.task_name) for task in replica_tasks(spec.groups)]
-            spec = dataclasses.replace(
-                spec, launcher=launcher, share_gpus=False, addresses=launcher.addresses(tasks),
-                task_commands={replica.task_name: replica.command.engine_arguments() for replica in replicas})
+            spec = dataclasses.replace(spec, launcher=launcher, share_gpus=False, addresses=launcher.addresses(tasks))
             return run_replica_set(spec, policy, self.sink, stop if stop is not None else self.stop, observer)
         finally:
             launcher.close()

@@ -37,6 +37,7 @@ from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.spec import Job, JobState
 from aiptrain.job.tf_config import replica_tasks
 from aiptrain.paths import aiptrain_home
+from aiptrain.replicas.command import ProcessCommand, for_every_replica
 from aiptrain.replicas.gs_paths import GS_PREFIX, localize
 from aiptrain.replicas.log_capture import SERVICE_TASK, CallbackSink
 from aiptrain.replicas.machine_share import JobShare, ReplicaAsk, ReplicaShare, share_job
@@ -201,9 +202,7 @@ def _run_cluster(
         spec = ReplicaSetSpec(
             job=Job(job_id="local_train"),
             groups=groups,
-            python=interpreter,
-            module=module_name,
-            args=args,
+            commands=for_every_replica(groups, ProcessCommand(interpreter, module_name, tuple(args), local_dir)),
             job_dir=local_dir,
             work_dir=Path(scratch),
             run_token=f"local-train-{secrets.token_hex(8)}",

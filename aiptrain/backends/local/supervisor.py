@@ -189,7 +189,9 @@ class Supervisor:
             return
         engine: Engine | None = None
         needs_system_trust = False
-        if runs_containers(training_input):  # the image brings its runtime: nothing to build or install
+        # Asked once, here: every replica set of the job follows this answer (`JobContext`).
+        containers = runs_containers(training_input)
+        if containers:  # the image brings its runtime: nothing to build or install
             engine = self._container_engine()
             if engine is None:
                 return
@@ -226,6 +228,7 @@ class Supervisor:
                 storage=storage,
                 metadata=metadata,
                 share=share,
+                runs_containers=containers,
                 engine=engine,
             )
             self._finish(job_body_for(context.record)(context))

@@ -25,7 +25,6 @@ removes them, and each trainer dies with its actor (parent-death signal).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import sys
@@ -46,6 +45,7 @@ from aiptrain.job.cluster import resolve_cluster
 from aiptrain.job.spec import Job, JobState, TrainingInput
 from aiptrain.job.tf_config import replica_tasks
 from aiptrain.replicas.clock import utc_now
+from aiptrain.replicas.command import ProcessCommand, ReplicaCommand, for_every_replica
 from aiptrain.replicas.gs_paths import GS_PREFIX, local_location, rewrite_args
 from aiptrain.replicas.replica_set import ReplicaPolicy, ReplicaSetOutcome, ReplicaSetSpec, run_replica_set
 
@@ -125,9 +125,7 @@ class RaySetRun:
                 return ReplicaSetOutcome(JobState.CANCELLED)
             if self.trial_id is None:
                 self.say(joblog.RUNNING_LINE)
-            spec = self.replica_set(addresses, args, job_dir, extra_env)
-            if self.driver.payload.get("containers"):
-                spec = self.as_containers(spec, extra_args or [])
+            spec = self.replica_set(addresses, args, job_dir, extra_env, extra_args or [])
             return run_replica_set(spec, self.driver.policy, self.driver.printer, self.stop)
         finally:
             self.release(ray)
@@ -182,7 +180,7 @@ class RaySetRun:
             # With the cluster's own Python the replica runs with the actor's; else its environment's.
             python = f", Python {where['python']}" if self.driver.payload.get("packagesMode") == "cluster" else ""
             self.say(f"{name} runs on node {nodes[name][1]}, host {where['hostname']}{python}.")
-        if self.driver.payload.get("containers"):
+        if self.driver.runs_containers:
             return self.open_containers(ray, nodes)
         return NodesPreparation(self, ray, nodes).run()
 
@@ -213,17 +211,6 @@ class RaySetRun:
         self.say(joblog.RAN_IN_PREFIX + json.dumps(ran_in))  # for `jobs describe`, left out of the log
         return None
 
-    def as_containers(self, spec: ReplicaSetSpec, extra_args: list[str]) -> ReplicaSetSpec:
-        """The set's replicas as their containers: each one's image and arguments (the job's, on the
-        node's storage, and a trial's flags), as on the local backend."""
-        from aiptrain.replicas.containers.replica_containers import replica_containers
-
-        args, _ = rewrite_args(list(self.driver.training_input.args or []), self.driver.storage_root)
-        containers = replica_containers(self.driver.training_input, self.driver.groups, load_catalog(), args=args,
-                                        job_dir=spec.job_dir, job_dir_argument=True, extra_args=extra_args)
-        return dataclasses.replace(spec, task_commands={replica.task_name: replica.command.engine_arguments()
-                                                        for replica in containers})
-
     def addresses(self, ray: Any) -> dict[str, list[str]]:
         """TF_CONFIG task type -> `IP:PORT` per replica, each probed on the replica's own node."""
         tasks = replica_tasks(self.driver.groups)
@@ -234,7 +221,7 @@ class RaySetRun:
         return table
 
     def replica_set(self, addresses: dict[str, list[str]], args: list[str], job_dir: str | None,
-                    extra_env: dict[str, str]) -> ReplicaSetSpec:
+                    extra_env: dict[str, str], extra_args: list[str]) -> ReplicaSetSpec:
         from aiptrain.backends.ray.replica_host import RayLauncher
 
         storage_root = self.driver.storage_root
@@ -248,9 +235,7 @@ class RaySetRun:
         return ReplicaSetSpec(
             job=self.driver.job,
             groups=self.driver.groups,
-            python="python",  # each node runs the trainer with its own interpreter
-            module=self.driver.training_input.python_module or "",
-            args=args,
+            commands=self.commands(args, job_dir, extra_args),
             job_dir=job_dir,
             work_dir=Path("replicas"),
             run_token=self.run_token,
@@ -260,6 +245,22 @@ class RaySetRun:
             addresses=addresses,
             launcher=RayLauncher(self.actors),
         )
+
+    def commands(self, args: list[str], job_dir: str | None, extra_args: list[str]) -> dict[str, ReplicaCommand]:
+        """Each replica's command, made here and handed to its actor as it is: its container (the
+        job's args, on the node's storage, then a trial's flags, as on the local backend), or the
+        trainer module (`args` already hold a trial's flags) run by its node's own interpreter."""
+        training_input = self.driver.training_input
+        if self.driver.runs_containers:
+            from aiptrain.replicas.containers.replica_containers import replica_containers
+
+            job_args, _ = rewrite_args(list(training_input.args or []), self.driver.storage_root)
+            containers = replica_containers(training_input, self.driver.groups, load_catalog(), args=job_args,
+                                            job_dir=job_dir, job_dir_argument=True, extra_args=extra_args)
+            return {replica.task_name: replica.command for replica in containers}
+        # "python": a stand-in; each node's actor runs it with its runtime environment's interpreter.
+        command = ProcessCommand("python", training_input.python_module or "", tuple(args), job_dir)
+        return for_every_replica(self.driver.groups, command)
 
     def release(self, ray: Any) -> None:
         """Remove the replicas' directories from their nodes, then the actors and the bundles."""
@@ -400,6 +401,8 @@ class Driver:
         self.groups = resolve_cluster(self.training_input, load_catalog())
         self.storage_root = Path(payload["storageRoot"])
         self.run_token = f"aiptrain-ray/{self.job_id}"
+        # Whether the replicas are containers: the answer the plan recorded in the payload at submit.
+        self.runs_containers = payload.get("containers") is not None
 
     def run(self, ray: Any) -> ReplicaSetOutcome:
         for note in self.payload.get("notes", []):

@@ -226,6 +226,8 @@ def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: 
         "packagesMode": packages_mode,
         "runtime": runtime_spec(training_input, catalog, job.labels),
         "storageRoot": storage_root,
+        # Whether the replicas are containers, answered here once for the whole run: the driver and
+        # every replica set it starts follow this (`Driver.runs_containers`).
         "containers": {"pull": ContainerSettings.from_env().pulls} if runs_containers(training_input) else None,
         "restartPolicy": {
             "maxRestarts": policy.max_restarts,

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from aiptrain.backends.ray.node_preparation import NodePreparation
+from aiptrain.replicas.command import ProcessCommand, ReplicaCommand
 from aiptrain.replicas.log_capture import MAX_LINE_BYTES
 from aiptrain.replicas.processes import ManagedProcess, kill_tokened_processes, start_process, stop_processes
 from aiptrain.replicas.replica_set import ReplicaProcess
@@ -134,9 +135,9 @@ class ReplicaHost:
 
         return f"{_node_ip()}:{free_ports(1)[0]}"
 
-    def start(self, argv: list[str], env: dict[str, str]) -> int:
-        """Start the trainer with the replica's Python (its runtime environment's), or its container
-        (`argv` is then its image and arguments); its pid (the container's `start --attach`'s)."""
+    def start(self, command: ReplicaCommand, env: dict[str, str]) -> int:
+        """Start the replica's command: its container, or the trainer with the replica's Python (its
+        runtime environment's); its pid (the container's `start --attach`'s)."""
         if self.process is not None and not self.process.has_exited():
             raise RuntimeError(f"{self.task_name} is still running")
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -157,13 +158,15 @@ class ReplicaHost:
             container_env = dict(env)
             if self.metric_file is not None:
                 container_env[METRIC_FILE_VARIABLE] = str(self.metric_file)
-            process = self.containers.start(self.task_name, argv, container_env, self.work_dir)
+            process = self.containers.start(self.task_name, command, container_env, self.work_dir)
         else:
+            if not isinstance(command, ProcessCommand):
+                raise TypeError(f"{self.task_name} runs an image, and no container was opened for it")
             if self.tmpdir is None:
                 SCRATCH_ROOT.mkdir(parents=True, exist_ok=True)
                 self.tmpdir = Path(tempfile.mkdtemp(prefix=JOB_TEMP_PREFIX, dir=SCRATCH_ROOT))
             full_env["TMPDIR"] = str(self.tmpdir)
-            process = start_process([self.python, *argv[1:]], env=full_env, cwd=self.work_dir)
+            process = start_process(command.with_python(self.python).argv(), env=full_env, cwd=self.work_dir)
         self.process = process
         for number, stream in ((1, process.stdout), (2, process.stderr)):
             threading.Thread(target=self._pump, args=(number, stream), daemon=True).start()
@@ -316,13 +319,14 @@ class RayLauncher:
     def __init__(self, actors: dict[str, Any]) -> None:
         self.actors = actors
 
-    def start(self, task_name: str, argv: list[str], env: dict[str, str], cwd: Path) -> ReplicaProcess:
-        """`cwd` is ignored: each replica runs in a directory of its own on its node."""
+    def start(self, task_name: str, command: ReplicaCommand, env: dict[str, str], cwd: Path) -> ReplicaProcess:
+        """`cwd` is ignored: each replica runs in a directory of its own on its node. `command` goes
+        to the actor as it is (Ray pickles it)."""
         import ray
 
         actor = self.actors[task_name]
         try:
-            ray.get(actor.start.remote(argv, env))
+            ray.get(actor.start.remote(command, env))
         except ray.exceptions.RayError as error:
             raise OSError(f"its Ray actor is gone (its node or worker died): {error}") from None
         return RemoteReplicaProcess(actor, task_name, env.get(METRIC_FILE_VARIABLE))

@@ -48,15 +48,6 @@ class ContainerCommand:
     def describe(self) -> str:
         return shlex.join(self.engine_arguments())
 
-    @classmethod
-    def from_engine_arguments(cls, arguments: Sequence[str]) -> ContainerCommand:
-        """The command `engine_arguments` gave (what a replica set hands its launcher as argv)."""
-        if arguments and arguments[0].startswith("--entrypoint="):
-            image, *rest = arguments[1:]
-            return cls(image, (arguments[0].removeprefix("--entrypoint="), *rest), None)
-        image, *rest = arguments
-        return cls(image, None, tuple(rest) if rest else None)
-
 
 def container_command(
     training_input: TrainingInput, group: ReplicaGroup, *, args: Sequence[str], job_dir: str | None,

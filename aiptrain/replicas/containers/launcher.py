@@ -24,6 +24,7 @@ replicas as it does processes, so restarts, the primary's end and cancel follow 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -35,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aiptrain.replicas.command import ReplicaCommand
 from aiptrain.replicas.containers.command import (
     REPLICA_PORT,
     ContainerCommand,
@@ -248,17 +250,17 @@ class ContainerLauncher:
 
     # -- ReplicaLauncher ------------------------------------------------------------------------
 
-    def start(self, task_name: str, argv: list[str], env: dict[str, str], cwd: Path) -> ReplicaProcess:
-        """Start the replica's container (created the first time). `argv` is its image and arguments
-        (`ContainerCommand.engine_arguments`); `cwd` is ignored: a container runs in its WORKDIR."""
+    def start(self, task_name: str, command: ReplicaCommand, env: dict[str, str], cwd: Path) -> ReplicaProcess:
+        """Start the replica's container (created the first time, running `command`); `cwd` is
+        ignored: a container runs in its WORKDIR."""
         del cwd
-        if self.host_network:  # a Ray replica's command is known when it starts
-            replica = self.replicas[task_name]
-            self.replicas[task_name] = ReplicaContainer(task_name, ContainerCommand.from_engine_arguments(argv),
-                                                        replica.limits)
+        if not isinstance(command, ContainerCommand):
+            raise TypeError(f"{task_name} runs a Python module: its replica set needs a process launcher")
         name = self.names.replica(task_name)
         with self._lock:
             if name not in self._created:
+                # A Ray replica's launcher knew only its image until now.
+                self.replicas[task_name] = dataclasses.replace(self.replicas[task_name], command=command)
                 self._create(task_name, env)
                 self._created.add(name)
         try:

@@ -33,7 +33,7 @@ def test_gpus_become_device_requests_of_the_container(docker: SuiteDocker, image
                                ContainerLimits(cpus=1.0, gpus=(0, 1)))
     launcher = ContainerLauncher(find_engine(), [replica], job_token="gputest", run_token="gputest/run")
     with launcher:
-        process = launcher.start("master-replica-0", replica.command.engine_arguments(), {}, tmp_path)
+        process = launcher.start("master-replica-0", replica.command, {}, tmp_path)
         assert isinstance(process, ManagedProcess)
         process.popen.wait(timeout=120)
         returncode = process.reap()
@@ -66,7 +66,7 @@ def test_a_host_endpoint_is_reached_at_its_own_address_through_the_relay(
     launcher = ContainerLauncher(find_engine(), [replica], job_token="relaytest", run_token="relaytest/run",
                                  endpoints=[endpoint])
     with launcher:
-        process = launcher.start("master-replica-0", replica.command.engine_arguments(), {}, tmp_path)
+        process = launcher.start("master-replica-0", replica.command, {}, tmp_path)
         assert isinstance(process, ManagedProcess)
         output = process.popen.communicate(timeout=120)[0]
         assert process.reap() == 0
