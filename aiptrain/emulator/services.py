@@ -14,6 +14,7 @@ from aiptrain.emulator.errors import ApiError, invalid_argument
 from aiptrain.emulator.projects import ProjectDirectory
 from aiptrain.emulator.schema import SchemaValidator, Violation
 from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore
+from aiptrain.paths import HomeLayout
 
 if TYPE_CHECKING:
     from aiptrain.backends.local.engine import LocalEngine
@@ -76,10 +77,10 @@ def make_services(engine: LocalEngine, *, storage_root: Path | None = None,
     from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TRAINING_PIPELINES, TUNING_JOBS
 
     home = _engine_home(engine)
-    records = state_dir or home / "emulator"
+    records = state_dir or HomeLayout(home).emulator
     return Services(
         engine=engine,
-        storage_root=storage_root or home / "storage",
+        storage_root=storage_root or HomeLayout(home).storage,
         custom_jobs=VertexJobStore(records / "custom_jobs", CUSTOM_JOBS),
         tuning_jobs=VertexJobStore(records / "hyperparameter_tuning_jobs", TUNING_JOBS),
         projects=ProjectDirectory(records / "projects.json"),
