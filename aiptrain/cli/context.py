@@ -223,9 +223,9 @@ def _note_gcloud_globals(app: AppContext, values: dict[str, Any]) -> None:
         if values[name] and not remote:
             app.detail(f"note: {flag} has no effect on the {app.backend_name} backend: it sends no REST requests")
         elif values[name] and name == "impersonate_service_account" and app.api_endpoint:
-            from aiptrain.backends.mlv1.client import is_loopback
+            from aiptrain.loopback import is_loopback_url
 
-            if is_loopback(app.api_endpoint):
+            if is_loopback_url(app.api_endpoint):
                 app.detail("note: --impersonate-service-account has no effect on a loopback endpoint: the "
                            "emulator takes its own token")
 
