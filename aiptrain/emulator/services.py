@@ -13,7 +13,7 @@ from aiptrain.emulator.discovery import discovery_document
 from aiptrain.emulator.errors import ApiError, invalid_argument
 from aiptrain.emulator.projects import ProjectDirectory
 from aiptrain.emulator.schema import SchemaValidator, Violation
-from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore
+from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore, vertex_job_name
 from aiptrain.paths import HomeLayout
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class Services:
     def vertex_name(self, record: VertexJobRecord) -> str:
         """The job's resource name as Vertex AI returns it: with the project number."""
         number = self.projects.number(record.project)
-        return f"projects/{number}/locations/{record.location}/{record.collection}/{record.numeric_id}"
+        return vertex_job_name(number, record.location, record.collection, record.numeric_id)
 
     def vertex_job_by_numeric_id(self, numeric_id: str) -> VertexJobRecord | None:
         """The custom or tuning job with this numeric ID (random 19-digit numbers: never shared in practice)."""
