@@ -89,7 +89,7 @@ class HomeLayout:
 
     @property
     def container_trust_cache(self) -> Path:
-        """What the container engine was found to trust, so it is asked once."""
+        """Container images' CA bundles extended with this installation's CA, one per image."""
         return self.cache / "container-trust"
 
     @property
@@ -124,7 +124,7 @@ class HomeLayout:
 
     @property
     def tmp(self) -> Path:
-        """Scratch files that must be on the home's file system (uploads in progress)."""
+        """Scratch space of the gs:// and metadata endpoints (uploads in progress, gcloud configurations)."""
         return self.root / "tmp"
 
     @property
