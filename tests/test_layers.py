@@ -21,7 +21,7 @@ BACKEND_FOLDERS = ("local", "ray", "vertex", "mlv1")
 # layer -> the other layers it may import. A layer is a top-level folder (or loose module) of
 # aiptrain/, and each backend's own folder is a layer of its own ("backends" is the protocol,
 # the registry and the poll pacing directly in backends/).
-_BASE = {"errors", "paths", "cache_eviction"}
+_BASE = {"errors", "paths", "cache_eviction", "loopback"}
 ALLOWED: dict[str, set[str]] = {
     "job": {"errors"},
     "packaging": _BASE,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiptrain.errors import OperationalError, UsageError
-from aiptrain.paths import aiptrain_home
+from aiptrain.paths import HomeLayout
 
 _URL = re.compile(r"(http://[^\s]+:\d+/)")
 START_TIMEOUT_SECONDS = 180.0  # TensorBoard imports TensorFlow when it is installed: slow on a busy machine
@@ -45,7 +45,7 @@ def logdir_for(job_dir: str | None, job_id: str) -> str:
                          hint="submit with --job-dir (the trainer writes its summaries under it)")
     if not job_dir.startswith("gs://"):
         return job_dir
-    local = aiptrain_home() / "storage" / job_dir.removeprefix("gs://")
+    local = HomeLayout.of().storage / job_dir.removeprefix("gs://")
     return str(local) if local.exists() else job_dir
 
 
@@ -53,7 +53,7 @@ def tensorboard_python(job_python: str | None) -> str:
     """An interpreter that can run TensorBoard: the job's, else the on-demand one (installed now if needed)."""
     if job_python and _has_tensorboard(job_python):
         return job_python
-    tools = aiptrain_home() / "tools" / "tensorboard"
+    tools = HomeLayout.of().tools / "tensorboard"
     python = tools / "bin" / "python"
     if python.exists() and _has_tensorboard(str(python)):
         return str(python)

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from aiptrain.backends import DEFAULT_LOCAL_PROJECT
+from aiptrain.emulator.defaults import DEFAULT_HOST, DEFAULT_PORT
+
 if TYPE_CHECKING:
     from aiptrain.api.client import Client
     from aiptrain.backends.base import Backend, RequestOptions
@@ -101,12 +104,12 @@ def _shared_options(*, for_group: bool) -> list[Callable[[F], F]]:
                      **({"default": None} if for_group else {"default": "local", "show_default": True}),
                      **env("AIPTRAIN_BACKEND"), help="Where jobs run. [env: AIPTRAIN_BACKEND]"),
         click.option("--project", **env(["AIPTRAIN_PROJECT", "CLOUDSDK_CORE_PROJECT"]),
-                     help="Project ID (default for local: local-project). [env: AIPTRAIN_PROJECT]"),
+                     help=f"Project ID (default for local: {DEFAULT_LOCAL_PROJECT}). [env: AIPTRAIN_PROJECT]"),
         click.option("--region", **env(["AIPTRAIN_REGION", "CLOUDSDK_COMPUTE_REGION"]),
                      help="Region (Vertex AI endpoint; a submit's job region). [env: AIPTRAIN_REGION]"),
         click.option("--api-endpoint", **env("AIPTRAIN_API_ENDPOINT"),
-                     help="REST endpoint for mlv1/vertex, e.g. http://127.0.0.1:8080/ for `aiptrain local serve`."
-                     " [env: AIPTRAIN_API_ENDPOINT]"),
+                     help=f"REST endpoint for mlv1/vertex, e.g. http://{DEFAULT_HOST}:{DEFAULT_PORT}/ for "
+                     "`aiptrain local serve`. [env: AIPTRAIN_API_ENDPOINT]"),
         click.option("--ray-address", **env("AIPTRAIN_RAY_ADDRESS"),
                      help="Ray Jobs API of the cluster for --backend ray, e.g. http://127.0.0.1:8265 (else "
                      "RAY_ADDRESS). [env: AIPTRAIN_RAY_ADDRESS]"),
@@ -223,9 +226,9 @@ def _note_gcloud_globals(app: AppContext, values: dict[str, Any]) -> None:
         if values[name] and not remote:
             app.detail(f"note: {flag} has no effect on the {app.backend_name} backend: it sends no REST requests")
         elif values[name] and name == "impersonate_service_account" and app.api_endpoint:
-            from aiptrain.backends.mlv1.client import is_loopback
+            from aiptrain.loopback import is_loopback_url
 
-            if is_loopback(app.api_endpoint):
+            if is_loopback_url(app.api_endpoint):
                 app.detail("note: --impersonate-service-account has no effect on a loopback endpoint: the "
                            "emulator takes its own token")
 

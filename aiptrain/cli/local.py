@@ -9,10 +9,12 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from aiptrain.backends import DEFAULT_LOCAL_PROJECT
 from aiptrain.cli.context import AppContext, common_options
 from aiptrain.cli.envs import envs
 from aiptrain.cli.jobs import TrainingCommand
 from aiptrain.cli.numbers import DURATION
+from aiptrain.emulator.defaults import DEFAULT_HOST, DEFAULT_PORT
 
 
 @click.group("local")
@@ -62,8 +64,8 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
 
 
 @local.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
               help="Port (0 picks a free one and prints it).")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (clients need the token).")
 @click.option("--token", envvar="AIPTRAIN_SERVE_TOKEN",
@@ -77,7 +79,7 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
 @click.option("--gcloud-config", "gcloud_config", metavar="NAME",
               help="Write the gcloud configuration NAME that sends gcloud's ml, aiplatform, logging and storage "
               "requests here (activate it with `gcloud config configurations activate NAME`).")
-@click.option("--project", envvar=["AIPTRAIN_PROJECT", "CLOUDSDK_CORE_PROJECT"], default="local-project",
+@click.option("--project", envvar=["AIPTRAIN_PROJECT", "CLOUDSDK_CORE_PROJECT"], default=DEFAULT_LOCAL_PROJECT,
               show_default=True, help="The project of the --gcloud-config configuration. [env: AIPTRAIN_PROJECT]")
 @click.option("--region", envvar=["AIPTRAIN_REGION", "CLOUDSDK_COMPUTE_REGION"], default="us-central1",
               show_default=True, help="The region of the --gcloud-config configuration. [env: AIPTRAIN_REGION]")
@@ -217,9 +219,9 @@ def disk_usage(app: AppContext) -> int:
 
 
 @local.command("console")
-@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True,
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True,
               help="The port `aiptrain local serve` listens on.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="The address it listens on.")
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="The address it listens on.")
 @click.option("--no-browser", is_flag=True,
               help="Print the console's URL, with its token, instead of opening a browser.")
 def console(port: int, host: str, no_browser: bool) -> int:

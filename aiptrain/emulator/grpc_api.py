@@ -29,6 +29,7 @@ from aiptrain.emulator import pipelines_api, tuning_api, vertex_api
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.services import Services
 from aiptrain.errors import AiptrainError
+from aiptrain.paths import HomeLayout
 
 LOG = logging.getLogger("aiptrain.emulator.grpc")
 JOB_SERVICE = "google.cloud.aiplatform.v1.JobService"
@@ -51,7 +52,7 @@ class GrpcIdentity:
 
 def grpc_identity(home: Path) -> GrpcIdentity:
     """The gRPC port's certificate and key under `home/emulator/grpc`, made on first use."""
-    folder = home / "emulator" / "grpc"
+    folder = HomeLayout(home).emulator_grpc
     identity = GrpcIdentity(folder / "localhost.pem", folder / "localhost-key.pem")
     if identity.certificate_path.is_file() and identity.key_path.is_file():
         return identity

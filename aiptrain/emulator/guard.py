@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from aiptrain.emulator.errors import ApiError
 from aiptrain.emulator.tokens import session_cookie_name, session_is_valid
+from aiptrain.loopback import is_loopback_host
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -39,19 +40,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 ALLOWED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 _JSON_TYPES = ("application/json",)
-
-
-def is_loopback_name(host: str) -> bool:
-    """localhost or a loopback IP literal (IPv6 in brackets or bare)."""
-    import ipaddress
-
-    name = host.strip("[]").lower()
-    if name in ("localhost", "localhost.") or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def split_host_header(value: str) -> str:
@@ -139,7 +127,7 @@ class RequestGuard:
         name = split_host_header(host).strip("[]").lower()
         if not name:
             return False
-        return is_loopback_name(name) or name == self.bind_host
+        return is_loopback_host(name) or name == self.bind_host
 
 
 def _headers(scope: Scope) -> dict[str, str]:

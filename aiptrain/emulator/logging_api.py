@@ -19,13 +19,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aiptrain.backends.vertex.translate import vertex_task_name
 from aiptrain.emulator.errors import ApiError, invalid_argument
 from aiptrain.emulator.query import Filter, FilterError, parse_filter
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services, decode_token, encode_token
 from aiptrain.errors import AiptrainError
 from aiptrain.job.logs import LogCursor, LogEntry
+from aiptrain.job.task_names import vertex_task_name
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000

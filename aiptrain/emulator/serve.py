@@ -8,7 +8,6 @@ started without one makes one up and writes it where local clients find it.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
 from collections.abc import Callable
@@ -18,18 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from aiptrain.emulator.faults import FaultPlan
 from aiptrain.errors import OperationalError, UsageError
+from aiptrain.loopback import is_loopback_host
 
 if TYPE_CHECKING:
     from aiptrain.backends.local.engine import LocalEngine
-
-
-def is_loopback_host(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:

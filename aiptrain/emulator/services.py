@@ -13,7 +13,8 @@ from aiptrain.emulator.discovery import discovery_document
 from aiptrain.emulator.errors import ApiError, invalid_argument
 from aiptrain.emulator.projects import ProjectDirectory
 from aiptrain.emulator.schema import SchemaValidator, Violation
-from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore
+from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore, vertex_job_name
+from aiptrain.paths import HomeLayout
 
 if TYPE_CHECKING:
     from aiptrain.backends.local.engine import LocalEngine
@@ -32,7 +33,7 @@ class Services:
     def vertex_name(self, record: VertexJobRecord) -> str:
         """The job's resource name as Vertex AI returns it: with the project number."""
         number = self.projects.number(record.project)
-        return f"projects/{number}/locations/{record.location}/{record.collection}/{record.numeric_id}"
+        return vertex_job_name(number, record.location, record.collection, record.numeric_id)
 
     def vertex_job_by_numeric_id(self, numeric_id: str) -> VertexJobRecord | None:
         """The custom or tuning job with this numeric ID (random 19-digit numbers: never shared in practice)."""
@@ -76,10 +77,10 @@ def make_services(engine: LocalEngine, *, storage_root: Path | None = None,
     from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TRAINING_PIPELINES, TUNING_JOBS
 
     home = _engine_home(engine)
-    records = state_dir or home / "emulator"
+    records = state_dir or HomeLayout(home).emulator
     return Services(
         engine=engine,
-        storage_root=storage_root or home / "storage",
+        storage_root=storage_root or HomeLayout(home).storage,
         custom_jobs=VertexJobStore(records / "custom_jobs", CUSTOM_JOBS),
         tuning_jobs=VertexJobStore(records / "hyperparameter_tuning_jobs", TUNING_JOBS),
         projects=ProjectDirectory(records / "projects.json"),

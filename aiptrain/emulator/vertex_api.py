@@ -31,7 +31,7 @@ from aiptrain.emulator.packages import check_args, check_output_dir, stage_packa
 from aiptrain.emulator.query import FilterError, parse_filter
 from aiptrain.emulator.schema import Violation
 from aiptrain.emulator.services import Services, decode_token, encode_token, page_size
-from aiptrain.emulator.vertex_jobs import TUNING_JOBS, VertexJobRecord, VertexJobStore
+from aiptrain.emulator.vertex_jobs import TUNING_JOBS, VertexJobRecord, VertexJobStore, vertex_job_name
 from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound
 from aiptrain.job.spec import Job, JobState
 
@@ -188,7 +188,7 @@ def find_record(store: VertexJobStore, project: str, location: str, numeric_id: 
     """The record of `store`'s collection with this ID, or the collection's NOT_FOUND."""
     record = store.get(project, location, numeric_id)
     if record is None:
-        raise not_found(f"projects/{project}/locations/{location}/{store.collection}/{numeric_id}")
+        raise not_found(vertex_job_name(project, location, store.collection, numeric_id))
     return record
 
 

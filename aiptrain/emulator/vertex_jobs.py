@@ -28,6 +28,12 @@ _ENGINE_PREFIX = {CUSTOM_JOBS: "customjob", TUNING_JOBS: "hptuningjob", TRAINING
 _ID_LOW, _ID_HIGH = 10**18, 9 * 10**18
 
 
+def vertex_job_name(project: str, location: str, collection: str, numeric_id: str) -> str:
+    """`projects/P/locations/L/COLLECTION/N`, the resource name of a Vertex job. Vertex answers with
+    the project's number as P; a client may name the job with the project's ID."""
+    return f"projects/{project}/locations/{location}/{collection}/{numeric_id}"
+
+
 @dataclass(frozen=True)
 class VertexJobRecord:
     numeric_id: str
@@ -40,7 +46,7 @@ class VertexJobRecord:
 
     @property
     def name(self) -> str:
-        return f"projects/{self.project}/locations/{self.location}/{self.collection}/{self.numeric_id}"
+        return vertex_job_name(self.project, self.location, self.collection, self.numeric_id)
 
     def to_json(self) -> dict[str, Any]:
         return {

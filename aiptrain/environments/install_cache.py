@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiptrain.cache_eviction import mark_used, remove_unused
+from aiptrain.paths import HomeLayout
 
 # Bump when the install command or the entry layout changes, so old entries are not reused.
 _CACHE_REVISION = "2"
@@ -78,7 +79,7 @@ class CachedInstall:
 
 def install_cache_dir(home: Path) -> Path:
     """`$AIPTRAIN_HOME/cache/site`."""
-    return home / "cache" / "site"
+    return HomeLayout(home).site_cache
 
 
 def cache_key(package: Path, python: str) -> str:

@@ -57,6 +57,7 @@ from aiptrain.environments.resolution import RuntimeResolution, package_label
 from aiptrain.environments.stall import StallWatch, once_more_if_stalled, stall_limit
 from aiptrain.environments.uv import environment_python, failure_reason, uv_binary, uv_environment
 from aiptrain.job.era import first_instant_after
+from aiptrain.paths import HomeLayout
 from aiptrain.replicas.processes import dying_with_this_thread
 
 ENVS_SETTING = "AIPTRAIN_ENVS_DIR"
@@ -144,7 +145,7 @@ def envs_dir(home: Path, env: dict[str, str] | None = None) -> Path:
     """$AIPTRAIN_ENVS_DIR, else `$AIPTRAIN_HOME/envs`."""
     source = os.environ if env is None else env
     override = source.get(ENVS_SETTING, "").strip()
-    return Path(override) if override else home / "envs"
+    return Path(override) if override else HomeLayout(home).envs
 
 
 def normalise_name(name: str) -> str:

@@ -19,6 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiptrain.paths import HomeLayout
+
 # The names the replicas' proxy answers for (and the only ones its certificate names).
 STORAGE_HOSTS = ("www.googleapis.com", "storage.googleapis.com")
 _VALID_DAYS = 3650
@@ -33,7 +35,7 @@ class ServerIdentity:
 
 def storage_identity(home: Path) -> ServerIdentity:
     """The CA and the storage hosts' certificate under `home/ca`, made on first use."""
-    folder = home / "ca"
+    folder = HomeLayout(home).ca
     identity = ServerIdentity(folder / "ca.pem", folder / "storage-chain.pem", folder / "storage-key.pem")
     if identity.ca_path.is_file():
         return identity

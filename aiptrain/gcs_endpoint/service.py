@@ -54,6 +54,7 @@ from aiptrain.gcs_endpoint.metadata import MetadataServer, VmIdentity
 from aiptrain.gcs_endpoint.objects import Buckets, DirectoryBuckets
 from aiptrain.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
 from aiptrain.gcs_endpoint.upstream import EmulatorBuckets
+from aiptrain.paths import HomeLayout
 from aiptrain.replicas.containers.endpoints import HostEndpoint
 from aiptrain.replicas.private_env import without_secrets
 from aiptrain.replicas.processes import TOKEN_VARIABLE
@@ -99,7 +100,7 @@ class ReplicaStorage:
         # jobs whose runtime needs it pay for the namespaces (and lose setuid inside them).
         self.system_bundle, self.system_trust_problem = (
             _system_trust(identity) if extend_system_trust else (None, None))
-        buckets: Buckets = (EmulatorBuckets(upstream, home / "tmp" / "storage-uploads") if upstream
+        buckets: Buckets = (EmulatorBuckets(upstream, HomeLayout(home).tmp / "storage-uploads") if upstream
                             else DirectoryBuckets(storage_root))
         self.server = StorageServer(buckets, context, metadata)
         self.proxies_metadata = metadata is not None
@@ -211,7 +212,7 @@ def job_metadata_server(identity: VmIdentity, home: Path, say: Callable[[str], N
     if not enabled:
         yield None
         return
-    scratch = home / "tmp"
+    scratch = HomeLayout(home).tmp
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gcloud-config-", dir=scratch) as config, \
             MetadataServer(identity) as server:

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.spec import ROLES, ScaleTier, TrainingInput
-
-# Role -> (TF_CONFIG task type, log task-name prefix).
-TASK_TYPES = {"worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
+from aiptrain.job.task_names import TASK_PREFIX, task_name
 
 
 @dataclass(frozen=True)
@@ -27,8 +25,7 @@ class ReplicaGroup:
     env: tuple[tuple[str, str], ...] = ()  # the role's own environment variables (ReplicaConfig.env)
 
     def task_names(self) -> list[str]:
-        prefix = "master" if self.role == "master" else TASK_TYPES[self.role]
-        return [f"{prefix}-replica-{index}" for index in range(self.count)]
+        return [task_name(self.role, index) for index in range(self.count)]
 
 
 def primary_task_type(training_input: TrainingInput) -> str:
@@ -73,7 +70,7 @@ def resolve_cluster(training_input: TrainingInput, catalog: Catalog) -> list[Rep
         groups.append(
             ReplicaGroup(
                 role=role,
-                task_type=primary if role == "master" else TASK_TYPES[role],
+                task_type=primary if role == "master" else TASK_PREFIX[role],
                 count=count,
                 machine_type=machine,
                 accelerator_type=accel_type,

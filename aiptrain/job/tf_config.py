@@ -25,16 +25,10 @@ from typing import Any
 
 from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.spec import Job, TrainingInput
+from aiptrain.job.task_names import vertex_pool
 
 # Dry-run has no ports yet; every address shows this instead.
 PLACEHOLDER_ADDRESS = "localhost:<port>"
-
-_POOL_OF_ROLE = {
-    "master": "workerpool0",
-    "worker": "workerpool1",
-    "parameter_server": "workerpool2",
-    "evaluator": "workerpool3",
-}
 
 
 @dataclass(frozen=True)
@@ -113,12 +107,12 @@ def cluster_specs_for(
     groups: list[ReplicaGroup], addresses: dict[str, list[str]] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Task name -> Vertex-style CLUSTER_SPEC dict (evaluators need addresses here too)."""
-    pools = {_POOL_OF_ROLE[group.role]: _addresses_of(groups, addresses, group) for group in groups}
+    pools = {vertex_pool(group.role): _addresses_of(groups, addresses, group) for group in groups}
     return {
         task.task_name: {
             "cluster": pools,
             "environment": "cloud",
-            "task": {"type": _POOL_OF_ROLE[task.role], "index": task.index},
+            "task": {"type": vertex_pool(task.role), "index": task.index},
         }
         for task in replica_tasks(groups)
     }

@@ -17,14 +17,14 @@ from pathlib import Path
 
 from aiptrain.packaging.sdist import BuiltPackage
 from aiptrain.packaging.sources import file_sha256
-from aiptrain.paths import aiptrain_home
+from aiptrain.paths import HomeLayout
 
 # Bump when the build or normalisation changes, so old cache entries are not reused.
 _BUILDER_REVISION = "2"
 
 
 def default_cache_dir() -> Path:
-    return aiptrain_home() / "cache" / "sdist"
+    return HomeLayout.of().sdist_cache
 
 
 def cache_key(name: str, digest: str) -> str:

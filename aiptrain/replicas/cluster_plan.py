@@ -17,13 +17,12 @@ from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog
 from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
 from aiptrain.job.spec import ROLE, Job, ScaleTier, TrainingInput
+from aiptrain.job.task_names import TASK_PREFIX
 from aiptrain.replicas.containers.images import container_problems, runs_containers
 from aiptrain.replicas.containers.settings import ContainerSettings
 from aiptrain.replicas.machine_share import Gpu, gpu_refusal, gpus_per_run, replica_asks
 from aiptrain.replicas.settings import DEFAULT_MAX_REPLICAS, ReplicaSettings
 from aiptrain.replicas.this_machine import find_gpus
-
-_ROLE_LABELS = {"master": "master", "worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ def total_replicas(groups: list[ReplicaGroup]) -> int:
 
 
 def describe_groups(groups: list[ReplicaGroup]) -> str:
-    return ", ".join(f"{_ROLE_LABELS[group.role]} {group.count}" for group in groups)
+    return ", ".join(f"{TASK_PREFIX[group.role]} {group.count}" for group in groups)
 
 
 def local_problems(
@@ -172,7 +171,7 @@ def plan_cluster(
     gpu_groups = [group for group in groups if gpus_per_run(replica_asks([group], catalog))]
     for group in gpu_groups if gpu_groups and not gpus() else []:
         warnings.append(
-            f"The {_ROLE_LABELS[group.role]} replicas asked for {group.accelerator_count} x "
+            f"The {TASK_PREFIX[group.role]} replicas asked for {group.accelerator_count} x "
             f"{group.accelerator_type}; this machine has no GPU (`nvidia-smi -L` lists none), so they "
             "run on its CPU."
         )

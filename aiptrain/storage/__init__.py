@@ -15,10 +15,9 @@ if TYPE_CHECKING:
 def open_store(kind: str, *, project: str | None = None) -> ObjectStore:
     """The store packages are staged in: "local" ($AIPTRAIN_HOME/storage) or "gcs"."""
     if kind == "local":
-        from aiptrain.paths import aiptrain_home
-        from aiptrain.storage.local import LocalObjectStore
+        from aiptrain.storage.local import LocalObjectStore, default_storage_root
 
-        return LocalObjectStore(aiptrain_home() / "storage")
+        return LocalObjectStore(default_storage_root())
     from aiptrain.storage.gcs import GcsObjectStore
 
     return GcsObjectStore(project=project)

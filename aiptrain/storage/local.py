@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from aiptrain.errors import NotFound, OperationalError, UsageError
-from aiptrain.paths import aiptrain_home
+from aiptrain.paths import HomeLayout
 from aiptrain.storage.base import (
     DigestBuilder,
     LocalDigests,
@@ -43,7 +43,7 @@ _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]\Z")
 
 def default_storage_root() -> Path:
     """`$AIPTRAIN_HOME/storage`."""
-    return aiptrain_home() / "storage"
+    return HomeLayout.of().storage
 
 
 # The longest file name Linux file systems take (NAME_MAX); a longer segment cannot be a file here.

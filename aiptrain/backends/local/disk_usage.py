@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiptrain.backends.local.retention import tree_bytes
+from aiptrain.paths import HomeLayout
 
 
 @dataclass(frozen=True)
@@ -34,15 +35,16 @@ def usage(home: Path, build_cache: Path) -> list[DiskPart]:
     from aiptrain.backends.local.store import DB_NAME
     from aiptrain.environments.store import envs_dir
 
+    layout = HomeLayout(home)
     store = sum(tree_bytes(home / name) for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm"))
     return [
         DiskPart("job store (jobs, logs)", home / DB_NAME, store, "aiptrain local prune --older-than 30d"),
-        DiskPart("job directories", home / "jobs", tree_bytes(home / "jobs", unshared_only=True),
+        DiskPart("job directories", layout.jobs, tree_bytes(layout.jobs, unshared_only=True),
                  "aiptrain local prune"),  # the installed packages they link are the cache's
-        DiskPart("local storage (gs://)", home / "storage", tree_bytes(home / "storage"),
+        DiskPart("local storage (gs://)", layout.storage, tree_bytes(layout.storage),
                  "aiptrain local prune --outputs; or delete objects under it"),
         DiskPart("runtime environments", envs_dir(home), tree_bytes(envs_dir(home)), "aiptrain local envs rm"),
-        DiskPart("installed-package cache", home / "cache", tree_bytes(home / "cache"), f"rm -r {home / 'cache'}"),
+        DiskPart("installed-package cache", layout.cache, tree_bytes(layout.cache), f"rm -r {layout.cache}"),
         DiskPart("package build cache", build_cache, tree_bytes(build_cache), f"rm -r {build_cache}"),
         DiskPart("uv cache", uv_cache_dir(), tree_bytes(uv_cache_dir()), "uv cache clean"),
     ]

@@ -24,10 +24,11 @@ from pathlib import Path
 
 from aiptrain.backends.local.store import JobRecord, JobStore
 from aiptrain.job.spec import JobState
+from aiptrain.paths import HomeLayout
 
 
 def _lock_path(home: Path, run_token: str) -> Path:
-    return home / "launching" / f"{run_token}.lock"
+    return HomeLayout(home).launching / f"{run_token}.lock"
 
 
 @contextlib.contextmanager
@@ -54,7 +55,7 @@ def launch_lock(home: Path, run_token: str, *, wait: bool = True) -> Iterator[bo
 @contextlib.contextmanager
 def dispatch_lock(home: Path) -> Iterator[None]:
     """One dispatcher at a time per home: the room it counts is not taken by another meanwhile."""
-    descriptor = os.open(home / "dispatch.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    descriptor = os.open(HomeLayout(home).dispatch_lock, os.O_CREAT | os.O_RDWR, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiptrain.errors import OperationalError
+from aiptrain.paths import HomeLayout
 
 _SAFE_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
@@ -27,8 +28,8 @@ class JobLayout:
     def of(cls, home: Path, project: str, job_id: str, key: int) -> JobLayout:
         # Job IDs and project IDs are path-safe once validated; anything else falls back to the key.
         if _SAFE_SEGMENT.match(project) and _SAFE_SEGMENT.match(job_id):
-            return cls(home / "jobs" / project / job_id)
-        return cls(home / "jobs" / "_by_key" / str(key))
+            return cls(HomeLayout(home).jobs / project / job_id)
+        return cls(HomeLayout(home).jobs / "_by_key" / str(key))
 
     def claim(self, run_token: str) -> None:
         """Make the directory this job's own before its supervisor starts.

@@ -18,6 +18,7 @@ from pathlib import Path
 from aiptrain.backends.local.layout import JobLayout
 from aiptrain.backends.local.store import JobRecord, JobSnapshot, JobStore, PendingLine
 from aiptrain.job.state import JobState
+from aiptrain.job.task_names import task_name
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.containers.cleanup import remove_job_containers
 from aiptrain.replicas.log_capture import SERVICE_TASK
@@ -25,7 +26,7 @@ from aiptrain.replicas.processes import is_running, kill_tokened_processes
 from aiptrain.replicas.scratch import remove_scratch
 
 # The task name of a job's primary replica (the master, or the chief in TF_CONFIG).
-PRIMARY_TASK = "master-replica-0"
+PRIMARY_TASK = task_name("master", 0)
 # A job whose supervisor pid is not recorded yet is given this long to get one.
 SUPERVISOR_START_WINDOW = 60.0
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from aiptrain.backends.local.layout import JobLayout
 from aiptrain.backends.local.store import JobRecord, JobStore
 from aiptrain.errors import AiptrainError, NotFound
+from aiptrain.paths import HomeLayout
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def plan_prune(store: JobStore, home: Path, *, older_than: timedelta | None, nam
         chosen[record.key] = record
     plan = PrunePlan()
     kept_packages, kept_dirs = _still_named(store, set(chosen))
-    storage_root = home / "storage"
+    storage_root = HomeLayout(home).storage
     packages: set[Path] = set()
     job_outputs: set[Path] = set()
     for key, record in sorted(chosen.items()):

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from aiptrain.errors import OperationalError
+from aiptrain.paths import HomeLayout
 
 _READ_ONLY_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM}
 _NO_SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
@@ -67,4 +68,4 @@ def explained_store_errors(home: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as error:
-        raise store_failure(error, home / "jobs.db") from error
+        raise store_failure(error, HomeLayout(home).jobs_db) from error

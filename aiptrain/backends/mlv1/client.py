@@ -19,7 +19,6 @@ Tokens never reach a log record or an error message: requests are logged at DEBU
 from __future__ import annotations
 
 import email.utils
-import ipaddress
 import json
 import logging
 import os
@@ -47,6 +46,7 @@ from aiptrain.errors import (
     UsageError,
     ValidationFailed,
 )
+from aiptrain.loopback import is_loopback_url
 
 LOG = logging.getLogger("aiptrain.rest")
 
@@ -93,20 +93,9 @@ def is_overridden(explicit: str | None) -> bool:
     return bool(explicit or os.environ.get(ENDPOINT_ENV))
 
 
-def is_loopback(endpoint: str) -> bool:
-    """True for http(s) URLs on 127.0.0.0/8, ::1 or localhost."""
-    host = (urlsplit(endpoint).hostname or "").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def uses_google_credentials(endpoint: str) -> bool:
     """Whether requests to `endpoint` carry Application Default Credentials (not a given token)."""
-    return not os.environ.get(TOKEN_ENV) and not is_loopback(endpoint)
+    return not os.environ.get(TOKEN_ENV) and not is_loopback_url(endpoint)
 
 
 def _credentials_for(endpoint: str) -> tuple[Any, bool]:
@@ -116,7 +105,7 @@ def _credentials_for(endpoint: str) -> tuple[Any, bool]:
         from google.oauth2.credentials import Credentials
 
         return Credentials(token=token), False  # type: ignore[no-untyped-call]
-    if is_loopback(endpoint):
+    if is_loopback_url(endpoint):
         local = _local_serve_credentials(endpoint)
         if local is not None:
             return local, True  # a 401 re-reads the file: the server may have restarted
@@ -206,7 +195,7 @@ def _proxy_for(endpoint: str) -> Any:
     import httplib2
 
     parts = urlsplit(endpoint)
-    if is_loopback(endpoint):
+    if is_loopback_url(endpoint):
         return None
     info = httplib2.proxy_info_from_environment(parts.scheme or "https")
     if info is None or not info.applies_to(parts.hostname or ""):

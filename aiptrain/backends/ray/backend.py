@@ -33,7 +33,7 @@ from aiptrain.errors import JobAlreadyFinished, OperationalError, Problem, Usage
 from aiptrain.job import era
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job, JobState, TrainingInput, TrainingOutput
-from aiptrain.paths import PACKAGE_DIR
+from aiptrain.paths import PACKAGE_DIR, HomeLayout
 
 # Shown by --dry-run in place of the temporary directory created at submit time.
 WORKING_DIR_PLACEHOLDER = f"<a new directory holding {plan.PAYLOAD_FILE} and {plan.PACKAGE_STORE_DIR}/>"
@@ -91,8 +91,7 @@ class RayBackend(RemoteBackendDefaults):
         return self._client
 
     def _storage_root(self) -> Path:
-        home = self.settings.home or Path(os.environ.get("AIPTRAIN_HOME", "~/.aiptrain")).expanduser()
-        return home / "storage"
+        return HomeLayout.of(self.settings.home).storage
 
     # -- submit ---------------------------------------------------------------------------------
 

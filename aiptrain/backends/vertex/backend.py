@@ -25,17 +25,12 @@ from aiptrain.backends.mlv1 import logs as _logs
 from aiptrain.backends.mlv1.backend import logging_endpoint
 from aiptrain.backends.mlv1.client import call, resolve_endpoint
 from aiptrain.backends.vertex.study import hyperparameter_tuning_job_to_job, is_tuning_job, vertex_request_body
-from aiptrain.backends.vertex.translate import (
-    custom_job_to_job,
-    ml_task_name,
-    python_change_warning,
-    vertex_problems,
-    vertex_task_name,
-)
+from aiptrain.backends.vertex.translate import custom_job_to_job, python_change_warning, vertex_problems
 from aiptrain.errors import AlreadyExists, NotFound, Problem, UsageError
 from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.logs import LogCursor, LogEntry
 from aiptrain.job.spec import Job
+from aiptrain.job.task_names import ml_task_name, vertex_task_name
 
 VERTEX_LOG_RESOURCE = 'resource.type="ml_job"'
 CUSTOM_JOBS = "customJobs"

@@ -68,9 +68,6 @@ ML_TO_VERTEX_STATE: dict[JobState, str] = {
     JobState.CANCELLED: "JOB_STATE_CANCELLED",
 }
 
-# Vertex log task names are `workerpool<INDEX>-<REPLICA>`; ml v1's are `<prefix>-replica-<N>`.
-_ML_TASK_PREFIX = {"master": "master", "worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
-
 
 def _custom_image(ti: TrainingInput) -> str | None:
     return ti.master_config.image_uri if ti.master_config else None
@@ -298,26 +295,6 @@ def _container_spec(ti: TrainingInput, image: str, config: ReplicaConfig | None)
 
 
 # -- reverse ----------------------------------------------------------------------------------
-
-
-def vertex_task_name(ml_task_name: str) -> str:
-    """`master-replica-0` -> `workerpool0-0` (names Vertex logs carry); others unchanged."""
-    prefix, sep, index = ml_task_name.rpartition("-replica-")
-    for pool, role in enumerate(POOL_ROLES):
-        if sep and _ML_TASK_PREFIX[role] == prefix and index.isdigit():
-            return f"workerpool{pool}-{index}"
-    return ml_task_name
-
-
-def ml_task_name(vertex_task: str) -> str:
-    """`workerpool1-2` -> `worker-replica-2`; names that are not Vertex pool names unchanged."""
-    head, sep, index = vertex_task.partition("-")
-    pool = head.removeprefix("workerpool")
-    if sep and head.startswith("workerpool") and pool.isdigit() and index.isdigit():
-        position = int(pool)
-        if position < len(POOL_ROLES):
-            return f"{_ML_TASK_PREFIX[POOL_ROLES[position]]}-replica-{index}"
-    return vertex_task
 
 
 def location_of(resource_name: str) -> str | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from aiptrain.backends.vertex.translate import vertex_task_name
 from aiptrain.emulator.console.html import Html, definitions, join, state_badge, tag
 from aiptrain.emulator.console.job_view import JobView
 from aiptrain.emulator.console.jobs_page import BACKEND_TITLES, job_url, jobs_url
@@ -21,6 +20,7 @@ from aiptrain.emulator.console.svg_charts import curves_chart, legend
 from aiptrain.emulator.console.times import job_duration, shown_time
 from aiptrain.emulator.console.trials_view import render_trials
 from aiptrain.job.state import TERMINAL_STATES, JobState
+from aiptrain.job.task_names import vertex_task_name
 
 LIVE_PANELS = ("overview", "replicas", "trials", "curves")
 MAX_CURVE_TAGS = 24

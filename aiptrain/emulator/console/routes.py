@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from aiptrain.backends import DEFAULT_LOCAL_PROJECT
 from aiptrain.emulator.console.assets import STATIC_PREFIX, asset
 from aiptrain.emulator.console.html import Html, page, tag
 from aiptrain.emulator.console.job_page import LIVE_PANELS, render_job, render_panel, state_of
@@ -52,7 +53,6 @@ from aiptrain.job.spec import JobState
 from aiptrain.job.state import TERMINAL_STATES
 from aiptrain.replicas.clock import utc_now
 
-DEFAULT_PROJECT = "local-project"
 CSRF_HEADER = "x-csrf-token"
 MAX_TASK_CHARS = 100
 
@@ -97,7 +97,7 @@ class Console:
         project = request.query_params.get("project")
         if not project:
             projects = await run_in_threadpool(self.services.engine.projects)
-            project = projects[0] if projects else DEFAULT_PROJECT
+            project = projects[0] if projects else DEFAULT_LOCAL_PROJECT
         return RedirectResponse(jobs_url(project), status_code=303, headers={**SECURITY_HEADERS, **NO_STORE})
 
     async def jobs(self, request: Request) -> Response:

@@ -15,7 +15,6 @@ from aiptrain.backends.mlv1 import logs as _logs
 from aiptrain.backends.mlv1.backend import MlV1Backend
 from aiptrain.backends.mlv1.client import (
     ServiceUnavailable,
-    is_loopback,
     resolve_endpoint,
     translate_http_error,
 )
@@ -29,15 +28,6 @@ from aiptrain.errors import (
     ValidationFailed,
 )
 from aiptrain.job.logs import LogCursor
-
-
-@pytest.mark.parametrize(("url", "loopback"), [
-    ("http://127.0.0.1:8080/", True), ("http://127.5.6.7/", True), ("http://localhost:1/", True),
-    ("http://[::1]:9/", True), ("https://ml.googleapis.com/", False), ("http://10.0.0.1/", False),
-    ("http://127.0.0.1.example.com/", False),
-])
-def test_is_loopback(url: str, loopback: bool) -> None:
-    assert is_loopback(url) is loopback
 
 
 def test_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,9 +10,7 @@ from aiptrain.backends.vertex.translate import (
     VERTEX_TO_ML_STATE,
     custom_job_to_job,
     job_to_custom_job,
-    ml_task_name,
     vertex_problems,
-    vertex_task_name,
 )
 from aiptrain.errors import ValidationFailed
 from aiptrain.job.catalog import load_catalog
@@ -343,15 +341,6 @@ def test_translated_bodies_satisfy_the_aiplatform_schema() -> None:
         cleaned, violations = validator.validate(body, "GoogleCloudAiplatformV1CustomJob", "custom_job")
         assert violations == []
         assert cleaned == body
-
-
-@pytest.mark.parametrize(("ml", "vertex"), [
-    ("master-replica-0", "workerpool0-0"), ("worker-replica-3", "workerpool1-3"),
-    ("ps-replica-1", "workerpool2-1"), ("evaluator-replica-0", "workerpool3-0"), ("service", "service"),
-])
-def test_task_names(ml: str, vertex: str) -> None:
-    assert vertex_task_name(ml) == vertex
-    assert ml_task_name(vertex) == ml
 
 
 def test_a_python_package_on_a_pre_built_executor_image_keeps_its_image() -> None:
