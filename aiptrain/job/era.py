@@ -76,7 +76,12 @@ def moved_by_pin(day: ResolveDay, pin: str, published: datetime.date) -> Resolve
                                    f"ran its last jobs on {SERVICE_END.isoformat()}")
     else:
         moved, why = published, f"the trainer pins {pin}, published that day"
-    return ResolveDay(moved, why, moved_from=f"{day.origin.split(':')[0]} ({day.day.isoformat()})")
+    return ResolveDay(moved, why, moved_from=f"{_what(day.origin)} ({day.day.isoformat()})")
+
+
+def _what(origin: str) -> str:
+    """What decided a day, without why: origins read `runtime 1.15's day: 12 months after ...`."""
+    return origin.partition(":")[0]
 
 
 def first_instant_after(day: datetime.date) -> str:
