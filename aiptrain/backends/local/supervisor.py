@@ -283,6 +283,9 @@ class Supervisor:
             kill_grace=settings.kill_grace,
             environment=environment,
             day=day,
+            # The trainer's pins may date the job later: `jobs describe` says the day it ran as of.
+            on_day=lambda dated: self.store.set_runtime_environment(
+                self.key, ran_in(resolution, environment, settings, dated)),
         )
         if self.stop.is_set():
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
