@@ -54,6 +54,7 @@ from aiptrain.gcs_endpoint.service import job_metadata_server, replica_storage, 
 from aiptrain.job import era
 from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.spec import JobState, TrainingInput
+from aiptrain.paths import HomeLayout
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.cluster_plan import plan_cluster
 from aiptrain.replicas.containers.cleanup import record_engine, remove_job_containers
@@ -212,7 +213,7 @@ class Supervisor:
         identity = vm_identity(self.record.project, self.record.job_id, training_input.region,
                                training_input.service_account, catalog)
         with job_metadata_server(identity, self.home, self.say, enabled=settings.metadata == "on") as metadata, \
-                replica_storage(self.home, self.home / "storage", settings.gcs, self.say,
+                replica_storage(self.home, HomeLayout(self.home).storage, settings.gcs, self.say,
                                 extend_system_trust=needs_system_trust,
                                 metadata=metadata.server if metadata else None) as storage:
             context = JobContext(
@@ -273,7 +274,7 @@ class Supervisor:
         problem = install_packages(
             list(training_input.package_uris or []),
             site_dir=self.layout.site_dir,
-            storage_root=self.home / "storage",
+            storage_root=HomeLayout(self.home).storage,
             python=settings.python,
             # pip's and uv's own leftovers of an install that is killed go with the job.
             base_env={**os.environ, "TMPDIR": str(self._job_tmpdir())},
