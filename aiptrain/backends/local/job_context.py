@@ -104,9 +104,6 @@ class JobContext:
     # The job's part of the machine: one set of replica shares per cluster running at once (a
     # tuning job's trials take a free set each); None runs replicas on the whole machine.
     share: JobShare | None = None
-    # Whether the replicas are containers: the one answer PREPARING gave (`Supervisor`), which
-    # every replica set follows.
-    runs_containers: bool = False
     # The container engine of a job whose replicas are containers, found at PREPARING.
     engine: Engine | None = None
 
@@ -116,6 +113,12 @@ class JobContext:
         self._free_lanes: queue.SimpleQueue[int] = queue.SimpleQueue()
         for lane in range(len(self.share.lanes) if self.share is not None else 0):
             self._free_lanes.put(lane)
+
+    @property
+    def runs_containers(self) -> bool:
+        """Whether the replicas are containers: the one answer PREPARING recorded with the job
+        (`Supervisor`), which every replica set follows."""
+        return bool(self.record.runs_containers)
 
     @property
     def storage_root(self) -> Path:

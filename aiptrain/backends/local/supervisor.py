@@ -190,8 +190,10 @@ class Supervisor:
             return
         engine: Engine | None = None
         needs_system_trust = False
-        # Asked once, here: every replica set of the job follows this answer (`JobContext`).
+        # Asked once, here, and recorded with the job: every replica set of the job follows this
+        # answer (`JobContext`), and `jobs describe` reads it.
         containers = runs_containers(training_input)
+        self.store.set_runs_containers(self.key, containers)
         if containers:  # the image brings its runtime: nothing to build or install
             engine = self._container_engine()
             if engine is None:
@@ -229,7 +231,6 @@ class Supervisor:
                 storage=storage,
                 metadata=metadata,
                 share=share,
-                runs_containers=containers,
                 engine=engine,
             )
             self._finish(job_body_for(context.record)(context))
