@@ -24,6 +24,15 @@ def task_name(role: str, index: int) -> str:
     return f"{TASK_PREFIX[role]}{_REPLICA}{index}"
 
 
+def replica_of(name: str) -> tuple[str, int] | None:
+    """`worker-replica-1` -> (`worker`, 1): a replica's task-name prefix and index; None for a
+    name that is not a replica's (`service`, a Vertex pool name)."""
+    prefix, separator, index = name.rpartition(_REPLICA)
+    if separator and prefix in TASK_PREFIX.values() and index.isdigit():
+        return prefix, int(index)
+    return None
+
+
 def vertex_pool(role: str) -> str:
     """`worker` -> `workerpool1`: the Vertex AI worker pool that runs the role."""
     return f"{_POOL}{_POOL_ROLES.index(role)}"

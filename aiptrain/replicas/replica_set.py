@@ -51,6 +51,7 @@ from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.prebuilt import prebuilt_image_of
 from aiptrain.job.spec import Job, JobState
+from aiptrain.job.task_names import replica_of
 from aiptrain.job.tf_config import (
     ReplicaTask,
     cluster_specs_for,
@@ -254,8 +255,8 @@ def is_retryable(returncode: int) -> bool:
 
 def service_replica_name(task_name: str) -> str:
     """`master-replica-0` -> `master 0`: how the service's errorMessage named a replica."""
-    role, separator, index = task_name.rpartition("-replica-")
-    return f"{role} {index}" if separator else task_name
+    replica = replica_of(task_name)
+    return f"{replica[0]} {replica[1]}" if replica is not None else task_name
 
 
 def failure_headline(task_name: str, returncode: int, restarts: int = 0) -> str:

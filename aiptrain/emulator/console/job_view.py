@@ -19,7 +19,7 @@ from aiptrain.emulator.console.summaries import Curves, SummaryReader, summary_r
 from aiptrain.emulator.errors import ApiError
 from aiptrain.emulator.services import Services
 from aiptrain.emulator.vertex_jobs import TUNING_JOBS
-from aiptrain.job.spec import Job
+from aiptrain.job.spec import Job, job_resource_name
 from aiptrain.replicas.log_capture import SERVICE_TASK
 
 
@@ -44,7 +44,7 @@ def read_job(services: Services, summaries: SummaryReader, project: str, job_id:
     job = engine.get(project, job_id)
     record = engine.store.get(project, job_id)
     numeric_id = record.vertex_job_id
-    backend, name, resource = "mlv1", f"projects/{project}/jobs/{job_id}", mlv1_api.present_job(job)
+    backend, name, resource = "mlv1", job_resource_name(project, job_id), mlv1_api.present_job(job)
     vertex = services.vertex_job_by_numeric_id(numeric_id) if numeric_id else None
     if vertex is not None:
         backend, name = "vertex", services.vertex_name(vertex)

@@ -70,6 +70,7 @@ def test_a_basic_job_gets_what_the_service_gave_its_container(
     assert "JOB=basic UNBUFFERED=1" in said
     assert "gs: hello from the store" in said  # the job's storage endpoint, through the relay
     record = backend.engine.store.get(PROJECT, "basic")
+    assert record.runs_containers is True  # recorded at PREPARING
     assert not JobLayout.of(home, record.project, record.job_id, record.key).scratch_record.exists()
     quota = next(line for line in said if line.startswith("quota:")).split()
     cores = len(os.sched_getaffinity(0))
