@@ -15,8 +15,9 @@ from aiptrain.job.task_names import (
 )
 
 
-def test_every_role_has_a_prefix() -> None:
-    assert set(TASK_PREFIX) == {role.name for role in ROLES}
+def test_every_role_has_a_prefix_in_the_roles_order() -> None:
+    # The table's order numbers the Vertex pools, so it must be the service's order of roles.
+    assert list(TASK_PREFIX) == [role.name for role in ROLES]
 
 
 @pytest.mark.parametrize(("role", "index", "name", "pool"), [
