@@ -12,7 +12,8 @@ replicas as it does processes, so restarts, the primary's end and cancel follow 
   forwarding on, the replicas share one owner without a network (`--network none`) and listen on
   consecutive ports of its loopback instead.
 - **Replica.** Created once with `--init` (SIGTERM reaches the trainer; zombies are reaped), its
-  share of the machine (`--cpus`, `--cpuset-cpus`, `--memory`, GPU device requests), its
+  share of the machine (`--cpus`, `--cpuset-cpus`, `--memory`, GPU device requests, `--pids-limit`),
+  no log copy in the engine (`--log-driver none`: its output is attached), its
   variables (from a 0600 file, removed once the container exists) and its labels; started with
   `start --attach`, whose stdout and stderr are the replica's pipes and whose exit status is the
   container's. A restart starts the same container again (same hostname, same disk, as a VM
@@ -42,6 +43,7 @@ from aiptrain.replicas.containers.command import (
     ContainerCommand,
     ContainerLimits,
     ContainerNames,
+    bind_mount,
     replica_create_arguments,
 )
 from aiptrain.replicas.containers.endpoints import (
@@ -198,11 +200,11 @@ class ContainerLauncher:
                 self._trust[facts.image] = made
 
     def _image_facts(self, image: str) -> ImageFacts:
-        found = self.engine.run(["image", "inspect", image], check=False)
+        found = self.engine.run(["image", "inspect", "--", image], check=False)
         if found.returncode != 0 and self.pull:
             self.say(f"Pulling {image} ({self.engine.name}; AIPTRAIN_CONTAINER_PULL=missing).")
-            self.engine.run(["pull", image], timeout=3600)
-            found = self.engine.run(["image", "inspect", image])
+            self.engine.run(["pull", "--", image], timeout=3600)
+            found = self.engine.run(["image", "inspect", "--", image])
         if found.returncode != 0:
             raise EngineCallFailed(f"the image {image} is not on this machine's {self.engine.name} "
                                    f"({engine_message(found.stderr)})")
@@ -212,14 +214,15 @@ class ContainerLauncher:
 
     def _start_owners(self, relay_image: str, owners: list[str]) -> None:
         relays = [endpoint.relay_argument() for endpoint in self.endpoints]
-        volume = ["--volume", f"{self._relays.directory}:{SOCKETS_INSIDE}:ro"] if self._relays else []
+        volume = (["--mount", bind_mount(str(self._relays.directory), SOCKETS_INSIDE, read_only=True)]
+                  if self._relays else [])
         def create(owner: str) -> None:
             task = owner.removeprefix(self.names.prefix + "-").removesuffix("-net")
             network = (["--network", "none"] if self.shared_namespace else
                        ["--network", self.names.network, "--hostname", task, "--network-alias", task])
             self.engine.run(["create", "--pull", "never", "--name", owner, *network,
                              *labels(self.job_token, self.run_token, task, "network-owner"),
-                             *self.engine.create_options(), *volume, relay_image, *relays])
+                             *self.engine.create_options(), *volume, "--", relay_image, *relays])
             with self._lock:
                 self._created.add(owner)
 
