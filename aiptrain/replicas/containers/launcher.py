@@ -19,7 +19,10 @@ replicas as it does processes, so restarts, the primary's end and cancel follow 
   container's. A restart starts the same container again (same hostname, same disk, as a VM
   restart). Stopping is the engine's `stop` (SIGTERM, SIGKILL after the grace period).
 - **End.** `close` removes every container and the network carrying the set's label; the job's
-  label is what the reaper sweeps after a supervisor that died (`cleanup`).
+  label is what the reaper sweeps after a supervisor that died (`cleanup`). An engine that went
+  away mid-job (its daemon killed) ends each replica's `start --attach` in error: the replica's
+  end then names the engine (`ContainerProcess.exit_reason`), and what could not be removed is
+  noted and removed when the engine answers again (`cleanup`).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from aiptrain.replicas.containers.endpoints import (
     HostRelays,
     container_environment,
 )
-from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine_message
+from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine_answers, engine_message
 from aiptrain.replicas.containers.labels import RUN_LABEL, labels
 from aiptrain.replicas.containers.relay_image import ensure_relay_image
 from aiptrain.replicas.containers.relay_program import READY
@@ -91,9 +94,30 @@ class ImageFacts:
 
 @dataclass
 class ContainerProcess(ManagedProcess):
-    """A replica's `start --attach`: its pipes are the container's output, its status the container's."""
+    """A replica's `start --attach`: its pipes are the container's output, its status the container's,
+    unless the engine went away under it: then the status is the command line's own, and
+    `exit_reason` says what happened instead."""
 
     container: str = ""
+    engine: Engine | None = None
+    engine_lost: bool = False
+    _asked: bool = field(default=False, repr=False)
+
+    def reap(self) -> int:
+        returncode = super().reap()
+        if returncode > 0 and self.engine is not None and not self._asked:
+            self._asked = True  # asked once: reap runs again from other threads
+            self.engine_lost = not engine_answers(self.engine)
+        return returncode
+
+    def exit_reason(self, returncode: int) -> str | None:
+        """How the replica ended, when its status does not say it (its engine went away)."""
+        if not self.engine_lost or self.engine is None:
+            return None
+        name = self.engine.name
+        return (f"lost its container engine: {name} stopped answering while it ran (its command line ended "
+                f"with status {returncode}, and the container was left unread); what the job created on "
+                f"{name} is removed once it answers again")
 
 
 class ContainerSetupFailed(EngineCallFailed):
@@ -173,7 +197,8 @@ class ContainerLauncher:
             for image in dict.fromkeys(replica.command.image for replica in self.replicas.values()):
                 self.images[image] = self._image_facts(image)
             if self.host_network:
-                return
+                return  # a Ray node's replica: its guard removes what it leaves (`cleanup.RemovalGuard`)
+            self._sweep_leftovers()
             self._extend_trust()
             relay_image = ensure_relay_image(self.engine)
             if self.endpoints:
@@ -187,6 +212,12 @@ class ContainerLauncher:
             self.close()
             message = error.message if isinstance(error, EngineCallFailed) else str(error)
             raise ContainerSetupFailed(message) from None
+
+    def _sweep_leftovers(self) -> None:
+        """What jobs that ended while this engine was away left on it (it answers now)."""
+        from aiptrain.replicas.containers.cleanup import sweep_leftovers
+
+        sweep_leftovers(self.engine)
 
     def _extend_trust(self) -> None:
         """Each image's system bundle with the endpoints' CA added (for TensorFlow before 2.4)."""
@@ -275,7 +306,7 @@ class ContainerLauncher:
         popen = subprocess.Popen([self.engine.binary, "start", "--attach", name], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                                  env=self.engine.process_environment({TOKEN_VARIABLE: token}))
-        return ContainerProcess(popen, process_start_ticks(popen.pid), container=name)
+        return ContainerProcess(popen, process_start_ticks(popen.pid), container=name, engine=self.engine)
 
     def _owner_of(self, task_name: str) -> str:
         return self.names.network_owner("set" if self.shared_namespace else task_name)
@@ -354,16 +385,18 @@ class ContainerLauncher:
 
     def close(self) -> None:
         """Remove every container and the network of the set, and the relays; idempotent."""
-        from aiptrain.replicas.containers.cleanup import remove_labelled
+        from aiptrain.replicas.containers.cleanup import remove_labelled, removed_or_noted
 
+        removed = True
         if self._created:
             done = self.engine.run(["rm", "--force", "--volumes", *sorted(self._created)], check=False, timeout=300)
             if done.returncode != 0:  # whatever was not removed by name goes by the set's label
-                remove_labelled(self.engine, f"{RUN_LABEL}={self.run_token}")
+                removed = remove_labelled(self.engine, f"{RUN_LABEL}={self.run_token}")
             self._created.clear()
         if self._network:
-            self.engine.run(["network", "rm", self.names.network], check=False)
+            removed = self.engine.run(["network", "rm", self.names.network], check=False).returncode == 0 and removed
             self._network = False
+        removed_or_noted(self.engine, f"{RUN_LABEL}={self.run_token}", removed)
         for client in self._owners.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 client.wait(timeout=10)
