@@ -1,9 +1,10 @@
-"""A job whose container engine goes away mid-run (its daemon killed), on the suite's Docker daemon
-behind a relay this test cuts and restores (tests/fixtures/engine_relay.py).
+"""Container jobs on an engine that goes away, and in a home whose path holds `:`, on the suite's
+Docker daemon.
 
-The job fails saying that the engine went away, not with the engine's command-line status (125);
-what it created, which the engine could not remove then, is removed by the next container job
-once the engine answers again.
+A job whose engine goes away mid-run (its daemon killed; here a relay to the daemon that the test
+cuts and restores, tests/fixtures/engine_relay.py) fails saying so, not with the engine's
+command-line status (125); what it created, which the engine could not remove then, is removed
+by the next container job once the engine answers again.
 """
 
 from __future__ import annotations
@@ -45,3 +46,26 @@ def test_a_job_whose_engine_goes_away_says_so_and_its_leftovers_go_with_the_next
         assert wait_for_end(backend.engine, "next").state == JobState.SUCCEEDED
         assert on_daemon(docker, token) == []
         assert list(HomeLayout.of(home).container_leftovers.iterdir()) == []
+
+
+def test_a_home_whose_path_holds_colons_runs_container_jobs(
+    docker: SuiteDocker, images: SuiteImages, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The replica's mounts (the endpoints' CA under the home) hold the home's `:`s, as the manual allows."""
+    from aiptrain.backends import get_backend
+    from aiptrain.backends.base import BackendSettings
+    from tests.fixtures.local_jobs import PROJECT, kill_everything
+
+    colon_home = tmp_path / "home:with:colons"
+    colon_home.mkdir(mode=0o700)
+    monkeypatch.setenv("AIPTRAIN_HOME", str(colon_home))
+    backend = get_backend("local", BackendSettings(project=PROJECT, home=colon_home))
+    assert isinstance(backend, LocalBackend)
+    try:
+        script = "cat $CURL_CA_BUNDLE | head -1"
+        backend.create_job(make_job("colons", container_input(images["shell"], args=[script])))
+        done = wait_for_end(backend.engine, "colons")
+        assert done.state == JobState.SUCCEEDED, done.error_message
+        assert "-----BEGIN CERTIFICATE-----" in lines(backend, "colons")
+    finally:
+        kill_everything(backend.engine)
