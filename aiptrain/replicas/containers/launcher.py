@@ -47,6 +47,7 @@ from aiptrain.replicas.containers.command import (
     ContainerLimits,
     ContainerNames,
     bind_mount,
+    pids_limit,
     replica_create_arguments,
 )
 from aiptrain.replicas.containers.endpoints import (
@@ -105,7 +106,8 @@ class ContainerProcess(ManagedProcess):
 
     def reap(self) -> int:
         returncode = super().reap()
-        if returncode > 0 and self.engine is not None and not self._asked:
+        # An exit of its own (not a stop's SIGTERM or SIGKILL, 128 + N): was it the engine's?
+        if 0 < returncode < 128 and self.engine is not None and not self._asked:
             self._asked = True  # asked once: reap runs again from other threads
             self.engine_lost = not engine_answers(self.engine)
         return returncode
@@ -323,13 +325,16 @@ class ContainerLauncher:
                                   f"{self.engine.name}'s environment files cannot carry")
                 file.write(f"{name}={value}\n")
         owner = self._owner_of(task_name)
-        share = " ".join(replica.limits.engine_options(self.engine.kind)) or "no limits"
+        limits = replica.limits
+        if limits.pids is None:  # a Ray replica's limits come from its request: its vCPUs set the ceiling
+            limits = dataclasses.replace(limits, pids=pids_limit(math.ceil(limits.cpus) if limits.cpus else None))
+        share = " ".join(limits.engine_options(self.engine.kind)) or "no limits"
         self.say(f"Creating the container of {task_name} ({self.names.replica(task_name)}): {share}.")
         try:
             self.engine.run(replica_create_arguments(
                 engine_kind=self.engine.kind, name=self.names.replica(task_name),
                 network="host" if self.host_network else f"container:{owner}",
-                command=replica.command, limits=replica.limits,
+                command=replica.command, limits=limits,
                 label_options=labels(self.job_token, self.run_token, task_name, "replica"),
                 env_file=str(env_file), mounts=mounts, pull=False, extra_options=self.engine.create_options(),
             ))

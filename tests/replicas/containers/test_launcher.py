@@ -127,7 +127,7 @@ def test_a_replica_keeps_no_engine_log_has_a_process_limit_and_mounts_a_path_wit
     script = ("cat /data/f; cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max; "
               "seq 1 2000 | while read n; do echo line $n; done >/dev/null")
     replica = ReplicaContainer("master-replica-0", ContainerCommand(images["shell"], None, (script,)),
-                               ContainerLimits(cpus=1.0, pids=2048))
+                               ContainerLimits(cpus=1.0))  # as a Ray replica's: no ceiling given, one by its vCPUs
     launcher = ContainerLauncher(find_engine(), [replica], job_token="mounttest", run_token="mounttest/run",
                                  mounts={str(shared): "/data"})
     with launcher:
