@@ -23,6 +23,7 @@ LAYOUT = {
     "sdist_cache": "cache/sdist",
     "site_cache": "cache/site",
     "container_trust_cache": "cache/container-trust",
+    "container_leftovers": "container-leftovers",
     "launching": "launching",
     "dispatch_lock": "dispatch.lock",
     "emulator": "emulator",

@@ -24,7 +24,7 @@ BUNDLE_PATHS = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bun
 
 def _image_bundle(engine: Engine, image: str, name: str, label_options: Sequence[str]) -> tuple[str, bytes] | None:
     """(its path, its content) of the image's system bundle; None when it has none."""
-    created = engine.run(["create", "--pull", "never", "--name", name, *label_options, image], check=False)
+    created = engine.run(["create", "--pull", "never", "--name", name, *label_options, "--", image], check=False)
     if created.returncode != 0:
         return None
     try:
