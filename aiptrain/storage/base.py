@@ -192,6 +192,11 @@ class ObjectStore(Protocol):
     # "gcs" or "local".
     kind: ClassVar[str]
 
+    # The directory the objects are files in, where they are on this machine (the local store);
+    # None for a remote store.
+    @property
+    def root(self) -> Path | None: ...
+
     # Metadata of the object, or None when it does not exist.
     def stat(self, uri: str) -> ObjectInfo | None: ...
 

@@ -71,6 +71,7 @@ class GcsObjectStore:
     """An ObjectStore backed by Google Cloud Storage (or an emulator via STORAGE_EMULATOR_HOST)."""
 
     kind: ClassVar[str] = "gcs"
+    root: ClassVar[None] = None  # the objects are not files here
 
     def __init__(
         self,
