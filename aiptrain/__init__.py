@@ -12,8 +12,8 @@ all) come from aiptrain.api.client, loaded on first use so that `import aiptrain
 errors are the `AiptrainError` family (aiptrain.errors).
 
 The folders below are layers (ARCHITECTURE.md); each folder's docstring says what it may import.
-The loose modules here (`errors`, `paths`, `cache_eviction`) import nothing of aiptrain but
-`errors`, so every layer may use them.
+The loose modules here (`errors`, `paths`, `cache_eviction`, `loopback`) import nothing of aiptrain
+but `errors`, so every layer may use them.
 """
 
 from __future__ import annotations

@@ -17,5 +17,8 @@ engine themselves.
 - `launcher`: the network, the containers and their labels, for one replica set;
 - `cleanup`: removing what a job created, also after its supervisor died.
 
-May import: `errors`, `paths`, `job`, and the rest of `replicas`. Never a backend.
+The only folder of aiptrain that runs Docker's or Podman's programs (tests/test_layers.py holds it).
+
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `storage`, and the rest of `replicas`. Never a
+backend.
 """
