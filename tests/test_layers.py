@@ -12,6 +12,7 @@ node runs loads without the local backend's SQLite store.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -283,13 +284,19 @@ shutil.which("podman")
     assert engine_program_uses('image = "us-docker.pkg.dev/x"\nsay(engine.binary)\n') == []
 
 
+@functools.cache
+def module_file_names() -> frozenset[str]:
+    """`processes.py`, `system_trust.py` ...: the file names of aiptrain's modules. Every package has
+    an `__init__.py`: that name is the trainer's, never a file of aiptrain's."""
+    return frozenset(found.name for found in PACKAGE.rglob("*.py")
+                     if "data" not in found.relative_to(PACKAGE).parts) - {"__init__.py"}
+
+
 def path_loads(path: Path, source: str) -> list[str]:
     """Each aiptrain source file `source` (the text of `path`) names by path that is not beside
     it: a file loaded by path (`spec_from_file_location`, `runpy.run_path`, a script started by
     its file) escapes the import checks, so it may only be one of its own folder."""
-    # Every package has an `__init__.py`: that name is the trainer's, never a file of aiptrain's.
-    modules = {found.name for found in PACKAGE.rglob("*.py")
-               if "data" not in found.relative_to(PACKAGE).parts} - {"__init__.py"}
+    modules = module_file_names()
     found = []
     for node in ast.walk(ast.parse(source)):
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
