@@ -55,7 +55,7 @@ EXCEPTIONS: dict[str, set[str]] = {
 }
 
 
-# The layer every other one may be imported by, and that may import every other one.
+# The layers that may import every other one (and that nothing imports): their statement is "every layer".
 TOP_LAYERS = {"cli"}
 STATEMENT = re.compile(r"(?:^|(?<=\s))May import: (.*?)\.(?=\s|$)", re.DOTALL)
 
