@@ -70,8 +70,8 @@ test: $(STAMP) $(CHROMIUM) container-packages
 # The inner loop while working, in under 3 minutes: ruff, mypy and the tests that need no runtime
 # environment, container, browser, gcloud or Ray cluster (each of those costs is a marker), on
 # TEST_WORKERS workers as `make test` runs them, less CHECK_SKIPPED: the suites that run jobs through
-# the local engine, the emulator or the command line in subprocesses, or build or install packages,
-# which take minutes, not seconds. `make test` stays the one that runs everything, before a push.
+# the local engine, the emulator or the command line in subprocesses, build or install packages, or
+# talk to fake-gcs-server, which take minutes, not seconds. `make test` stays the one that runs everything, before a push.
 CHECK_MARKERS := not slow and not runtime_envs and not gcloud and not ray_cluster and not containers and not browser
 CHECK_SKIPPED := tests/e2e tests/cli tests/emulator tests/backends/local tests/api tests/bench \
 	tests/docs/test_readme.py tests/tuning/test_local_tuning.py tests/tuning/test_vertex_tuning.py \
@@ -80,7 +80,8 @@ CHECK_SKIPPED := tests/e2e tests/cli tests/emulator tests/backends/local tests/a
 	tests/environments/test_stalled_installs.py tests/environments/test_install_cache.py \
 	tests/environments/test_build_cancel.py tests/environments/test_pip_config.py \
 	tests/submit/test_follow_unreachable.py tests/job/test_runtime_defaults.py tests/environments/test_dry_run.py \
-	tests/packaging/test_init_command.py tests/packaging/test_packaging.py tests/tuning/test_search_quality.py
+	tests/packaging/test_init_command.py tests/packaging/test_packaging.py tests/tuning/test_search_quality.py \
+	tests/storage/test_gcs.py
 
 check: $(STAMP)
 	$(BIN)/ruff check aiptrain tests bench trainer_template
