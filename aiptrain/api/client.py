@@ -252,8 +252,7 @@ class Client:
     def _job_python(self, job_id: str) -> str | None:
         """The interpreter the job ran with, where the backend recorded it (the local backend)."""
         backend = self.open_backend()
-        ran_in = getattr(backend, "runtime_environment", None)
-        environment = ran_in(job_id) if callable(ran_in) else None
+        environment = backend.runtime_environment(job_id)
         python = (environment or {}).get("python")
         return str(python) if python else None
 

@@ -18,5 +18,8 @@ engine themselves.
 - `cleanup`: removing what a job created, also after its supervisor died, and what an engine
   that had gone away could not remove, once it answers again.
 
-May import: `errors`, `paths`, `job`, and the rest of `replicas`. Never a backend.
+The only folder of aiptrain that runs Docker's or Podman's programs (tests/test_layers.py holds it).
+
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `storage`, and the rest of `replicas`. Never a
+backend.
 """
