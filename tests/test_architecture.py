@@ -79,7 +79,7 @@ def test_every_module_the_map_names_exists() -> None:
 
 def test_the_checks_see_a_missing_package_and_module() -> None:
     text = ("## The folders\n\n**`backends/`**: `base.py`, `job/era` and `no_such_module`.\n"
-            "- `local/`: `engine`, `nothing_here`, a `Job` and `LOG_PAGE`.\n\n## Next\n\n**`cli/`**: elsewhere.\n")
+            "- `local/`: `job_engine`, `nothing_here`, a `Job` and `LOG_PAGE`.\n\n## Next\n\n**`cli/`**: elsewhere.\n")
     paragraphs = folder_paragraphs(text)
     assert set(paragraphs) == {"backends/", "backends/local/"}
     assert missing_modules(paragraphs) == ["backends/: `no_such_module`", "backends/local/: `nothing_here`"]

@@ -345,7 +345,7 @@ sys.meta_path.insert(0, Blocked())
     "aiptrain.backends.ray.tuning_host",
     "aiptrain.replicas.replica_set",
     "aiptrain.environments.preparation",
-    "aiptrain.tuning.job",
+    "aiptrain.tuning.tuning_run",
 ])
 def test_what_a_ray_node_runs_imports_without_the_sqlite_store(module: str) -> None:
     code = _BLOCKING_FINDER + f"import {module}\nprint('imported')\n"

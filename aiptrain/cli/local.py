@@ -163,14 +163,14 @@ def prune_jobs(app: AppContext, job_ids: tuple[str, ...], older_than: Any, outpu
     """Delete finished local jobs: their store rows and logs, their directories, the staged packages
     no other job uses (and with --outputs their job directories under storage/), then compact the
     store so its file shrinks. JOB_IDS of the --project are pruned too. A running job is never touched."""
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.job_engine import LocalJobEngine
     from aiptrain.backends.local.retention import plan_prune, prune
     from aiptrain.cli.output import emit, table
     from aiptrain.errors import UsageError
 
     if not job_ids and older_than is None:
         raise UsageError("nothing to prune", hint="pass --older-than DURATION (e.g. 30d) or the IDs of finished jobs")
-    engine = LocalEngine()
+    engine = LocalJobEngine()
     try:
         named = [(app.project_id(), job_id) for job_id in job_ids]
         plan = plan_prune(engine.store, engine.home, older_than=older_than, named=named, outputs=outputs)
@@ -229,7 +229,7 @@ def console(port: int, host: str, no_browser: bool) -> int:
     server's token (read from the file it wrote; the browser's command line never shows it)."""
     import webbrowser
 
-    from aiptrain.emulator.console.launcher import console_address, open_in_browser
+    from aiptrain.emulator.console.browser import console_address, open_in_browser
 
     address = console_address(host, port, None)
     if no_browser:

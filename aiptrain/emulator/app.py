@@ -54,7 +54,7 @@ from aiptrain.errors import AiptrainError
 from aiptrain.job.project_id import project_id_problem
 
 if TYPE_CHECKING:
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.job_engine import LocalJobEngine
 
 LOG = logging.getLogger("aiptrain.emulator")
 V1 = "GoogleCloudAiplatformV1"  # the aiplatform v1 schemas' prefix
@@ -118,7 +118,7 @@ def _check_location(location: str | None) -> None:
 
 
 def create_app(
-    engine: LocalEngine,
+    engine: LocalJobEngine,
     *,
     token: str | None = None,
     bind_host: str = "127.0.0.1",

@@ -20,7 +20,7 @@ from aiptrain.errors import OperationalError, UsageError
 from aiptrain.loopback import is_loopback_host
 
 if TYPE_CHECKING:
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.job_engine import LocalJobEngine
 
 
 def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
@@ -134,7 +134,7 @@ def serve(
     check_bind(host, allow_remote=allow_remote, token=token)
     import uvicorn
 
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.job_engine import LocalJobEngine
     from aiptrain.backends.local.supervisor_start import allow_forking
     from aiptrain.emulator.app import create_app
     from aiptrain.emulator.limits import UVICORN_LIMITS, GuardedH11Protocol
@@ -145,7 +145,7 @@ def serve(
         # and write it too, instead of the local store.
         os.environ[UPSTREAM_VARIABLE] = os.environ["STORAGE_EMULATOR_HOST"]
     allow_forking(False)  # a long-lived, threaded server execs its jobs' supervisors
-    engine = LocalEngine(home=home)
+    engine = LocalJobEngine(home=home)
     stopping = ShuttingDown()
     app = create_app(engine, token=token, bind_host=host, faults=faults or FaultPlan.from_environment(),
                      stopping=stopping)
@@ -181,7 +181,7 @@ def serve(
             remove_token_file(token_file, token)
 
 
-def _start_grpc(engine: LocalEngine, host: str, port: int, token: str | None) -> tuple[Any, Served]:
+def _start_grpc(engine: LocalJobEngine, host: str, port: int, token: str | None) -> tuple[Any, Served]:
     """The gRPC port (aiptrain.emulator.grpc_api), or nothing when its packages are missing."""
     from aiptrain.emulator import grpc_api
 

@@ -17,13 +17,13 @@ from aiptrain.emulator.vertex_jobs import VertexJobRecord, VertexJobStore, verte
 from aiptrain.paths import HomeLayout
 
 if TYPE_CHECKING:
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.job_engine import LocalJobEngine
     from aiptrain.job.spec import Job
 
 
 @dataclass(frozen=True)
 class Services:
-    engine: LocalEngine
+    engine: LocalJobEngine
     storage_root: Path
     custom_jobs: VertexJobStore
     tuning_jobs: VertexJobStore
@@ -70,7 +70,7 @@ class Services:
         return numbered
 
 
-def make_services(engine: LocalEngine, *, storage_root: Path | None = None,
+def make_services(engine: LocalJobEngine, *, storage_root: Path | None = None,
                   state_dir: Path | None = None) -> Services:
     """The services over `engine`: `gs://` under `storage_root` (default: the engine home's
     `storage`, the local store), Vertex records under `state_dir` (default: its `emulator`)."""

@@ -14,7 +14,7 @@ TensorBoard, ...) are accepted and have no effect on a local run.
 
 The job runs as Vertex runs a Python package: the chief pool's args exactly as sent (no
 `--job-dir` added; the output directory arrives in AIP_MODEL_DIR and friends) and the numeric job
-ID in CLOUD_ML_JOB_ID (the engine keeps it beside the job: `LocalEngine.submit(vertex_job_id=...)`).
+ID in CLOUD_ML_JOB_ID (the engine keeps it beside the job: `LocalJobEngine.submit(vertex_job_id=...)`).
 Names come back with the project number, as Vertex returns them; either the project ID or that
 number finds the job. A container image built by gcloud's auto-packaging (`--local-package-path`)
 is refused with what to run instead.

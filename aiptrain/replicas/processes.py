@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 TOKEN_VARIABLE = "AIPTRAIN_RUN_TOKEN"  # noqa: S105 - a variable name, not a secret
-_LAUNCHER = Path(__file__).with_name("_die_with_parent.py")
+_PARENT_DEATH_EXEC = Path(__file__).with_name("_die_with_parent.py")
 _PROC = Path("/proc")
 
 
@@ -167,7 +167,7 @@ def dying_with_this_thread(cores: Collection[int] = ()) -> list[str]:
     """The launcher to put before a program's argv so that the kernel kills the program when the
     calling thread ends (`_die_with_parent.py`), pinned to `cores` if any."""
     pinned = ",".join(str(core) for core in sorted(cores)) or "-"
-    return [sys.executable, "-I", "-S", str(_LAUNCHER), str(os.getpid()), pinned]
+    return [sys.executable, "-I", "-S", str(_PARENT_DEATH_EXEC), str(os.getpid()), pinned]
 
 
 def start_process(

@@ -34,7 +34,7 @@ All processes are started from the calling thread, which does not return before 
 them is gone: the kernel's parent-death signal is tied to that thread.
 
 Where a replica runs is the `ReplicaLauncher`'s business: by default a process of this machine
-(`LocalLauncher`); the Ray backend passes one that runs each replica on its own cluster node, so
+(`ProcessLauncher`); the Ray backend passes one that runs each replica on its own cluster node, so
 both backends share these rules.
 """
 
@@ -141,7 +141,7 @@ class ReplicaLauncher(Protocol):
     def sweep(self, token: str) -> None: ...
 
 
-class LocalLauncher:
+class ProcessLauncher:
     """Replicas as process groups of this machine, tied to the calling thread; each pinned to
     its cores in `cores` (task name -> CPU ids), if any."""
 
@@ -305,7 +305,7 @@ class _ReplicaSetRun:
         # The last secondary failure (task name, monotonic time), for telling casualties apart.
         self.last_peer_failure: tuple[str, float] | None = None
         self.cluster_restarts = 0
-        self.launcher: ReplicaLauncher = spec.launcher or LocalLauncher(
+        self.launcher: ReplicaLauncher = spec.launcher or ProcessLauncher(
             {name: share.cores for name, share in (spec.shares or {}).items()})
         # True from the end of a stop_all until the next start: a second stop_all has nothing to do.
         self.stopped = False

@@ -11,7 +11,7 @@
 | `early_stopping.py` | the median stopping rule |
 | `trials.py` | trials as `trainingOutput` reports them, best first |
 
-The local engine runs the trials (`aiptrain.tuning.job`); the Vertex translation and the
+The local engine runs the trials (`aiptrain.tuning.tuning_run`); the Vertex translation and the
 emulator use `space` and `trials` to present HyperparameterTuningJobs as ml v1 jobs. Nothing
 here imports Optuna until a model-based search is created.
 

@@ -197,9 +197,9 @@ def _gcloud_newest_row(ctx: BenchContext, lines: int, large_home: Path, small_ho
 
 _SUBMIT_QUEUE = """
 import sys
-from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.backends.local.job_engine import LocalJobEngine
 from aiptrain.job.spec import as_new_job
-engine = LocalEngine()
+engine = LocalJobEngine()
 template = engine.get("local-project", "holder")
 for index in range(int(sys.argv[1])):
     job = as_new_job(template)

@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 
 import aiptrain
-from aiptrain.job.logs import LogEntry
-from aiptrain.job.spec import JobState
 from tests.fixtures.emulator import REPO, Emulator
 
 
@@ -23,10 +21,10 @@ def test_submit_wait_logs_list_get_on_the_local_backend(trainer: Path) -> None:
                               region="us-central1",
                               labels={"team": "api"})
     assert created.job_id == "api_ok"
-    assert created.state in (JobState.QUEUED, JobState.PREPARING, JobState.RUNNING)
-    streamed: list[LogEntry] = []
+    assert created.state in (aiptrain.JobState.QUEUED, aiptrain.JobState.PREPARING, aiptrain.JobState.RUNNING)
+    streamed: list[aiptrain.LogEntry] = []
     ended = aiptrain.wait("api_ok", timeout=120, on_entry=streamed.append)
-    assert ended.state == JobState.SUCCEEDED
+    assert ended.state == aiptrain.JobState.SUCCEEDED
     messages = [entry.message for entry in aiptrain.logs("api_ok")]
     assert any(message.startswith("hello from") for message in messages)
     assert "bye" in messages
@@ -44,7 +42,7 @@ def test_a_job_object_is_submitted_with_flags_on_top(trainer: Path) -> None:
     again = client.submit("api_again", job=first, args=["fail"])
     assert again.training_input is not None and again.training_input.args == ["fail"]
     failed = client.wait("api_again", timeout=120)
-    assert failed.state == JobState.FAILED
+    assert failed.state == aiptrain.JobState.FAILED
     assert "the trainer gave up" in (failed.error_message or "")
 
 
@@ -54,7 +52,7 @@ def test_cancel_and_a_wait_that_times_out(trainer: Path) -> None:
         aiptrain.wait("api_sleep", timeout=0.5)
     assert timed_out.value.exit_code == 12
     aiptrain.cancel("api_sleep")
-    assert aiptrain.wait("api_sleep", timeout=60).state == JobState.CANCELLED
+    assert aiptrain.wait("api_sleep", timeout=60).state == aiptrain.JobState.CANCELLED
     with pytest.raises(aiptrain.JobAlreadyFinished):
         aiptrain.cancel("api_sleep")
 
@@ -121,7 +119,7 @@ def test_through_the_emulator_with_the_mlv1_backend(emulator: Emulator, trainer_
     client = aiptrain.Client(backend="mlv1", project="api-project", api_endpoint=emulator.url)
     client.submit("api_remote", packages=[uri], module_name="trainer.task", region="us-central1",
                   runtime_version="2.11", args=["--lines", "2"])
-    assert client.wait("api_remote", timeout=120).state == JobState.SUCCEEDED
+    assert client.wait("api_remote", timeout=120).state == aiptrain.JobState.SUCCEEDED
     assert "line 1 from chief-0" in [entry.message for entry in client.logs("api_remote")]
     assert [job.job_id for job in client.list()] == ["api_remote"]
     with pytest.raises(aiptrain.JobAlreadyFinished):  # the service's FAILED_PRECONDITION, as the local engine says it
@@ -148,9 +146,9 @@ def test_through_the_emulator_with_the_vertex_backend(emulator: Emulator, traine
     created = client.submit("api_vertex", packages=[uri], module_name="trainer.task", runtime_version="2.11",
                             args=["--lines", "2"], labels={"via": "vertex"})
     assert created.job_id == "api_vertex"
-    streamed: list[LogEntry] = []
+    streamed: list[aiptrain.LogEntry] = []
     ended = client.wait("api_vertex", timeout=120, on_entry=streamed.append)
-    assert ended.state == JobState.SUCCEEDED, ended.error_message
+    assert ended.state == aiptrain.JobState.SUCCEEDED, ended.error_message
     assert "line 1 from chief-0" in [entry.message for entry in client.logs("api_vertex")]
     assert "line 1 from chief-0" in [entry.message for entry in streamed]
     assert client.get("api_vertex").labels == {"via": "vertex"}
@@ -162,7 +160,7 @@ def test_through_the_emulator_with_the_vertex_backend(emulator: Emulator, traine
     with pytest.raises(aiptrain.WaitTimedOut):
         client.wait("api_vertex_sleep", timeout=0.5)
     client.cancel("api_vertex_sleep")
-    assert client.wait("api_vertex_sleep", timeout=60).state == JobState.CANCELLED
+    assert client.wait("api_vertex_sleep", timeout=60).state == aiptrain.JobState.CANCELLED
     with pytest.raises(aiptrain.JobAlreadyFinished):
         client.cancel("api_vertex_sleep")
     assert sorted(str(job.job_id) for job in client.list()) == ["api_vertex", "api_vertex_sleep"]
@@ -183,4 +181,4 @@ def test_the_vertex_backend_warns_when_the_python_changes(emulator: Emulator, tr
         client.submit("api_vertex_py27", packages=[uri], module_name="trainer.task", runtime_version="1.15",
                       args=["--sleep", "120"])
     client.cancel("api_vertex_py27")
-    assert client.wait("api_vertex_py27", timeout=60).state == JobState.CANCELLED
+    assert client.wait("api_vertex_py27", timeout=60).state == aiptrain.JobState.CANCELLED

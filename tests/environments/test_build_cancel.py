@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.backends.local.job_engine import LocalJobEngine
 from aiptrain.environments.store import BuildCancelled, Environment, EnvironmentStore
 from aiptrain.job.spec import JobState
 from aiptrain.replicas.processes import TOKEN_VARIABLE, tokened_processes
@@ -65,7 +65,7 @@ def test_a_build_stopped_half_way_publishes_nothing_and_the_next_build_succeeds(
 
 
 def test_a_job_cancelled_while_its_environment_builds_ends_cancelled_and_leaves_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: LocalEngine, held_index: HeldIndex) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: LocalJobEngine, held_index: HeldIndex) -> None:
     envs = tmp_path / "envs"
     monkeypatch.delenv("AIPTRAIN_LOCAL_PYTHON", raising=False)
     monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(envs))

@@ -17,7 +17,7 @@ from aiptrain.replicas.command import ProcessCommand, ReplicaCommand, for_every_
 from aiptrain.replicas.containers.command import ContainerCommand
 from aiptrain.replicas.log_capture import CallbackSink
 from aiptrain.replicas.replica_set import (
-    LocalLauncher,
+    ProcessLauncher,
     ReplicaPolicy,
     ReplicaProcess,
     ReplicaSetSpec,
@@ -125,4 +125,4 @@ def test_every_replica_of_a_trainer_package_runs_one_command() -> None:
 
 def test_each_launcher_refuses_the_other_kind_of_command(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="container launcher"):
-        LocalLauncher().start("master-replica-0", ContainerCommand("gcr.io/p/t:1"), {}, tmp_path)
+        ProcessLauncher().start("master-replica-0", ContainerCommand("gcr.io/p/t:1"), {}, tmp_path)

@@ -1,6 +1,6 @@
 """The `local` backend: jobs run on this machine as real process clusters.
 
-`backend.LocalBackend` is what the registry hands out; `engine.LocalEngine` its API over the
+`backend.LocalBackend` is what the registry hands out; `engine.LocalJobEngine` its API over the
 SQLite job store (`store`, `store_errors`). Each job gets a detached supervisor (`supervisor`,
 started by `supervisor_start`, guarded by `launch` and `reaper`, with `subreaper`) that takes a
 run slot, prepares the runtime environment and runs the replica set in a `job_context`.

@@ -5,7 +5,7 @@ container runtime here), Cloud TPUs, a job without a Python module, clusters lar
 local limit unless AIPTRAIN_LOCAL_REPLICA_CAP asks to shrink them, and trainer arguments with a
 gs:// location that cannot map into the local store (`gs://b/../x`), and more GPUs than this
 machine has (when it has any). Hyperparameter tuning jobs run their trials here too
-(`aiptrain.tuning.job`). Replicas get disjoint GPUs by their acceleratorConfig
+(`aiptrain.tuning.tuning_run`). Replicas get disjoint GPUs by their acceleratorConfig
 (`replicas.machine_share`); on a machine without GPUs, GPU requests run on the CPU, with a
 WARNING line in the job's log.
 """
@@ -25,7 +25,7 @@ from aiptrain.job.state import JobState, WaitResult
 
 if TYPE_CHECKING:
     # Annotations only: `jobs wait` runs without the job model (pydantic).
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.job_engine import LocalJobEngine
     from aiptrain.job.spec import Job
 
 
@@ -38,15 +38,15 @@ class LocalBackend:
     def __init__(self, settings: BackendSettings) -> None:
         self.settings = settings
         self.project = settings.project
-        self._engine: LocalEngine | None = None
+        self._engine: LocalJobEngine | None = None
 
     @property
-    def engine(self) -> LocalEngine:
+    def engine(self) -> LocalJobEngine:
         if self._engine is None:
-            from aiptrain.backends.local.engine import LocalEngine
+            from aiptrain.backends.local.job_engine import LocalJobEngine
 
             with self._store_errors():
-                self._engine = LocalEngine(self.settings.home)
+                self._engine = LocalJobEngine(self.settings.home)
         return self._engine
 
     def _store_errors(self) -> AbstractContextManager[None]:
@@ -70,7 +70,7 @@ class LocalBackend:
         if tuning is not None and tuning.resume_previous_job_id:
             # Only then is the store opened: a dry run creates nothing.
             from aiptrain.backends.local.job_context import stored_job
-            from aiptrain.tuning.job import resume_problems
+            from aiptrain.tuning.tuning_run import resume_problems
 
             store = self.engine.store
             with self._store_errors():

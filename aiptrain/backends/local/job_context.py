@@ -28,8 +28,8 @@ from aiptrain.job.tf_config import replica_tasks
 from aiptrain.paths import HomeLayout
 from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
 from aiptrain.replicas.command import ProcessCommand, ReplicaCommand, for_every_replica
+from aiptrain.replicas.containers.container_engine import ContainerEngine
 from aiptrain.replicas.containers.endpoints import HostEndpoint
-from aiptrain.replicas.containers.engine import Engine
 from aiptrain.replicas.containers.settings import ContainerSettings
 from aiptrain.replicas.gs_paths import local_location, localize
 from aiptrain.replicas.log_capture import SERVICE_TASK
@@ -105,7 +105,7 @@ class JobContext:
     # tuning job's trials take a free set each); None runs replicas on the whole machine.
     share: JobShare | None = None
     # The container engine of a job whose replicas are containers, found at PREPARING.
-    engine: Engine | None = None
+    engine: ContainerEngine | None = None
 
     def __post_init__(self) -> None:
         self._container_notes_said = False

@@ -50,7 +50,7 @@ def wait_for_local_job(
 
 
 def _current(home: Path, project: str, job_id: str, snapshot: JobSnapshot, store: JobStore) -> dict[str, Any]:
-    """The job as `LocalEngine.get` would present it."""
+    """The job as `LocalJobEngine.get` would present it."""
     if snapshot.state.is_terminal:
         return snapshot.resource
     if not supervisor_alive(snapshot):
@@ -61,9 +61,9 @@ def _current(home: Path, project: str, job_id: str, snapshot: JobSnapshot, store
 
 
 def _through_engine(home: Path, project: str, job_id: str) -> dict[str, Any]:
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.job_engine import LocalJobEngine
 
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     try:
         return engine.get(project, job_id).to_api()
     finally:

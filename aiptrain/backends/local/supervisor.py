@@ -35,8 +35,8 @@ import time
 import traceback
 from pathlib import Path
 
-from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.backends.local.job_context import JobBody, JobContext, run_single_training
+from aiptrain.backends.local.job_engine import LocalJobEngine
 from aiptrain.backends.local.layout import JobLayout, run_limit_line
 from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.machine_claim import MachineClaim, recorded_share, share_lines
@@ -58,7 +58,7 @@ from aiptrain.paths import HomeLayout
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.cluster_plan import plan_cluster
 from aiptrain.replicas.containers.cleanup import record_engine, remove_job_containers
-from aiptrain.replicas.containers.engine import Engine, find_engine
+from aiptrain.replicas.containers.container_engine import ContainerEngine, find_engine
 from aiptrain.replicas.containers.images import runs_containers
 from aiptrain.replicas.containers.settings import ContainerSettings
 from aiptrain.replicas.log_capture import SERVICE_TASK
@@ -84,7 +84,7 @@ def job_body_for(record: JobRecord) -> JobBody:
     """How to run this job: one replica set, or a tuning study for jobs with `hyperparameters`."""
     training_input = record.job.training_input
     if training_input is not None and training_input.hyperparameters is not None:
-        from aiptrain.tuning.job import run_tuning  # only tuning jobs pay for its imports
+        from aiptrain.tuning.tuning_run import run_tuning  # only tuning jobs pay for its imports
 
         return run_tuning
     return run_single_training
@@ -156,7 +156,7 @@ class Supervisor:
     def _start_next(self) -> None:
         """This job's slot is free now: start the supervisors of the next queued jobs (`launch`)."""
         try:
-            LocalEngine(self.home).store.close()  # its start-up dispatch does it
+            LocalJobEngine(self.home).store.close()  # its start-up dispatch does it
         except Exception as error:  # the next command dispatches as well
             note(f"starting the next queued jobs: {error!r}")
 
@@ -188,7 +188,7 @@ class Supervisor:
         if not self.move(JobState.PREPARING, "Job PREPARING.", allowed_from=frozenset({JobState.QUEUED})):
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))
             return
-        engine: Engine | None = None
+        engine: ContainerEngine | None = None
         needs_system_trust = False
         # Asked once, here, and recorded with the job: every replica set of the job follows this
         # answer (`JobContext`), and `jobs describe` reads it.
@@ -298,7 +298,7 @@ class Supervisor:
             return None
         return settings, needs_system_trust
 
-    def _container_engine(self) -> Engine | None:
+    def _container_engine(self) -> ContainerEngine | None:
         """The container engine of a job whose replicas are containers, recorded in its files before it
         creates anything there (`cleanup`); None when there is none any more (the job FAILED)."""
         try:
@@ -335,7 +335,7 @@ class Supervisor:
         cancelled while waiting."""
         announced = gpus_announced = False
         last_reap = 0.0
-        sweeper: LocalEngine | None = None
+        sweeper: LocalJobEngine | None = None
         while not self.stop.is_set():
             claim.forget_wait()
             if self.store.try_acquire_slot(self.key, settings.max_running, claim):
@@ -350,7 +350,7 @@ class Supervisor:
                 # A job whose submitter died before starting its supervisor is started, and a dead
                 # supervisor must not hold a slot or a place in the queue forever.
                 if sweeper is None:
-                    sweeper = LocalEngine(self.home)  # its start-up sweep runs now
+                    sweeper = LocalJobEngine(self.home)  # its start-up sweep runs now
                 else:
                     sweeper.recover_unlaunched()
                 reap_dead_jobs(self.store, self.home)

@@ -222,7 +222,7 @@ class RaySetRun:
 
     def replica_set(self, addresses: dict[str, list[str]], args: list[str], job_dir: str | None,
                     extra_env: dict[str, str], extra_args: list[str]) -> ReplicaSetSpec:
-        from aiptrain.backends.ray.replica_host import RayLauncher
+        from aiptrain.backends.ray.replica_host import RayNodeLauncher
 
         storage_root = self.driver.storage_root
         args, changes = rewrite_args(args, storage_root)
@@ -243,7 +243,7 @@ class RaySetRun:
             extra_env=extra_env,
             trial_id=self.trial_id,
             addresses=addresses,
-            launcher=RayLauncher(self.actors),
+            launcher=RayNodeLauncher(self.actors),
         )
 
     def commands(self, args: list[str], job_dir: str | None, extra_args: list[str]) -> dict[str, ReplicaCommand]:
@@ -412,7 +412,7 @@ class Driver:
         if self.training_input.hyperparameters is None:
             return self.run_set(ray, trial_id=None, stop=self.stop)
         from aiptrain.backends.ray.tuning_host import RayTuningHost
-        from aiptrain.tuning.job import run_tuning
+        from aiptrain.tuning.tuning_run import run_tuning
 
         # The study's trials each wait for room on their own: the job itself runs from the start.
         self.printer.say(joblog.PREPARING_LINE)

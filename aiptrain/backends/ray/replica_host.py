@@ -14,7 +14,7 @@ content back with the output, and the proxy writes it where the driver's study r
 
 `RemoteReplicaProcess` is the driver's view of that process, shaped like a local one (pipes,
 `has_exited`, `reap`), so `run_replica_set` applies the local engine's restart rules unchanged;
-`RayLauncher` starts, stops and sweeps replicas through their actors. An actor that dies (its node
+`RayNodeLauncher` starts, stops and sweeps replicas through their actors. An actor that dies (its node
 went away, its worker was killed) ends its replica as if killed by SIGKILL, with a line saying so.
 """
 
@@ -109,7 +109,7 @@ class ReplicaHost:
         from aiptrain.errors import AiptrainError
         from aiptrain.replicas.containers.cleanup import RemovalGuard
         from aiptrain.replicas.containers.command import ContainerCommand, ContainerLimits
-        from aiptrain.replicas.containers.engine import find_engine
+        from aiptrain.replicas.containers.container_engine import find_engine
         from aiptrain.replicas.containers.labels import RUN_LABEL
         from aiptrain.replicas.containers.launcher import ContainerLauncher, ReplicaContainer
         from aiptrain.replicas.containers.settings import ContainerSettings
@@ -313,7 +313,7 @@ class RemoteReplicaProcess:
         return self._returncode
 
 
-class RayLauncher:
+class RayNodeLauncher:
     """Runs each replica through its `ReplicaHost` actor (task name -> actor handle)."""
 
     def __init__(self, actors: dict[str, Any]) -> None:

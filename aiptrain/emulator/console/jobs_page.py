@@ -1,6 +1,6 @@
 """The jobs page: a project's jobs, newest first, a page at a time, narrowed by a gcloud filter.
 
-The jobs come from the engine's own listing (`LocalEngine.list`), the one `jobs.list` serves, with
+The jobs come from the engine's own listing (`LocalJobEngine.list`), the one `jobs.list` serves, with
 its filter (gcloud's `--filter` language, `job.filters`) and its page tokens. A filter the store
 cannot turn into SQL is applied after each page is read, so a page is filled from as many of the
 engine's pages as it takes, up to `MAX_ENGINE_PAGES`. The rows (`?part=rows`) are what the page's

@@ -1,6 +1,6 @@
 """A job's log a page at a time, from the end backwards, over the engine's forward-only cursor reads.
 
-The store reads a log forwards from a cursor (`LocalEngine.logs(after=...)`, entries strictly
+The store reads a log forwards from a cursor (`LocalJobEngine.logs(after=...)`, entries strictly
 after a (timestamp, insert id) position). The console opens a job on its last lines and pages back
 from there, so a page is found by searching for where it must start: the earliest position whose
 window up to the page's end holds at most `PAGE_LINES` entries. The search bisects on the

@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
-from aiptrain.backends.local.engine import JobProcesses
+from aiptrain.backends.local.job_engine import JobProcesses
 from aiptrain.backends.local.store import ReplicaRecord
 from aiptrain.errors import AiptrainError
 from aiptrain.job.catalog import load_catalog

@@ -26,12 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aiptrain.paths import HomeLayout
-from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine_answers
+from aiptrain.replicas.containers.container_engine import ContainerEngine, EngineCallFailed, engine_answers
 from aiptrain.replicas.containers.labels import JOB_LABEL
 from aiptrain.replicas.scratch import remove_directories
 
 
-def remove_labelled(engine: Engine, label: str) -> bool:
+def remove_labelled(engine: ContainerEngine, label: str) -> bool:
     """Remove the containers (with their anonymous volumes), networks and volumes labelled `label`;
     False when the engine could not be asked or refused a removal."""
     done = True
@@ -48,7 +48,7 @@ def remove_labelled(engine: Engine, label: str) -> bool:
     return done
 
 
-def record_engine(path: Path, engine: Engine) -> None:
+def record_engine(path: Path, engine: ContainerEngine) -> None:
     """Say, in the job's files, which engine its containers run on (read by `remove_job_containers`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     made = path.with_name(f"{path.name}.{os.getpid()}")
@@ -60,7 +60,7 @@ def remove_job_containers(path: Path, job_token: str) -> bool:
     """Remove everything the job of `job_token` created on the engine `path` names; False when the
     job never recorded one (it started no container)."""
     try:
-        engine = Engine.from_json(json.loads(path.read_text()))
+        engine = ContainerEngine.from_json(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError):
         return False
     label = f"{JOB_LABEL}={job_token}"
@@ -79,7 +79,7 @@ def _folder() -> Path:
     return HomeLayout.of().container_leftovers
 
 
-def record_leftovers(engine: Engine, label: str) -> None:
+def record_leftovers(engine: ContainerEngine, label: str) -> None:
     """Note that what carries `label` on `engine` is still to be removed."""
     folder = _folder()
     folder.mkdir(parents=True, exist_ok=True)
@@ -89,7 +89,7 @@ def record_leftovers(engine: Engine, label: str) -> None:
     os.replace(made, path)
 
 
-def sweep_leftovers(engine: Engine) -> int:
+def sweep_leftovers(engine: ContainerEngine) -> int:
     """Remove what the notes name on `engine` (which answers), and the notes; how many were swept."""
     folder = _folder()
     if not folder.is_dir():
@@ -98,7 +98,7 @@ def sweep_leftovers(engine: Engine) -> int:
     for note in sorted(folder.glob("*.json")):
         try:
             data = json.loads(note.read_text())
-            noted, label = Engine.from_json(data["engine"]), str(data["label"])
+            noted, label = ContainerEngine.from_json(data["engine"]), str(data["label"])
         except (OSError, ValueError, KeyError, TypeError):
             note.unlink(missing_ok=True)  # unreadable: nothing can be done with it
             continue
@@ -111,7 +111,7 @@ def sweep_leftovers(engine: Engine) -> int:
     return swept
 
 
-def removed_or_noted(engine: Engine, label: str, removed: bool) -> None:
+def removed_or_noted(engine: ContainerEngine, label: str, removed: bool) -> None:
     """After a removal by `label`: when it failed because the engine is gone, note the leftovers."""
     if not removed and not engine_answers(engine):
         record_leftovers(engine, label)
@@ -127,7 +127,7 @@ class RemovalGuard:
     owner's process group do not reach it.
     """
 
-    def __init__(self, engine: Engine, label: str, scratch: Sequence[Path] = ()) -> None:
+    def __init__(self, engine: ContainerEngine, label: str, scratch: Sequence[Path] = ()) -> None:
         import subprocess
         import sys
 
@@ -152,7 +152,7 @@ def main(argv: list[str]) -> None:
     """The guard: wait for the end of stdin, then remove what carries the label and the scratch."""
     import sys
 
-    engine, label, scratch = Engine.from_json(json.loads(argv[0])), argv[1], argv[2:]
+    engine, label, scratch = ContainerEngine.from_json(json.loads(argv[0])), argv[1], argv[2:]
     with contextlib.suppress(OSError):
         while sys.stdin.buffer.read(4096):
             pass

@@ -19,7 +19,7 @@ from aiptrain.errors import Problem
 from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.prebuilt import master_image, names_prebuilt_registry, prebuilt_image_of
 from aiptrain.job.spec import ROLES, TrainingInput
-from aiptrain.replicas.containers.engine import Engine, EngineUnavailable, find_engine
+from aiptrain.replicas.containers.container_engine import ContainerEngine, EngineUnavailable, find_engine
 from aiptrain.replicas.containers.settings import PULL_VARIABLE, ContainerSettings
 
 BUILT_IN_ALGORITHMS = "gcr.io/cloud-ml-algos/"
@@ -50,13 +50,13 @@ def runs_containers(training_input: TrainingInput, catalog: Catalog | None = Non
     return prebuilt_image_of(training_input, catalog or load_catalog()) is None
 
 
-def image_present(engine: Engine, image: str) -> bool:
+def image_present(engine: ContainerEngine, image: str) -> bool:
     return engine.run(["image", "inspect", "--format", "{{.Id}}", "--", image], check=False).returncode == 0
 
 
 def container_problems(
     training_input: TrainingInput, settings: ContainerSettings,
-    engine_finder: Callable[[ContainerSettings], Engine] = find_engine,
+    engine_finder: Callable[[ContainerSettings], ContainerEngine] = find_engine,
 ) -> list[Problem]:
     """What keeps this machine from running the job's containers; [] when it can."""
     images = job_images(training_input)

@@ -50,13 +50,18 @@ from aiptrain.replicas.containers.command import (
     pids_limit,
     replica_create_arguments,
 )
+from aiptrain.replicas.containers.container_engine import (
+    ContainerEngine,
+    EngineCallFailed,
+    engine_answers,
+    engine_message,
+)
 from aiptrain.replicas.containers.endpoints import (
     SOCKETS_INSIDE,
     HostEndpoint,
     HostRelays,
     container_environment,
 )
-from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine_answers, engine_message
 from aiptrain.replicas.containers.labels import RUN_LABEL, labels
 from aiptrain.replicas.containers.relay_image import ensure_relay_image
 from aiptrain.replicas.containers.relay_program import READY
@@ -70,7 +75,7 @@ from aiptrain.replicas.scratch import CONTAINERS_PREFIX, make_scratch
 _METRIC_FILE_VARIABLE = "CLOUD_ML_HP_METRIC_FILE"
 _METRIC_DIR_INSIDE = "/tmp/hypertune"  # noqa: S108 - the path inside the container, as on the service
 _OWNER_READY_SECONDS = 60.0
-# Engine calls made side by side (creating a set's network owners).
+# ContainerEngine calls made side by side (creating a set's network owners).
 _PARALLEL_CALLS = 4
 # Variables of the replica set that concern this machine's processes, not a container.
 _HOST_ONLY = (TOKEN_VARIABLE, "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
@@ -100,7 +105,7 @@ class ContainerProcess(ManagedProcess):
     `exit_reason` says what happened instead."""
 
     container: str = ""
-    engine: Engine | None = None
+    engine: ContainerEngine | None = None
     engine_lost: bool = False
     _asked: bool = field(default=False, repr=False)
 
@@ -131,7 +136,7 @@ class ContainerLauncher:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: ContainerEngine,
         replicas: Sequence[ReplicaContainer],
         *,
         job_token: str,

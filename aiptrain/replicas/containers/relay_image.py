@@ -19,7 +19,7 @@ import tarfile
 from pathlib import Path
 
 from aiptrain.replicas.containers import relay_program
-from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine_message
+from aiptrain.replicas.containers.container_engine import ContainerEngine, EngineCallFailed, engine_message
 
 RELAY_REPOSITORY = "aiptrain-relay"
 PROGRAM_INSIDE = "/aiptrain-relay.py"
@@ -98,7 +98,7 @@ def _rootfs_tar(files: list[Path]) -> bytes:
     return buffer.getvalue()
 
 
-def ensure_relay_image(engine: Engine) -> str:
+def ensure_relay_image(engine: ContainerEngine) -> str:
     """The relay image's tag on `engine`, imported first if it is not there yet."""
     tag = relay_tag()
     if engine.run(["image", "inspect", "--format", "{{.Id}}", tag], check=False).returncode == 0:

@@ -16,13 +16,14 @@ import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from aiptrain.replicas.containers.engine import Engine
+from aiptrain.replicas.containers.container_engine import ContainerEngine
 
 # Where images keep their system bundle (Debian and Ubuntu, Alpine; Fedora, RHEL and CentOS).
 BUNDLE_PATHS = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
 
 
-def _image_bundle(engine: Engine, image: str, name: str, label_options: Sequence[str]) -> tuple[str, bytes] | None:
+def _image_bundle(engine: ContainerEngine, image: str, name: str,
+                  label_options: Sequence[str]) -> tuple[str, bytes] | None:
     """(its path, its content) of the image's system bundle; None when it has none."""
     created = engine.run(["create", "--pull", "never", "--name", name, *label_options, "--", image], check=False)
     if created.returncode != 0:
@@ -42,7 +43,7 @@ def _image_bundle(engine: Engine, image: str, name: str, label_options: Sequence
         engine.run(["rm", "--force", name], check=False)
 
 
-def extended_bundle(engine: Engine, image: str, image_id: str, certificates: Sequence[Path],
+def extended_bundle(engine: ContainerEngine, image: str, image_id: str, certificates: Sequence[Path],
                     directory: Path, probe_name: str, label_options: Sequence[str]) -> tuple[Path, str] | None:
     """(the extended bundle on this machine, the path to mount it at in the image), made once per
     image and set of certificates under `directory`; None when the image has no system bundle."""

@@ -101,9 +101,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str,
 
 
 def cancel_all(home: Path) -> None:
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.job_engine import LocalJobEngine
 
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     for record in engine.store.active_jobs():
         try:
             engine.cancel(record.project, record.job_id)

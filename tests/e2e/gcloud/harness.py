@@ -182,9 +182,9 @@ class GcloudSession:
 
 def _stop_engine_jobs(home: Path) -> None:
     """Cancel whatever is still running, so no trainer outlives the module."""
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain.backends.local.job_engine import LocalJobEngine
 
-    engine = LocalEngine(home=home)
+    engine = LocalJobEngine(home=home)
     for record in engine.store.active_jobs():
         try:
             engine.cancel(record.project, record.job_id)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from aiptrain.backends.local import log_writer
-from aiptrain.backends.local.engine import LocalEngine
+from aiptrain.backends.local.job_engine import LocalJobEngine
 from aiptrain.backends.local.log_writer import StoreLogWriter
 from aiptrain.backends.local.store import JobStore
 from aiptrain.job.spec import Job, JobState
@@ -221,7 +221,7 @@ def submitter_killed_before_the_supervisor(tmp: Path) -> None:
     store = JobStore(home)
     record = store.insert_job(PROJECT, Job.model_validate({"jobId": "orphan", "trainingInput": {
         "region": "us-central1", "pythonModule": "missing.module"}}), "orphantoken")
-    engine = LocalEngine(home)  # the next command's start-up sweep
+    engine = LocalJobEngine(home)  # the next command's start-up sweep
     try:
         assert store.get_by_key(record.key).supervisor_pid is not None
         ended = wait_until(lambda: state_of(engine.get(PROJECT, "orphan")).is_terminal, 120, "the job to end")

@@ -143,10 +143,10 @@ def test_settings_refuse_what_they_do_not_know() -> None:
 def test_podman_gets_limits_runc_accepts_and_an_init_it_can_find() -> None:
     import resource
 
-    from aiptrain.replicas.containers.engine import Engine
+    from aiptrain.replicas.containers.container_engine import ContainerEngine
 
-    assert Engine("docker", "/usr/bin/docker").create_options() == []
-    options = Engine("podman", "/usr/bin/podman").create_options()
+    assert ContainerEngine("docker", "/usr/bin/docker").create_options() == []
+    options = ContainerEngine("podman", "/usr/bin/podman").create_options()
     limits = dict(option.split("=", 1) for option in options[1::2] if "=" in option)
     hard_files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     with open("/proc/sys/kernel/pid_max") as pid_max:

@@ -16,7 +16,7 @@ import pytest
 
 from aiptrain.paths import HomeLayout
 from aiptrain.replicas.containers.command import ContainerCommand
-from aiptrain.replicas.containers.engine import find_engine, forget_engines
+from aiptrain.replicas.containers.container_engine import find_engine, forget_engines
 from aiptrain.replicas.containers.launcher import ContainerLauncher, ContainerProcess, ReplicaContainer
 from tests.fixtures.containers import SuiteDocker, SuiteImages
 from tests.fixtures.engine_relay import SocketRelay, relayed_engine

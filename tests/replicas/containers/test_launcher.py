@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from aiptrain.replicas.containers.command import ContainerCommand, ContainerLimits
+from aiptrain.replicas.containers.container_engine import find_engine
 from aiptrain.replicas.containers.endpoints import HostEndpoint
-from aiptrain.replicas.containers.engine import find_engine
 from aiptrain.replicas.containers.launcher import ContainerLauncher, ReplicaContainer
 from aiptrain.replicas.processes import ManagedProcess
 from aiptrain.replicas.scratch import CONTAINERS_PREFIX
@@ -90,9 +90,9 @@ GUARDED_OWNER = textwrap.dedent('''
     import json, sys, time
     from pathlib import Path
     from aiptrain.replicas.containers.cleanup import RemovalGuard
-    from aiptrain.replicas.containers.engine import Engine
+    from aiptrain.replicas.containers.container_engine import ContainerEngine
 
-    RemovalGuard(Engine.from_json(json.loads(sys.argv[1])), sys.argv[2], [Path(sys.argv[3])])
+    RemovalGuard(ContainerEngine.from_json(json.loads(sys.argv[1])), sys.argv[2], [Path(sys.argv[3])])
     print("guarded", flush=True)
     time.sleep(600)
 ''')

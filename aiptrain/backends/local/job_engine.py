@@ -68,7 +68,7 @@ def _key_from_token(token: str) -> int:
     raise UsageError(f"invalid page token {token!r}", hint="pass the nextPageToken of the previous page")
 
 
-class LocalEngine:
+class LocalJobEngine:
     def __init__(self, home: Path | None = None) -> None:
         self.home = home if home is not None else aiptrain_home()
         self.store = JobStore(self.home)

@@ -1,8 +1,8 @@
 """Finding the container engine and calling its command line.
 
 Docker's and Podman's command lines take the same verbs and flags for everything aiptrain does
-(create, start --attach, stop, kill, rm, network, image inspect, import), so one `Engine` drives
-either; what differs is said where it matters (`Engine.create_options`). The command line is used
+(create, start --attach, stop, kill, rm, network, image inspect, import), so one `ContainerEngine` drives
+either; what differs is said where it matters (`ContainerEngine.create_options`). The command line is used
 rather than the engine's HTTP API: Podman serves that API only while `podman system service` runs,
 and `start --attach` hands each replica's stdout and stderr over as two pipes, exactly what a
 process replica gives the log capture.
@@ -46,7 +46,7 @@ class EngineCallFailed(OperationalError):
 
 
 @dataclass(frozen=True)
-class Engine:
+class ContainerEngine:
     kind: str  # docker | podman
     binary: str  # the command line's absolute path
     environment: tuple[tuple[str, str], ...] = ()  # the engine's own variables (ENGINE_HOST_VARIABLES) set
@@ -113,7 +113,7 @@ class Engine:
         return {"kind": self.kind, "binary": self.binary, "environment": dict(self.environment)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Engine:
+    def from_json(cls, data: Mapping[str, Any]) -> ContainerEngine:
         return cls(kind=str(data["kind"]), binary=str(data["binary"]),
                    environment=tuple(sorted(dict(data.get("environment") or {}).items())))
 
@@ -138,13 +138,13 @@ def _current_engine_environment() -> tuple[tuple[str, str], ...]:
     return tuple(sorted((name, os.environ[name]) for name in ENGINE_HOST_VARIABLES if os.environ.get(name)))
 
 
-def find_engine(settings: ContainerSettings | None = None) -> Engine:
+def find_engine(settings: ContainerSettings | None = None) -> ContainerEngine:
     """The engine that runs containers here, checked to answer; EngineUnavailable says why none does."""
     chosen = settings or ContainerSettings.from_env()
     return _find_engine(chosen.engine, _current_engine_environment(), os.environ.get("PATH", ""))
 
 
-def engine_answers(engine: Engine, timeout: float = _ANSWER_SECONDS) -> bool:
+def engine_answers(engine: ContainerEngine, timeout: float = _ANSWER_SECONDS) -> bool:
     """Whether the engine's daemon (Docker) or store (Podman) answers now."""
     try:
         _checked(engine, timeout)
@@ -154,10 +154,10 @@ def engine_answers(engine: Engine, timeout: float = _ANSWER_SECONDS) -> bool:
 
 
 @functools.cache
-def _find_engine(choice: str, environment: tuple[tuple[str, str], ...], _path: str) -> Engine:
+def _find_engine(choice: str, environment: tuple[tuple[str, str], ...], _path: str) -> ContainerEngine:
     if choice not in ("auto", "docker", "podman"):
         kind = "podman" if "podman" in os.path.basename(choice) else "docker"
-        return _checked(Engine(kind, choice, environment))
+        return _checked(ContainerEngine(kind, choice, environment))
     kinds = ("docker", "podman") if choice == "auto" else (choice,)
     reasons: list[str] = []
     for kind in kinds:
@@ -166,7 +166,7 @@ def _find_engine(choice: str, environment: tuple[tuple[str, str], ...], _path: s
             reasons.append(f"{ENGINE_NAMES[kind]} is not installed ({kind} is not on PATH)")
             continue
         try:
-            return _checked(Engine(kind, binary, environment))
+            return _checked(ContainerEngine(kind, binary, environment))
         except EngineUnavailable as error:
             reasons.append(error.message)
     raise EngineUnavailable(
@@ -176,7 +176,7 @@ def _find_engine(choice: str, environment: tuple[tuple[str, str], ...], _path: s
     )
 
 
-def _checked(engine: Engine, timeout: float = _CHECK_SECONDS) -> Engine:
+def _checked(engine: ContainerEngine, timeout: float = _CHECK_SECONDS) -> ContainerEngine:
     """`engine` if its daemon (Docker) or its store (Podman) answers."""
     query = "{{.Server.Version}}" if engine.kind == "docker" else "{{.Client.Version}}"
     try:
@@ -187,7 +187,7 @@ def _checked(engine: Engine, timeout: float = _CHECK_SECONDS) -> Engine:
     version = done.stdout.decode(errors="replace").strip()
     if done.returncode != 0 or not version:
         raise EngineUnavailable(f"{engine.name} ({engine.binary}) does not answer: {engine_message(done.stderr)}")
-    return Engine(engine.kind, engine.binary, engine.environment, version)
+    return ContainerEngine(engine.kind, engine.binary, engine.environment, version)
 
 
 def forget_engines() -> None:
