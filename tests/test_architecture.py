@@ -1,11 +1,12 @@
-"""ARCHITECTURE.md is the map a newcomer reads first: it must name every package and only modules
-that exist.
+"""ARCHITECTURE.md is the map a newcomer reads first: it must name every package and only modules that
+exist.
 
-Its "The folders" section has a paragraph per top-level package (`**`job/`**: ...`) and, inside
-it, a bullet per package of that package (`- `local/`: ...`). Every backticked module name in a
+Its "The folders" section has a paragraph per top-level package (`**`job/`**: ...`) and, inside it,
+a bullet per package of that package (`- `local/`: ...`). Every backticked module name in a
 paragraph (`store`, `store.py`, `job/era`, `containers/`) must be a module or package of that
-folder, or a path from aiptrain/. What each paragraph states a folder may import is checked
-against the layer rule table by tests/test_layers.py.
+folder, or a path from aiptrain/. The map names folders as the rule table does, without the leading
+underscore of aiptrain's internal packages (`job/` is `aiptrain/_job/`). What each paragraph states
+a folder may import is checked against the layer rule table by tests/test_layers.py.
 """
 
 from __future__ import annotations
@@ -44,8 +45,22 @@ def folder_paragraphs(text: str | None = None) -> dict[str, str]:
     return paragraphs
 
 
+def mapped(relative: Path) -> str:
+    """`_backends/local` -> `backends/local`: a folder as the map names it."""
+    return "/".join((relative.parts[0].removeprefix("_"), *relative.parts[1:]))
+
+
+def on_disk(name: str) -> str:
+    """`backends/local` -> `_backends/local` where aiptrain keeps it internal; other names as they are."""
+    head, _, rest = name.partition("/")
+    internal = f"_{head}"
+    if head and ((PACKAGE / internal).is_dir() or (PACKAGE / f"{internal}.py").is_file()):
+        return f"{internal}/{rest}" if rest else internal
+    return name
+
+
 def package_folders() -> set[str]:
-    return {path.parent.relative_to(PACKAGE).as_posix() + "/" for path in PACKAGE.rglob("__init__.py")
+    return {mapped(path.parent.relative_to(PACKAGE)) + "/" for path in PACKAGE.rglob("__init__.py")
             if path.parent != PACKAGE and SKIPPED.isdisjoint(path.relative_to(PACKAGE).parts)}
 
 
@@ -54,8 +69,10 @@ def exists(folder: str, name: str) -> bool:
     it or, as a path, under aiptrain/ or the repository; or a library's module (`sqlite3`, `ray`: what the folder
     is the only importer of)."""
     bare = name.removesuffix("/").removesuffix(".py")
-    bases = (PACKAGE / folder, (PACKAGE / folder).parent, PACKAGE, REPO)
-    if any((base / f"{bare}.py").is_file() or (base / bare).is_dir() for base in bases):
+    here = PACKAGE / on_disk(folder.removesuffix("/"))
+    bases = (here, here.parent, PACKAGE, REPO)
+    if any((base / f"{candidate}.py").is_file() or (base / candidate).is_dir()
+           for base in bases for candidate in (bare, on_disk(bare))):
         return True
     return "/" not in name and not name.endswith(".py") and importlib.util.find_spec(bare) is not None
 

@@ -51,7 +51,7 @@ ALLOWED: dict[str, set[str]] = {
 # Single modules a layer may use across its line, each with the reason.
 EXCEPTIONS: dict[str, set[str]] = {
     # Every dry-run shows the Vertex AI body the job becomes; the translation is pure.
-    "submit": {"aiptrain.backends.vertex.study"},
+    "submit": {"aiptrain._backends.vertex.study"},
 }
 
 
@@ -61,9 +61,12 @@ STATEMENT = re.compile(r"(?:^|(?<=\s))May import: (.*?)\.(?=\s|$)", re.DOTALL)
 
 
 def layer_of(module: str) -> str:
+    """`aiptrain._backends.local.store` -> "backends.local": layers are named without the leading
+    underscore that marks every internal package (docs/contributing.md)."""
     parts = module.split(".")[1:]
     if not parts:
         return ""
+    parts[0] = parts[0].removeprefix("_")
     if parts[0] == "backends" and len(parts) > 2 and parts[1] in BACKEND_FOLDERS:
         return f"backends.{parts[1]}"
     return parts[0]
@@ -72,6 +75,13 @@ def layer_of(module: str) -> str:
 def layer_of_folder(folder: str) -> str:
     """`backends/local/` -> "backends.local", `replicas/containers` -> "replicas"."""
     return layer_of(".".join(["aiptrain", *folder.strip("/").split("/"), "module"]))
+
+
+def folder_of(path: Path) -> Path:
+    """aiptrain/_backends/local/store.py -> backends/local/store.py: a file's place as the rule
+    table, the docstrings and ARCHITECTURE.md name it (without the internal packages' underscore)."""
+    relative = path.relative_to(PACKAGE)
+    return Path(relative.parts[0].removeprefix("_"), *relative.parts[1:])
 
 
 def module_of(path: Path) -> str:
@@ -116,9 +126,9 @@ def test_every_folder_imports_only_the_layers_it_may() -> None:
 
 def test_the_check_sees_a_crossing() -> None:
     # The shared replica core importing the local store is exactly what must be caught.
-    assert layer_of("aiptrain.backends.local.store") == "backends.local"
+    assert layer_of("aiptrain._backends.local.store") == "backends.local"
     assert "backends.local" not in ALLOWED["replicas"]
-    assert layer_of("aiptrain.replicas.replica_set") == "replicas"
+    assert layer_of("aiptrain._replicas.replica_set") == "replicas"
 
 
 def stated_imports(text: str) -> set[str] | None:
@@ -136,7 +146,7 @@ def rule_of(layer: str) -> set[str]:
     """What the table lets `layer` import, as a statement lists it."""
     if layer in TOP_LAYERS:
         return {"every layer"}
-    return ALLOWED[layer] | {module.removeprefix("aiptrain.") for module in EXCEPTIONS.get(layer, set())}
+    return ALLOWED[layer] | {module.removeprefix("aiptrain._") for module in EXCEPTIONS.get(layer, set())}
 
 
 def package_folders() -> list[Path]:
@@ -151,7 +161,7 @@ def test_every_package_states_its_layers_rule_as_the_table_has_it() -> None:
         if folder == PACKAGE:
             continue
         module = module_of(folder / "__init__.py")
-        layer = layer_of_folder(folder.relative_to(PACKAGE).as_posix())
+        layer = layer_of_folder(folder_of(folder).as_posix())
         docstring = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
         stated = stated_imports(docstring)
         if stated is None:
@@ -221,7 +231,7 @@ def test_no_module_except_cli_and_the_backends_names_a_backend() -> None:
     compares a backend's name."""
     named = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE)
+        relative = folder_of(path)
         if relative.parts[0] in ("backends", "cli", "data"):
             continue
         named += [f"{relative} {comparison}" for comparison in backend_name_comparisons(path.read_text())]
@@ -267,7 +277,7 @@ def test_only_the_containers_folder_runs_a_container_engine() -> None:
     they never run Docker or Podman themselves."""
     running = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE)
+        relative = folder_of(path)
         if relative.parts[0] == "data" or relative.as_posix().startswith(CONTAINER_ENGINE_FOLDER + "/"):
             continue
         running += [f"{relative} {use}" for use in engine_program_uses(path.read_text())]
@@ -317,7 +327,7 @@ def test_nothing_loads_a_file_of_another_folder_by_path() -> None:
 
 
 def test_the_path_check_sees_a_file_of_another_folder() -> None:
-    beside = PACKAGE / "replicas" / "_die_with_parent.py"
+    beside = PACKAGE / "_replicas" / "_die_with_parent.py"
     crossing = 'spec_from_file_location("system_trust", os.path.join(package, "gcs_endpoint", "metadata.py"))\n'
     assert path_loads(beside, crossing) == ["line 1: 'metadata.py'"]
     assert path_loads(beside, 'runpy.run_path("gcs_endpoint/metadata.py")\n') == [
@@ -330,7 +340,7 @@ import sys
 
 class Blocked:
     def find_spec(self, name, path=None, target=None):
-        if name in ("sqlite3", "_sqlite3") or name.startswith("aiptrain.backends.local"):
+        if name in ("sqlite3", "_sqlite3") or name.startswith("aiptrain._backends.local"):
             raise ImportError(f"{name} is blocked: a Ray node must not need it")
         return None
 
@@ -339,13 +349,13 @@ sys.meta_path.insert(0, Blocked())
 
 
 @pytest.mark.parametrize("module", [
-    "aiptrain.backends.ray.backend",
-    "aiptrain.backends.ray.driver",
-    "aiptrain.backends.ray.replica_host",
-    "aiptrain.backends.ray.tuning_host",
-    "aiptrain.replicas.replica_set",
-    "aiptrain.environments.preparation",
-    "aiptrain.tuning.tuning_run",
+    "aiptrain._backends.ray.backend",
+    "aiptrain._backends.ray.driver",
+    "aiptrain._backends.ray.replica_host",
+    "aiptrain._backends.ray.tuning_host",
+    "aiptrain._replicas.replica_set",
+    "aiptrain._environments.preparation",
+    "aiptrain._tuning.tuning_run",
 ])
 def test_what_a_ray_node_runs_imports_without_the_sqlite_store(module: str) -> None:
     code = _BLOCKING_FINDER + f"import {module}\nprint('imported')\n"
@@ -355,7 +365,7 @@ def test_what_a_ray_node_runs_imports_without_the_sqlite_store(module: str) -> N
 
 
 def test_the_blocking_finder_really_blocks() -> None:
-    code = _BLOCKING_FINDER + "import aiptrain.backends.local.store\n"
+    code = _BLOCKING_FINDER + "import aiptrain._backends.local.store\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode != 0
     assert "blocked" in done.stderr

@@ -1,8 +1,8 @@
 """tests/ mirrors aiptrain/: whoever changes `aiptrain/X/` finds what guards it in `tests/X/`.
 
 - Every package of aiptrain/ (a folder with an `__init__.py`, but the data shipped in aiptrain/data)
-  has its tests folder at the same place: `aiptrain/job/` -> `tests/job/`, `aiptrain/backends/ray/`
-  -> `tests/backends/ray/`.
+  has its tests folder at the same place, without the leading underscore that marks aiptrain's
+  internal packages: `aiptrain/_job/` -> `tests/job/`, `aiptrain/_backends/ray/` -> `tests/backends/ray/`.
 - Every folder of tests/ names a package of aiptrain/, or is one of the folders that guard no single
   package (`NOT_A_PACKAGE`); inside a layer's folder, the folders of a package that has packages of
   its own (tests/backends/) name those. Other folders inside a layer's folder are its data
@@ -34,9 +34,17 @@ IGNORED = {"__pycache__"}
 
 def packages(package_root: Path) -> set[Path]:
     """The packages under `package_root`, relative to it (the root itself left out)."""
-    found = {path.parent.relative_to(package_root) for path in package_root.rglob("__init__.py")}
+    found = {mirrored(path.parent.relative_to(package_root)) for path in package_root.rglob("__init__.py")}
     return {path for path in found
             if path != Path(".") and path.parts[0] not in NOT_TESTED_AS_A_PACKAGE and IGNORED.isdisjoint(path.parts)}
+
+
+def mirrored(relative: Path) -> Path:
+    """`_backends/local` -> `backends/local`: an internal package's tests drop its leading underscore
+    (tests/backends/local/ guards aiptrain/_backends/local/)."""
+    if relative == Path("."):
+        return relative
+    return Path(relative.parts[0].removeprefix("_"), *relative.parts[1:])
 
 
 def subfolders(directory: Path) -> list[Path]:

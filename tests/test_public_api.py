@@ -71,8 +71,36 @@ A `LogEntry` (`aiptrain.LogEntry`) has ...
 
 ```python
 import aiptrain
-from aiptrain.job.spec import JobState
+from aiptrain._job.spec import JobState
 ended = aiptrain.wait("x")
 ```
 """
-    assert page_names(page) == {"get", "LogEntry", "wait", "aiptrain.job.spec"}
+    assert page_names(page) == {"get", "LogEntry", "wait", "aiptrain._job.spec"}
+
+
+PUBLIC_MODULES = {"__init__.py", "__main__.py", "errors.py"}
+
+
+def internal_marks_missing(package: Path) -> list[str]:
+    """Modules of `package` that look public without being so: every module but `PUBLIC_MODULES`
+    must have a leading underscore in its path (`_job/spec.py`, `_paths.py`); shipped data aside."""
+    missing = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        if relative.parts[0] == "data" or relative.as_posix() in PUBLIC_MODULES:
+            continue
+        if not any(part.startswith("_") for part in relative.parts):
+            missing.append(relative.as_posix())
+    return missing
+
+
+def test_every_module_but_the_public_ones_is_marked_internal() -> None:
+    assert internal_marks_missing(REPO / "aiptrain") == []
+
+
+def test_the_mark_check_sees_a_public_looking_module(tmp_path: Path) -> None:
+    for name in ("__init__.py", "errors.py", "_job/__init__.py", "_job/spec.py", "job/spec.py", "paths.py",
+                 "data/template/trainer/task.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert internal_marks_missing(tmp_path) == ["job/spec.py", "paths.py"]

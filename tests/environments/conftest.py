@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.environments.resolution import resolve_version
-from aiptrain.environments.store import Environment, EnvironmentStore
-from aiptrain.job.catalog import load_catalog
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._environments.resolution import resolve_version
+from aiptrain._environments.store import Environment, EnvironmentStore
+from aiptrain._job.catalog import load_catalog
 from tests.fixtures.engine import engine, home, quick_settings
 from tests.fixtures.held_index import held_index
 from tests.fixtures.local_jobs import package_uri, trainer_sdist

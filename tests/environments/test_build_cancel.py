@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.environments.store import BuildCancelled, Environment, EnvironmentStore
-from aiptrain.job.spec import JobState
-from aiptrain.replicas.processes import TOKEN_VARIABLE, tokened_processes
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._environments.store import BuildCancelled, Environment, EnvironmentStore
+from aiptrain._job.spec import JobState
+from aiptrain._replicas.processes import TOKEN_VARIABLE, tokened_processes
 from tests.fixtures.engine import wait_until
 from tests.fixtures.held_index import HeldIndex
 
@@ -94,7 +94,7 @@ def test_a_build_killed_by_a_signal_says_so(tmp_path: Path, held_index: HeldInde
     import os
     import signal
 
-    from aiptrain.environments.store import EnvironmentBuildFailed
+    from aiptrain._environments.store import EnvironmentBuildFailed
 
     store = EnvironmentStore(tmp_path / "envs")
     outcome: list[Environment | BaseException] = []

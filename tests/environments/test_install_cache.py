@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.environments import install_cache
-from aiptrain.environments.preparation import install_packages
-from aiptrain.job.spec import JobState
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._environments import install_cache
+from aiptrain._environments.preparation import install_packages
+from aiptrain._job.spec import JobState
+from aiptrain._packaging import build_package
 from tests.fixtures.local_jobs import PROJECT, TRAINERS, make_job, training_input, wait_for_end
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from googleapiclient import discovery
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._packaging import build_package
 from tests.fixtures.emulator import running_emulator, wait_until
 
 from .conftest import TRAINERS, describe, submit

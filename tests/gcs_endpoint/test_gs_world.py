@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.gcs_endpoint.service import UPSTREAM_VARIABLE
-from aiptrain.job.spec import JobState
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._gcs_endpoint.service import UPSTREAM_VARIABLE
+from aiptrain._job.spec import JobState
+from aiptrain._packaging import build_package
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input, wait_for_end
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.job.spec import JobState
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
+from aiptrain._packaging import build_package
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input, wait_for_end
 
 TRAINERS = Path(__file__).parent / "trainers"

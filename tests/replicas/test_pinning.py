@@ -9,9 +9,9 @@ import os
 import sys
 from pathlib import Path
 
-from aiptrain.replicas.command import ProcessCommand
-from aiptrain.replicas.replica_set import ProcessLauncher
-from aiptrain.replicas.this_machine import usable_cores
+from aiptrain._replicas.command import ProcessCommand
+from aiptrain._replicas.replica_set import ProcessLauncher
+from aiptrain._replicas.this_machine import usable_cores
 
 
 def test_a_replica_starts_pinned_to_its_cores(tmp_path: Path) -> None:

@@ -10,13 +10,13 @@ from typing import IO
 
 import pytest
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
-from aiptrain.job.spec import Job, JobState, TrainingInput
-from aiptrain.replicas.command import ProcessCommand, ReplicaCommand, for_every_replica
-from aiptrain.replicas.containers.command import ContainerCommand
-from aiptrain.replicas.log_capture import CallbackSink
-from aiptrain.replicas.replica_set import (
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import resolve_cluster
+from aiptrain._job.spec import Job, JobState, TrainingInput
+from aiptrain._replicas.command import ProcessCommand, ReplicaCommand, for_every_replica
+from aiptrain._replicas.containers.command import ContainerCommand
+from aiptrain._replicas.log_capture import CallbackSink
+from aiptrain._replicas.replica_set import (
     ProcessLauncher,
     ReplicaPolicy,
     ReplicaProcess,

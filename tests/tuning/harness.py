@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.job.spec import HyperparameterOutput, Job, JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import HyperparameterOutput, Job, JobState
 from tests.fixtures.engine import kill_everything, max_overlap, wait_until
 
 __all__ = ["kill_everything", "max_overlap", "wait_until"]

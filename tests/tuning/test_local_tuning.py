@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.local.backend import LocalBackend
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.cli.main import root
-from aiptrain.cli.summary import summarize_job
-from aiptrain.job.spec import HyperparameterOutput, Job, JobState
-from aiptrain.tuning.trials import objective_of
+from aiptrain._backends.base import BackendSettings
+from aiptrain._backends.local.backend import LocalBackend
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._cli.main import root
+from aiptrain._cli.summary import summarize_job
+from aiptrain._job.spec import HyperparameterOutput, Job, JobState
+from aiptrain._tuning.trials import objective_of
 from tests.tuning.harness import (
     PROJECT,
     job_log,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.job.spec import JobState
-from aiptrain.tuning.metrics import SummaryReadError, read_summary_metric
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
+from aiptrain._tuning.metrics import SummaryReadError, read_summary_metric
 from tests.tuning.harness import PROJECT, TRAINERS, job_log, trials_of, tuning_job, wait_for_end
 
 pytestmark = pytest.mark.slow

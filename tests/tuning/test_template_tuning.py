@@ -16,9 +16,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.cli.main import root
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._cli.main import root
+from aiptrain._job.spec import JobState
 from tests.tuning.harness import PROJECT, job_log, trials_of
 
 pytestmark = pytest.mark.slow

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
 from tests.fixtures.local_jobs import PROJECT, local_dir, make_job, read_pid, training_input, wait_for_end
 
 

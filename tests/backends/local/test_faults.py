@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
+from aiptrain._replicas.processes import is_running
+from aiptrain._replicas.replica_set import ReplicaPolicy
 from aiptrain.errors import JobAlreadyFinished
-from aiptrain.job.spec import JobState
-from aiptrain.replicas.processes import is_running
-from aiptrain.replicas.replica_set import ReplicaPolicy
 from tests.fixtures.engine import max_overlap
 from tests.fixtures.local_jobs import (
     PROJECT,
@@ -347,7 +347,7 @@ def test_a_job_whose_submitter_died_before_starting_its_supervisor_is_started_by
 def test_the_sweep_leaves_a_job_alone_while_its_submitter_is_starting_it(
     engine: LocalJobEngine, home: Path, package_uri: str
 ) -> None:
-    from aiptrain.backends.local.launch import launch_lock
+    from aiptrain._backends.local.launch import launch_lock
 
     job = make_job("being_started", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/being_started"))
     with launch_lock(home, "startingtoken"):

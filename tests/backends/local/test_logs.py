@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.logs import LogCursor, LogEntry
+from aiptrain._job.spec import JobState
 from tests.fixtures.engine import state_of
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input, wait_for_end
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
+from aiptrain._backends.local.job_engine import LocalJobEngine
 from tests.fixtures.engine import kill_everything, wait_until
 from tests.fixtures.large_logs import finished_job_with_lines
 

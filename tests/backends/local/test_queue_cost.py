@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.job.spec import as_new_job
-from aiptrain.replicas.processes import is_running
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import as_new_job
+from aiptrain._replicas.processes import is_running
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "queue-project"

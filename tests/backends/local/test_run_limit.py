@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
+from aiptrain._backends.local.job_engine import LocalJobEngine
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "limit-project"

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.local.filters import compile_filter
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.backends.local.store import JobStore, PendingLine
+from aiptrain._backends.local.filters import compile_filter
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._backends.local.store import JobStore, PendingLine
+from aiptrain._job.filters import parse_filter
+from aiptrain._job.spec import Job, JobState, TrainingInput
 from aiptrain.errors import AlreadyExists, NotFound, UsageError
-from aiptrain.job.filters import parse_filter
-from aiptrain.job.spec import Job, JobState, TrainingInput
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input
 from tests.job.test_filters import JOBS as FILTER_JOBS
 from tests.job.test_filters import TABLE as FILTER_TABLE

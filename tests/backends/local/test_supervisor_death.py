@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "death-project"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.replicas.processes import is_running
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._replicas.processes import is_running
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "local-project"
@@ -64,7 +64,7 @@ def test_the_command_forks_the_supervisor(engine: LocalJobEngine, isolated_envir
     pid = supervisor_of(engine, "forked")
     check_detached(pid, reader, isolated_environment, "forked")
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert cmdline[:5] == [b"aiptrain.backends.local.supervisor", b"--home", str(isolated_environment).encode(),
+    assert cmdline[:5] == [b"aiptrain._backends.local.supervisor", b"--home", str(isolated_environment).encode(),
                            b"--job-key", str(engine.store.get(PROJECT, "forked").key).encode()]
     engine.cancel(PROJECT, "forked")  # the supervisor answers SIGTERM like an exec'd one
     done = wait_until(lambda: engine.get(PROJECT, "forked").state == "CANCELLED", 60, "CANCELLED")
@@ -78,5 +78,5 @@ def test_a_command_holding_a_secret_execs_the_supervisor_without_it(
     pid = supervisor_of(engine, "execd")
     check_detached(pid, reader, isolated_environment, "execd")
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert cmdline[1:3] == [b"-m", b"aiptrain.backends.local.supervisor"]
+    assert cmdline[1:3] == [b"-m", b"aiptrain._backends.local.supervisor"]
     assert b"s3cret-token" not in Path(f"/proc/{pid}/environ").read_bytes()

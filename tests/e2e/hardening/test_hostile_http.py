@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import uvicorn
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.emulator import limits
-from aiptrain.emulator.app import create_app
-from aiptrain.emulator.serve import bind_socket
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._emulator import limits
+from aiptrain._emulator.app import create_app
+from aiptrain._emulator.serve import bind_socket
 
 PROJECT = "hostile-project"
 JOBS = f"/v1/projects/{PROJECT}/jobs"

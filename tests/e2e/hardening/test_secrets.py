@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.cli.main import root
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._cli.main import root
+from aiptrain._packaging import build_package
 from tests.fixtures.engine import wait_until
 
 PROJECT = "secret-project"

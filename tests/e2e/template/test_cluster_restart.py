@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.backends.local.job_engine import LocalJobEngine
-from aiptrain.cli.main import root
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._cli.main import root
+from aiptrain._job.spec import JobState
 from tests.fixtures.engine import engine, home, quick_settings, state_of
 from tests.fixtures.template import TEMPLATE_DIR, TINY_HYPERPARAMETERS, checkpoint_steps, wait_for
 

@@ -6,11 +6,10 @@ import dataclasses
 
 import pytest
 
-from aiptrain.errors import UsageError
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
-from aiptrain.job.spec import TrainingInput
-from aiptrain.replicas.containers.command import (
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import ReplicaGroup, resolve_cluster
+from aiptrain._job.spec import TrainingInput
+from aiptrain._replicas.containers.command import (
     ContainerCommand,
     ContainerLimits,
     ContainerNames,
@@ -18,7 +17,8 @@ from aiptrain.replicas.containers.command import (
     machine_limits,
     replica_create_arguments,
 )
-from aiptrain.replicas.containers.settings import ContainerSettings
+from aiptrain._replicas.containers.settings import ContainerSettings
+from aiptrain.errors import UsageError
 
 
 def _groups(**fields: object) -> tuple[TrainingInput, list[ReplicaGroup]]:
@@ -143,7 +143,7 @@ def test_settings_refuse_what_they_do_not_know() -> None:
 def test_podman_gets_limits_runc_accepts_and_an_init_it_can_find() -> None:
     import resource
 
-    from aiptrain.replicas.containers.container_engine import ContainerEngine
+    from aiptrain._replicas.containers.container_engine import ContainerEngine
 
     assert ContainerEngine("docker", "/usr/bin/docker").create_options() == []
     options = ContainerEngine("podman", "/usr/bin/podman").create_options()
