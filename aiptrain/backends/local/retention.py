@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from aiptrain.backends.local.prune_claims import Claim, claims_of, first_claim_o
 from aiptrain.backends.local.store import JobRecord, JobStore
 from aiptrain.errors import AiptrainError, NotFound
 from aiptrain.paths import HomeLayout
+from aiptrain.storage.object_references import delete_unless_held
 
 
 @dataclass(frozen=True)
@@ -172,20 +174,65 @@ class PruneResult:
     deleted: int
     store_bytes_before: int
     store_bytes_after: int
+    # Packages and outputs of the plan that stayed after all: a job stored since the plan needs them.
+    kept: list[KeptPath] = field(default_factory=list)
+
+
+# Why a package the plan would delete stays when a submit holds it (storage/object_references).
+HELD_BY_A_SUBMIT = "a submit in progress is staging it for its job"
 
 
 def prune(store: JobStore, plan: PrunePlan) -> PruneResult:
-    """Delete what `plan` lists (jobs that started running again meanwhile stay), then compact."""
+    """Delete what `plan` lists (jobs that started running again meanwhile stay), then compact.
+
+    Which packages and outputs go is decided again, and they are deleted or set aside, while no
+    job can be stored: a job submitted since the plan keeps what it names or writes to, and a
+    package a submit holds (staged, its job not stored yet) stays."""
     before = store.file_bytes()
     deleted = set(store.delete_finished([job.key for job in plan.jobs]))
     for job in plan.jobs:
         if job.key in deleted and job.directory is not None:
             shutil.rmtree(job.directory, ignore_errors=True)
+    kept: list[KeptPath] = []
     if deleted:
-        for path in [*plan.packages, *plan.outputs]:
+        for path in _release_files(store, plan, kept):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
     store.compact()
-    return PruneResult(len(deleted), before, store.file_bytes())
+    return PruneResult(len(deleted), before, store.file_bytes(), kept)
+
+
+def _release_files(store: JobStore, plan: PrunePlan, kept: list[KeptPath]) -> list[Path]:
+    """Under the store's write lock: delete the plan's package files nothing needs, and move its
+    folders nothing needs aside (renamed, so that no job stored later writes into what is being
+    deleted); what is left to delete, after the lock. What stays goes to `kept`, with why."""
+    storage_root = HomeLayout(store.home).storage
+    later: list[Path] = []
+    with store.no_job_stored() as remaining:
+        claims = claims_of(remaining)
+        for path in [*plan.packages, *plan.outputs]:
+            claim = first_claim_on(_uri_of(path, storage_root), claims)
+            if claim is not None:
+                kept.append(KeptPath(path, claim.reason()))
+            elif path.is_dir() and not path.is_symlink():
+                later.append(_set_aside(path))
+            elif not delete_unless_held(path):
+                kept.append(KeptPath(path, HELD_BY_A_SUBMIT))
+    return later
+
+
+def _uri_of(path: Path, storage_root: Path) -> str:
+    """The gs:// URI of a path under the local storage."""
+    return "gs://" + path.relative_to(storage_root).as_posix()
+
+
+def _set_aside(folder: Path) -> Path:
+    """Rename the folder to a hidden sibling to be deleted; the folder itself when it cannot be."""
+    aside = folder.with_name(f".{folder.name}.pruned-{secrets.token_hex(4)}")
+    try:
+        folder.rename(aside)
+    except OSError:
+        return folder
+    return aside

@@ -145,3 +145,18 @@ def test_an_unused_package_and_outputs_go(home: Path, store: JobStore) -> None:
     assert plan.outputs == [HomeLayout(home).storage / "bkt" / "out"]
     assert prune(store, plan).deleted == 1
     assert not package.exists() and not output.exists()
+
+
+def test_a_job_stored_after_the_plan_keeps_its_package_and_outputs(home: Path, store: JobStore) -> None:
+    package = _file(home, "gs://bkt/pkgs/trainer-1.0.tar.gz")
+    output = _file(home, "gs://bkt/out/model.txt")
+    _job(store, "old", JobState.SUCCEEDED, job_dir="gs://bkt/out", packages=["gs://bkt/pkgs/trainer-1.0.tar.gz"])
+    plan = plan_prune(store, home, older_than=None, named=[(PROJECT, "old")], outputs=True)
+    assert plan.packages == [package] and plan.outputs == [output.parent]
+
+    _job(store, "new", JobState.QUEUED, job_dir="gs://bkt/out/run-2/", packages=["gs://bkt/pkgs/trainer-1.0.tar.gz"])
+    result = prune(store, plan)
+    assert result.deleted == 1
+    assert package.exists() and output.exists()
+    assert sorted(kept.path for kept in result.kept) == [output.parent, package]
+    assert all("job new" in kept.reason for kept in result.kept)

@@ -1,5 +1,6 @@
 """`local prune` never touches live work: a running job's outputs under the pruned job's folder,
-spelled another way, survive `--outputs`, and the command says what it kept and why."""
+spelled another way, survive `--outputs`, and the command says what it kept and why; a job
+submitted while a prune runs keeps the package it reused."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import aiptrain
 from aiptrain.backends.local.engine import LocalEngine
 from aiptrain.backends.local.launch import launch_lock
 from aiptrain.backends.local.store import JobStore
+from aiptrain.job.catalog import load_catalog
 from aiptrain.job.spec import Job
 from aiptrain.job.state import JobState
 from aiptrain.paths import HomeLayout
+from aiptrain.submit.flag_values import build_submit_options
+from aiptrain.submit.staging import UploadResult
 from tests.fixtures.engine import home, kill_everything, quick_settings, wait_until
 from tests.fixtures.tiny_trainer import trainer
 
@@ -71,6 +76,43 @@ def test_prune_outputs_spares_a_running_job_below_the_pruned_folder(trainer: Pat
         text = _aiptrain("local", "prune", "--older-than", "0s", "--outputs", "--dry-run")
         assert text.returncode == 0, text.stderr
         assert "No finished job to prune." in text.stdout  # "old" is gone; the running job is not finished
+    finally:
+        kill_everything(engine)
+        engine.store.close()
+
+
+def test_a_package_reused_while_a_prune_runs_stays(trainer: Path, home: Path) -> None:
+    submitted = _aiptrain("jobs", "submit", "training", "first", "--package-path", str(trainer), "--module-name",
+                          "trainer.task", "--region", "us-central1", "--staging-bucket", "gs://race-staging")
+    assert submitted.returncode == 0, submitted.stderr
+    engine = LocalEngine(home)
+    try:
+        wait_until(lambda: str(engine.get(PROJECT, "first").state) == "SUCCEEDED", timeout=180, what="it to end")
+        options, problems = build_submit_options(
+            "second", {"package_path": str(trainer), "module_name": "trainer.task",
+                       "staging_bucket": "gs://race-staging"},
+            catalog=load_catalog(), project=PROJECT, region="us-central1")
+        assert problems == []
+        staged: list[UploadResult] = []
+        pruned: list[subprocess.CompletedProcess[str]] = []
+
+        def prune_meanwhile(result: UploadResult) -> None:
+            # Between staging (the package is reused: "first" names it) and storing "second": the window
+            # in which a prune that plans and then deletes sees a package no stored job names.
+            staged.append(result)
+            pruned.append(_aiptrain("local", "prune", "first", "--format", "json"))
+
+        job = aiptrain.Client(project=PROJECT).submit_options(options, on_upload=prune_meanwhile)
+        [result] = staged
+        assert result.action == "reused"
+        assert job.training_input is not None and job.training_input.package_uris == [result.uri]
+        assert (HomeLayout(home).storage / result.uri.removeprefix("gs://")).is_file()
+        summary = json.loads(pruned[0].stdout)
+        assert summary["deleted"] == 1
+        assert summary["packages"] and summary["kept"][0]["reason"].startswith("a submit in progress")
+        ended = wait_until(lambda: engine.get(PROJECT, "second") if str(engine.get(PROJECT, "second").state) in (
+            "SUCCEEDED", "FAILED") else None, timeout=180, what="it to end")
+        assert str(ended.state) == "SUCCEEDED", ended.error_message
     finally:
         kill_everything(engine)
         engine.store.close()
