@@ -7,8 +7,8 @@ As a library (docs/python-api.md):
     job = aiptrain.submit("my_job", package_path="trainer", module_name="trainer.task", args=["--epochs", "3"])
     ended = aiptrain.wait("my_job")
 
-`submit`, `dry_run`, `get`, `list`, `cancel`, `wait`, `logs` and `Client` (one backend and project for them
-all) come from aiptrain.api.client, loaded on first use so that `import aiptrain` stays light;
+`submit`, `dry_run`, `get`, `list`, `cancel`, `wait`, `logs`, `iter_logs` and `Client` (one backend and project
+for them all) come from aiptrain.api.client, loaded on first use so that `import aiptrain` stays light;
 errors are the `AiptrainError` family (aiptrain.errors).
 
 The folders below are layers (ARCHITECTURE.md); each folder's docstring says what it may import.
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         cancel,
         dry_run,
         get,
+        iter_logs,
         list,
         logs,
         submit,
@@ -43,10 +44,10 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 __all__ = ["AiptrainError", "AiptrainWarning", "Client", "JobAlreadyFinished", "NotFound", "UsageError",
-           "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "dry_run", "get", "list", "logs", "submit",
-           "wait"]
-_API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "dry_run", "get", "list", "logs", "submit",
-                  "wait"})
+           "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "dry_run", "get", "iter_logs", "list", "logs",
+           "submit", "wait"]
+_API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "dry_run", "get", "iter_logs", "list", "logs",
+                  "submit", "wait"})
 _ERRORS = frozenset({"AiptrainError", "JobAlreadyFinished", "NotFound", "UsageError", "ValidationFailed"})
 
 
