@@ -139,7 +139,7 @@ def execute_uploads(
 def _execute_held(plan: UploadPlan, store: ObjectStore, progress_factory: ProgressFactory | None,
                   references: ObjectReferences | None) -> UploadResult:
     """Stage one file and, in a local store, hold it; staged again if it went before it was held
-    (a prune deleted it: it no job named it then)."""
+    (a prune deleted it: no job named it then)."""
     if references is None or not isinstance(store, LocalObjectStore):
         return _execute_one(plan, store, progress_factory)
     for _attempt in range(STAGING_ATTEMPTS):

@@ -63,6 +63,11 @@ def test_prune_outputs_spares_a_running_job_below_the_pruned_folder(trainer: Pat
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
         checkpoint.write_text("what the running job wrote")
 
+        said = _aiptrain("local", "prune", "old", "--outputs", "--dry-run")
+        assert said.returncode == 0, said.stderr
+        assert (f"Kept {storage / 'live-bkt' / 'out'}: job running (project {PROJECT}, RUNNING) writes to "
+                "gs://live-bkt/out/sub/.") in said.stdout.splitlines()
+
         pruned = _aiptrain("local", "prune", "old", "--outputs", "--format", "json")
         assert pruned.returncode == 0, pruned.stderr
         summary = json.loads(pruned.stdout)
