@@ -2,7 +2,7 @@
 
 `object_references`: a submit's hold on the local store's objects it staged, which a prune respects.
 
-May import: `errors`, `paths`, `cache_eviction` and this folder only. `gcs.py` is the only module
+May import: `errors`, `paths`, `cache_eviction`, `loopback` and this folder only. `gcs.py` is the only module
 of aiptrain that imports google.cloud.storage, and only when a GCS store is opened.
 """
 

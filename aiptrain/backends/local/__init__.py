@@ -8,6 +8,6 @@ run slot, prepares the runtime environment and runs the replica set in a `job_co
 `layout` where a job's files live; `filters` the store's list filters; `retention` `local prune`,
 with `prune_claims` (what the jobs a prune leaves write to and run, however spelled).
 
-May import: `errors`, `paths`, `job`, `replicas`, `environments`, `gcs_endpoint`, `tuning`,
-`storage`, the `backends` protocol. The only folder that imports sqlite3.
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `replicas`, `environments`, `gcs_endpoint`,
+`tuning`, `storage`, the `backends` protocol. The only folder that imports sqlite3.
 """
