@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiptrain.storage.object_references import ObjectReferences, delete_unless_held
+from aiptrain._storage.object_references import ObjectReferences, delete_unless_held
 
 
 def _object(tmp_path: Path, text: str = "package bytes") -> Path:
@@ -29,7 +29,7 @@ def test_a_held_object_is_not_deleted_until_released(tmp_path: Path) -> None:
 
 def test_a_hold_in_another_process_keeps_the_object(tmp_path: Path) -> None:
     path = _object(tmp_path)
-    script = ("import sys\nfrom pathlib import Path\nfrom aiptrain.storage.object_references import ObjectReferences\n"
+    script = ("import sys\nfrom pathlib import Path\nfrom aiptrain._storage.object_references import ObjectReferences\n"
               "references = ObjectReferences()\nprint(references.hold(Path(sys.argv[1])), flush=True)\n"
               "sys.stdin.read()\n")
     holder = subprocess.Popen([sys.executable, "-c", script, str(path)], stdin=subprocess.PIPE,

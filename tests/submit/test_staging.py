@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.errors import OperationalError, ValidationFailed
-from aiptrain.storage import base
-from aiptrain.storage import local as local_store
-from aiptrain.storage.base import LocalDigests, ObjectInfo, ProgressCallback
-from aiptrain.storage.local import LocalObjectStore
-from aiptrain.submit import staging
-from aiptrain.submit.staging import (
+from aiptrain._storage import base
+from aiptrain._storage import local as local_store
+from aiptrain._storage.base import LocalDigests, ObjectInfo, ProgressCallback
+from aiptrain._storage.local import LocalObjectStore
+from aiptrain._submit import staging
+from aiptrain._submit.staging import (
     UploadPlan,
     UploadResult,
     check_package_entries,
@@ -24,6 +23,7 @@ from aiptrain.submit.staging import (
     plan_uploads,
     staging_uri,
 )
+from aiptrain.errors import OperationalError, ValidationFailed
 
 
 @pytest.fixture
@@ -324,7 +324,7 @@ def test_classify_packages_names_every_bad_entry(tmp_path: Path, packages: list[
 def test_a_package_deleted_after_planning_its_reuse_is_staged_again_and_held(
     store: LocalObjectStore, packages: list[Path]
 ) -> None:
-    from aiptrain.storage.object_references import ObjectReferences, delete_unless_held
+    from aiptrain._storage.object_references import ObjectReferences, delete_unless_held
 
     execute_uploads(plan_uploads(packages[:1], "gs://stage", store, check_existing=True), store)
     [plan] = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)

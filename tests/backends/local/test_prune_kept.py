@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.local.retention import plan_prune, prune
-from aiptrain.backends.local.store import JobStore
-from aiptrain.job.spec import Job
-from aiptrain.job.state import JobState
-from aiptrain.paths import HomeLayout
+from aiptrain._backends.local.retention import plan_prune, prune
+from aiptrain._backends.local.store import JobStore
+from aiptrain._job.spec import Job
+from aiptrain._job.state import JobState
+from aiptrain._paths import HomeLayout
 
 PROJECT = "keep-project"
 

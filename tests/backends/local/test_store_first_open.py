@@ -14,9 +14,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from aiptrain.backends.local.store import JobStore
-from aiptrain.backends.local.store_connection import StoreConnection
-from aiptrain.backends.local.store_schema import ensure_schema
+from aiptrain._backends.local.store import JobStore
+from aiptrain._backends.local.store_connection import StoreConnection
+from aiptrain._backends.local.store_schema import ensure_schema
 
 AT_ONCE = 3
 FRESH_STORES = 300

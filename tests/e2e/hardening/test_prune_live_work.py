@@ -12,15 +12,15 @@ import sys
 from pathlib import Path
 
 import aiptrain
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.backends.local.launch import launch_lock
-from aiptrain.backends.local.store import JobStore
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import Job
-from aiptrain.job.state import JobState
-from aiptrain.paths import HomeLayout
-from aiptrain.submit.flag_values import build_submit_options
-from aiptrain.submit.staging import UploadResult
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._backends.local.launch import launch_lock
+from aiptrain._backends.local.store import JobStore
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import Job
+from aiptrain._job.state import JobState
+from aiptrain._paths import HomeLayout
+from aiptrain._submit.flag_values import build_submit_options
+from aiptrain._submit.staging import UploadResult
 from tests.fixtures.engine import home, kill_everything, quick_settings, wait_until
 from tests.fixtures.tiny_trainer import trainer
 
@@ -56,7 +56,7 @@ def test_prune_outputs_spares_a_running_job_below_the_pruned_folder(trainer: Pat
                           "trainer.task", "--region", "us-central1", "--job-dir", "gs://live-bkt/out/sub/",
                           "--", "sleep")
     assert submitted.returncode == 0, submitted.stderr
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     try:
         wait_until(lambda: str(engine.get(PROJECT, "running").state) == "RUNNING", timeout=120, what="it to run")
         checkpoint = storage / "live-bkt" / "out" / "sub" / "checkpoint-1"
@@ -90,7 +90,7 @@ def test_a_package_reused_while_a_prune_runs_stays(trainer: Path, home: Path) ->
     submitted = _aiptrain("jobs", "submit", "training", "first", "--package-path", str(trainer), "--module-name",
                           "trainer.task", "--region", "us-central1", "--staging-bucket", "gs://race-staging")
     assert submitted.returncode == 0, submitted.stderr
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     try:
         wait_until(lambda: str(engine.get(PROJECT, "first").state) == "SUCCEEDED", timeout=180, what="it to end")
         options, problems = build_submit_options(
