@@ -7,10 +7,10 @@ As a library (docs/python-api.md):
     job = aiptrain.submit("my_job", package_path="trainer", module_name="trainer.task", args=["--epochs", "3"])
     ended = aiptrain.wait("my_job")
 
-`submit`, `dry_run`, `get`, `list`, `cancel`, `wait`, `logs` and `Client` (one backend and project for them
-all) come from aiptrain._api.client, and `Job`, `JobState` and `LogEntry` (what they return) from
-aiptrain.job, each loaded on first use so that `import aiptrain` stays light; errors are the
-`AiptrainError` family (aiptrain.errors).
+`submit`, `dry_run`, `get`, `list`, `cancel`, `wait`, `logs`, `iter_logs` and `Client` (one backend and
+project for them all) come from aiptrain._api.client, and `Job`, `JobState` and `LogEntry` (what they
+return) from aiptrain._job, each loaded on first use so that `import aiptrain` stays light; errors are
+the `AiptrainError` family (aiptrain.errors).
 
 `__all__` is the public surface, with `aiptrain.errors`: every module of a subpackage is internal
 and may change without notice (docs/contributing.md). tests/test_public_api.py keeps `__all__`
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         cancel,
         dry_run,
         get,
+        iter_logs,
         list,
         logs,
         submit,
@@ -52,9 +53,9 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 __all__ = ["AiptrainError", "AiptrainWarning", "Client", "Job", "JobAlreadyFinished", "JobState", "LogEntry",
            "NotFound", "UsageError", "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "dry_run", "get",
-           "list", "logs", "submit", "wait"]
-_API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "dry_run", "get", "list", "logs", "submit",
-                  "wait"})
+           "iter_logs", "list", "logs", "submit", "wait"]
+_API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "dry_run", "get", "iter_logs", "list", "logs",
+                  "submit", "wait"})
 _ERRORS = frozenset({"AiptrainError", "JobAlreadyFinished", "NotFound", "UsageError", "ValidationFailed"})
 
 

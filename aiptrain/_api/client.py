@@ -159,7 +159,7 @@ class Client:
         options, problems = build_submit_options(
             chosen_id, {**flags, "config_path": config}, catalog=load_catalog(), project=self.project,
             region=region, default_region=None if region else self.region,
-            user_args=builtins.list(args) if args is not None else None, config_body=body)
+            user_args=args, config_body=body)
         storage_problems = ProblemList()
         store = parse_storage(storage, storage_problems)
         return options, store, [*problems, *storage_problems.problems]
@@ -208,6 +208,8 @@ class Client:
         from aiptrain._job.filters import parse_filter
         from aiptrain._job.listing import select_jobs
 
+        _check_whole_number("list", "limit", limit, 1, "pass limit=10, or limit=None for every job")
+        _check_whole_number("list", "page_size", page_size, 1, "pass page_size=100", at_most=1000)
         job_filter = parse_filter(filter)
         return select_jobs(self.open_backend().list_jobs(page_size=page_size, filter=filter),
                            filter_expr=job_filter, limit=limit, sort_by=sort_by)
@@ -219,9 +221,11 @@ class Client:
     def wait(self, job_id: str, *, timeout: float | None = None,
              on_entry: Callable[[LogEntry], None] | None = None, task_name: str | None = None) -> Job:
         """Block until the job ends and return it (check `job.state`); WaitTimedOut after `timeout`
-        seconds. `on_entry` gets each log line meanwhile (of `task_name` only, when given)."""
+        seconds (a number, 0 or more; None waits as long as the job runs). `on_entry` gets each log
+        line meanwhile (of `task_name` only, when given)."""
         from aiptrain._submit.follow import follow_job, poller_for
 
+        _check_timeout(timeout)
         backend = self.open_backend()
         if on_entry is None:
             ended = backend.wait_for_job(job_id, timeout=timeout)
@@ -257,11 +261,14 @@ class Client:
         return str(python) if python else None
 
     def logs(self, job_id: str, *, task_name: str | None = None) -> builtins.list[LogEntry]:
-        """Every log line the job has written so far, oldest first (of `task_name` only, when given)."""
+        """Every log line the job has written so far, oldest first (of `task_name` only, when given),
+        all in memory at once: for a job with many lines, `iter_logs` holds one page at a time."""
         return builtins.list(self.iter_logs(job_id, task_name=task_name))
 
     def iter_logs(self, job_id: str, *, task_name: str | None = None) -> Iterator[LogEntry]:
-        """`logs`, a page at a time."""
+        """The job's log lines so far, oldest first, read a page (1,000 lines) at a time as the loop
+        goes: `logs` without holding them all. Lines written while it runs are read too, up to the
+        page that comes back short."""
         backend = self.open_backend()
         after = None
         while True:
@@ -270,6 +277,30 @@ class Client:
             if len(page) < 1000:
                 return
             after = page[-1].cursor
+
+
+def _check_whole_number(method: str, name: str, value: object, least: int, hint: str, *,
+                        at_most: int | None = None) -> None:
+    """UsageError naming the argument unless `value` is None or a whole number in range."""
+    if value is None:
+        return
+    if isinstance(value, int) and not isinstance(value, bool) and value >= least and (
+            at_most is None or value <= at_most):
+        return
+    bounds = f"{least} or more" if at_most is None else f"from {least} to {at_most}"
+    raise UsageError(f"{method}: {name} must be a whole number {bounds}, not {value!r}", hint=hint)
+
+
+def _check_timeout(timeout: object) -> None:
+    """A wait's timeout: None, or a finite number of seconds, 0 or more."""
+    import math
+
+    if timeout is None:
+        return
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout >= 0:
+        return
+    raise UsageError(f"wait: timeout must be a number of seconds, 0 or more, not {timeout!r}",
+                     hint="pass timeout=600, or timeout=None to wait as long as the job runs")
 
 
 class AiptrainWarning(UserWarning):
@@ -335,5 +366,11 @@ def wait(job_id: str, *, backend: str = "local", project: str | None = None, reg
 
 def logs(job_id: str, *, backend: str = "local", project: str | None = None, region: str | None = None,
          api_endpoint: str | None = None, task_name: str | None = None) -> builtins.list[LogEntry]:
-    """The job's log lines so far; see `Client.logs`."""
+    """The job's log lines so far, all in memory; `iter_logs` for a job with many. See `Client.logs`."""
     return Client(backend, project, region, api_endpoint).logs(job_id, task_name=task_name)
+
+
+def iter_logs(job_id: str, *, backend: str = "local", project: str | None = None, region: str | None = None,
+              api_endpoint: str | None = None, task_name: str | None = None) -> Iterator[LogEntry]:
+    """The job's log lines so far, a page at a time; see `Client.iter_logs`."""
+    return Client(backend, project, region, api_endpoint).iter_logs(job_id, task_name=task_name)

@@ -180,12 +180,14 @@ def prune_jobs(app: AppContext, job_ids: tuple[str, ...], older_than: Any, outpu
                       "logBytes": job.log_bytes, "directoryBytes": job.directory_bytes} for job in plan.jobs],
             "packages": [str(path) for path in plan.packages],
             "outputs": [str(path) for path in plan.outputs],
+            "kept": [{"path": str(kept.path), "reason": kept.reason} for kept in plan.kept],
             "bytes": plan.bytes_freed(),
         }
         if not dry_run:
             result = prune(engine.store, plan)
             summary.update(deleted=result.deleted, storeBytesBefore=result.store_bytes_before,
                            storeBytesAfter=result.store_bytes_after)
+            summary["kept"] += [{"path": str(kept.path), "reason": kept.reason} for kept in result.kept]
     finally:
         engine.store.close()
     verb = "Would delete" if dry_run else "Deleted"
@@ -194,6 +196,7 @@ def prune_jobs(app: AppContext, job_ids: tuple[str, ...], older_than: Any, outpu
                    ["PROJECT", "JOB", "STATE", "ENDED", "SIZE"])] if plan.jobs else ["No finished job to prune."]
     lines.append(f"{verb} {len(plan.jobs)} job(s), {len(plan.packages)} staged package(s) and "
                  f"{len(plan.outputs)} output directory(ies): about {_size(summary['bytes'])}.")
+    lines.extend(f"Kept {kept['path']}: {kept['reason']}." for kept in summary["kept"])
     if not dry_run:
         lines.append(f"The job store went from {_size(summary['storeBytesBefore'])} to "
                      f"{_size(summary['storeBytesAfter'])}.")

@@ -1,5 +1,7 @@
 """Object stores: GCS (google-cloud-storage) and the local directory the local backend uses.
 
+`object_references`: a submit's hold on the local store's objects it staged, which a prune respects.
+
 May import: `errors`, `paths`, `cache_eviction`, `loopback` and this folder only. `gcs.py` is the only module
 of aiptrain that imports google.cloud.storage, and only when a GCS store is opened.
 """

@@ -5,7 +5,9 @@ Python API hands over `submit`'s keyword arguments, which may also be Python val
 int, labels as a mapping, packages as a list, an accelerator as a (type, count) pair, a switch or a
 true/false flag as a bool. Each `Kind` of flag has one parser here that takes either form and
 checks it with the syntax parsers of `flags`, so a value is accepted, or refused with the same
-problem (the flag named, a fix suggested), whichever door it came through.
+problem (the flag named, a fix suggested), whichever door it came through. The trainer's
+arguments (after `--` on the command line, `args` in Python) are a list of texts through both
+doors; a single text in Python is refused rather than taken one character per argument.
 
 Problems are returned, not raised: the submit path reports them together with the job's own.
 """
@@ -36,13 +38,15 @@ Parser = Callable[[str, Any, ProblemList, "Catalog"], Any]
 
 def build_submit_options(job_id: str, values: Mapping[str, Any], *, catalog: Catalog, project: str | None,
                          region: str | None = None, default_region: str | None = None,
-                         user_args: list[str] | None = None, config_body: dict[str, Any] | None = None,
+                         user_args: Any = None, config_body: dict[str, Any] | None = None,
                          ) -> tuple[SubmitOptions, list[Problem]]:
     """SubmitOptions from the flags' values by their `dest` (absent or None: not given), and the
-    problems of those values. `project` completes a short --kms-key when --kms-project is not given."""
+    problems of those values. `project` completes a short --kms-key when --kms-project is not given.
+    `user_args`: the trainer's arguments, a list (or tuple) of texts; None: not given."""
     from aiptrain._submit.submission import SubmitOptions
 
     problems = ProblemList()
+    user_args = parse_user_args(user_args, problems)
     for type_flag, count_flag in PAIRED_FLAGS:
         flags.group_pair(problems, type_flag, values.get(FLAGS_BY_NAME[type_flag].dest),
                          count_flag, values.get(FLAGS_BY_NAME[count_flag].dest))
@@ -57,6 +61,41 @@ def build_submit_options(job_id: str, values: Mapping[str, Any], *, catalog: Cat
     options = SubmitOptions(job_id=job_id, region=region, default_region=default_region, user_args=user_args,
                             config_body=config_body, **parsed)
     return options, problems.problems
+
+
+# What the trainer's arguments are called in a problem: `args` is the Python API's name for them
+# (the command line's, the words after `--`, are always a list of texts).
+USER_ARGS = "args"
+
+
+def parse_user_args(value: Any, out: ProblemList) -> list[str] | None:
+    """The trainer's arguments: a list or tuple of texts. One text (`"--epochs 3"`) is refused, with
+    the list it probably means: iterating over it would pass the trainer one argument per character."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        out.add(USER_ARGS, f"{value!r} is one string, not a list of the trainer's arguments",
+                f"pass each argument as its own string: {USER_ARGS}={_split_words(value)!r}")
+        return None
+    if not isinstance(value, (list, tuple)):
+        out.add(USER_ARGS, f"{value!r} is not a list of the trainer's arguments",
+                f"pass a list of strings, e.g. {USER_ARGS}=['--epochs', '3']")
+        return None
+    bad = [index for index, item in enumerate(value) if not isinstance(item, str)]
+    for index in bad:
+        out.add(f"{USER_ARGS}[{index}]", f"{value[index]!r} is not text",
+                f"pass every argument as a string, e.g. {str(value[index])!r}")
+    return None if bad else list(value)
+
+
+def _split_words(text: str) -> list[str]:
+    """`"--epochs 3"` -> ["--epochs", "3"], as a shell would split it (plain whitespace if it cannot)."""
+    import shlex
+
+    try:
+        return shlex.split(text)
+    except ValueError:  # an unbalanced quote
+        return text.split()
 
 
 def parse_storage(value: str | None, out: ProblemList) -> str | None:

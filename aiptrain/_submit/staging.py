@@ -13,10 +13,15 @@ foreign object) is replaced.
 `execute_uploads` carries it out. Each file is read once to hash it, at planning: execution
 reuses those digests when the file's state (inode, size, times) shows it was not written to since,
 and reads it again only when it cannot tell. A file that did change is refused either way.
+
+In the local store, a package staged for a job is held (`storage.object_references`) until the
+job is stored, so `aiptrain local prune` cannot delete it in between; one deleted before it could
+be held is staged again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,6 +38,8 @@ from aiptrain._storage.base import (
     join_gs_uri,
     split_gs_uri,
 )
+from aiptrain._storage.local import LocalObjectStore
+from aiptrain._storage.object_references import ObjectReferences
 from aiptrain.errors import OperationalError, Problem, UsageError, ValidationFailed
 
 PACKAGES_PREFIX = "aiptrain/packages"
@@ -111,14 +118,40 @@ def plan_uploads(
     return plans
 
 
+# How many times a package the local store lost between staging and holding it is staged again.
+STAGING_ATTEMPTS = 3
+
+
 def execute_uploads(
     plans: Iterable[UploadPlan],
     store: ObjectStore,
     *,
     progress_factory: ProgressFactory | None = None,
+    references: ObjectReferences | None = None,
 ) -> list[UploadResult]:
-    """Carry out a plan: reuse what matches, upload the rest; results in plan order."""
-    return [_execute_one(plan, store, progress_factory) for plan in plans]
+    """Carry out a plan: reuse what matches, upload the rest; results in plan order.
+
+    With `references`, each object staged in a local store is held there until they are closed:
+    the submit closes them once its job, which names the objects, is stored."""
+    return [_execute_held(plan, store, progress_factory, references) for plan in plans]
+
+
+def _execute_held(plan: UploadPlan, store: ObjectStore, progress_factory: ProgressFactory | None,
+                  references: ObjectReferences | None) -> UploadResult:
+    """Stage one file and, in a local store, hold it; staged again if it went before it was held
+    (a prune deleted it: no job named it then)."""
+    if references is None or not isinstance(store, LocalObjectStore):
+        return _execute_one(plan, store, progress_factory)
+    for _attempt in range(STAGING_ATTEMPTS):
+        result = _execute_one(plan, store, progress_factory)
+        if references.hold(store.path_for(plan.uri)):
+            return result
+        plan = dataclasses.replace(plan, status="upload", reason="deleted while it was being staged")
+    raise OperationalError(
+        f"{plan.uri} was deleted each time it was staged ({STAGING_ATTEMPTS} times)",
+        hint="run the command again once nothing (an `aiptrain local prune`, a script) deletes under "
+             f"{store.root}",
+    )
 
 
 def _execute_one(plan: UploadPlan, store: ObjectStore, progress_factory: ProgressFactory | None) -> UploadResult:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from aiptrain._job.cluster import ReplicaGroup
     from aiptrain._packaging import BuiltPackage
     from aiptrain._storage.base import ObjectStore
+    from aiptrain._storage.object_references import ObjectReferences
     from aiptrain._submit.staging import UploadPlan, UploadResult
 
 # Staging bucket of the local store when the job names none: local runs need no cloud bucket.
@@ -341,10 +342,11 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def upload(plan: SubmissionPlan, store: ObjectStore, *, progress_factory: Any = None) -> list[UploadResult]:
+def upload(plan: SubmissionPlan, store: ObjectStore, *, progress_factory: Any = None,
+           references: ObjectReferences | None = None) -> list[UploadResult]:
     from aiptrain._submit.staging import execute_uploads
 
-    return execute_uploads(plan.uploads, store, progress_factory=progress_factory)
+    return execute_uploads(plan.uploads, store, progress_factory=progress_factory, references=references)
 
 
 def plan_summary(plan: SubmissionPlan, *, vertex: dict[str, Any] | None,
@@ -409,14 +411,18 @@ def submit(
     plan = prepare(options, backend=backend, catalog=catalog, store=store, project=project, dry_run=False,
                    flag_problems=flag_problems)
     _check_local_room(plan, store)
-    for result in upload(plan, store, progress_factory=progress_factory):
-        if on_upload is not None:
-            on_upload(result)
-    try:
-        created = backend.create_job(plan.job)
-    except KeyboardInterrupt:
-        _raise_if_created(backend, plan)
-        raise
+    from aiptrain._storage.object_references import ObjectReferences
+
+    # The staged packages are held until the job that names them is stored: a prune meanwhile keeps them.
+    with ObjectReferences() as references:
+        for result in upload(plan, store, progress_factory=progress_factory, references=references):
+            if on_upload is not None:
+                on_upload(result)
+        try:
+            created = backend.create_job(plan.job)
+        except KeyboardInterrupt:
+            _raise_if_created(backend, plan)
+            raise
     for warning in backend.submit_warnings(plan.job):
         if on_warning is not None:
             on_warning(warning)

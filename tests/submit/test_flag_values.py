@@ -105,3 +105,21 @@ def test_another_storage_is_refused_with_the_choices() -> None:
     assert parse_storage("GCS", out) is None
     (problem,) = out.problems
     assert (problem.path, problem.hint) == ("--storage", "use one of: local, gcs")
+
+
+@pytest.mark.parametrize(("user_args", "expected", "problems"), [
+    (["--epochs", "3"], ["--epochs", "3"], []),  # the command line's words after `--`
+    (("--epochs", "3"), ["--epochs", "3"], []),
+    ([], [], []),
+    (None, None, []),
+    ("--epochs 3", None, ["args: '--epochs 3' is one string, not a list of the trainer's arguments "
+                          "(pass each argument as its own string: args=['--epochs', '3'])"]),
+    ("--name 'a", None, ["args: \"--name 'a\" is one string, not a list of the trainer's arguments "
+                         "(pass each argument as its own string: args=['--name', \"'a\"])"]),
+    (["--epochs", 3.0], None, ["args[1]: 3.0 is not text (pass every argument as a string, e.g. '3.0')"]),
+])
+def test_the_trainers_arguments_are_a_list_of_texts(user_args: Any, expected: list[str] | None,
+                                                    problems: list[str]) -> None:
+    options, problems_found = build_submit_options("j", {}, catalog=load_catalog(), project="p", user_args=user_args)
+    assert [problem.render() for problem in problems_found] == problems
+    assert options.user_args == expected

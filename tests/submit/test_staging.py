@@ -319,3 +319,20 @@ def test_classify_packages_names_every_bad_entry(tmp_path: Path, packages: list[
     assert "same file name: trainer-0.1.tar.gz" in rendered
     assert len(caught.value.problems) == 5
     assert check_package_entries(entries) == caught.value.problems
+
+
+def test_a_package_deleted_after_planning_its_reuse_is_staged_again_and_held(
+    store: LocalObjectStore, packages: list[Path]
+) -> None:
+    from aiptrain._storage.object_references import ObjectReferences, delete_unless_held
+
+    execute_uploads(plan_uploads(packages[:1], "gs://stage", store, check_existing=True), store)
+    [plan] = plan_uploads(packages[:1], "gs://stage", store, check_existing=True)
+    assert plan.status == "reuse"
+    store.path_for(plan.uri).unlink()  # a prune that saw no job naming it
+    with ObjectReferences() as references:
+        [result] = execute_uploads([plan], store, references=references)
+        assert result.action == "uploaded"
+        assert store.path_for(plan.uri).read_bytes() == packages[0].read_bytes()
+        assert not delete_unless_held(store.path_for(plan.uri))  # held until the job is stored
+    assert delete_unless_held(store.path_for(plan.uri))

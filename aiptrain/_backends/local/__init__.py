@@ -5,7 +5,8 @@ SQLite job store (`store`, `store_errors`). Each job gets a detached supervisor 
 started by `supervisor_start`, guarded by `launch` and `reaper`, with `subreaper`) that takes a
 run slot, prepares the runtime environment and runs the replica set in a `job_context`.
 `job_wait` is `jobs wait` without the job model; `local_train` the foreground `local train`;
-`layout` where a job's files live; `filters` the store's list filters.
+`layout` where a job's files live; `filters` the store's list filters; `retention` `local prune`,
+with `prune_claims` (what the jobs a prune leaves write to and run, however spelled).
 
 May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `replicas`, `environments`, `gcs_endpoint`,
 `tuning`, `storage`, the `backends` protocol. The only folder that imports sqlite3.

@@ -6,6 +6,8 @@ install cache and other jobs: removing the job's links leaves their files to the
 and the staged packages under `storage/` that no job left in
 the store names; its outputs (its `--job-dir` under `storage/`) go only when asked for. A job that
 is not finished is never touched: the delete checks each job's state in the same transaction.
+Nothing a job that stays (running, queued, or finished and not pruned) writes to or runs is
+deleted, however either job spells the path (`prune_claims`); the plan says what it kept and why.
 The store is compacted afterwards (VACUUM), so the file shrinks by what was deleted.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,8 +23,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aiptrain._backends.local.layout import JobLayout
+from aiptrain._backends.local.prune_claims import Claim, claims_of, first_claim_on
 from aiptrain._backends.local.store import JobRecord, JobStore
 from aiptrain._paths import HomeLayout
+from aiptrain._storage.object_references import delete_unless_held
 from aiptrain.errors import AiptrainError, NotFound
 
 
@@ -37,11 +42,20 @@ class PrunedJob:
     directory_bytes: int
 
 
+@dataclass(frozen=True)
+class KeptPath:
+    """A package or output of a pruned job that stays, and the job that stays that needs it."""
+
+    path: Path
+    reason: str
+
+
 @dataclass
 class PrunePlan:
     jobs: list[PrunedJob] = field(default_factory=list)
     packages: list[Path] = field(default_factory=list)
     outputs: list[Path] = field(default_factory=list)
+    kept: list[KeptPath] = field(default_factory=list)
 
     def bytes_freed(self) -> int:
         """Roughly what pruning frees: log messages, job directories, packages and outputs."""
@@ -102,10 +116,11 @@ def plan_prune(store: JobStore, home: Path, *, older_than: timedelta | None, nam
                            hint=f"cancel it first: aiptrain jobs cancel {job_id}")
         chosen[record.key] = record
     plan = PrunePlan()
-    kept_packages, kept_dirs = _still_named(store, set(chosen))
+    claims = staying_claims(store, set(chosen))
     storage_root = HomeLayout(home).storage
     packages: set[Path] = set()
     job_outputs: set[Path] = set()
+    kept: dict[Path, KeptPath] = {}
     for key, record in sorted(chosen.items()):
         directory = JobLayout.of(home, record.project, record.job_id, key).root
         owned = _owned_by(directory, record.run_token)
@@ -117,29 +132,31 @@ def plan_prune(store: JobStore, home: Path, *, older_than: timedelta | None, nam
             continue
         for uri in training_input.package_uris or []:
             path = _storage_path(uri, storage_root)
-            if uri not in kept_packages and path is not None and path.exists():
+            if path is not None and path.exists() and _unclaimed(uri, path, claims, kept):
                 packages.add(path)
-        if outputs and training_input.job_dir and training_input.job_dir not in kept_dirs:
+        if outputs and training_input.job_dir:
             path = _storage_path(training_input.job_dir, storage_root)
-            if path is not None and path.exists() and path != storage_root and storage_root in path.parents:
+            if (path is not None and path.exists() and path != storage_root and storage_root in path.parents
+                    and _unclaimed(training_input.job_dir, path, claims, kept)):
                 job_outputs.add(path)
     plan.packages = sorted(packages)
     plan.outputs = sorted(job_outputs)
+    plan.kept = sorted(kept.values(), key=lambda entry: entry.path)
     return plan
 
 
-def _still_named(store: JobStore, pruned: set[int]) -> tuple[set[str], set[str]]:
-    """Package URIs and job directories of the jobs that stay."""
-    packages: set[str] = set()
-    job_dirs: set[str] = set()
-    for record in store.active_jobs() + [r for r in store.finished_jobs() if r.key not in pruned]:
-        training_input = record.job.training_input
-        if training_input is None:
-            continue
-        packages.update(training_input.package_uris or [])
-        if training_input.job_dir:
-            job_dirs.add(training_input.job_dir)
-    return packages, job_dirs
+def staying_claims(store: JobStore, pruned: set[int]) -> list[Claim]:
+    """What the jobs that stay (every job but the `pruned` keys) write to and run."""
+    return claims_of(store.active_jobs() + [r for r in store.finished_jobs() if r.key not in pruned])
+
+
+def _unclaimed(uri: str, path: Path, claims: list[Claim], kept: dict[Path, KeptPath]) -> bool:
+    """Whether nothing that stays needs `uri` (at `path`); if something does, it is noted in `kept`."""
+    claim = first_claim_on(uri, claims)
+    if claim is None:
+        return True
+    kept.setdefault(path, KeptPath(path, claim.reason()))
+    return False
 
 
 def _owned_by(directory: Path, run_token: str) -> bool:
@@ -157,20 +174,65 @@ class PruneResult:
     deleted: int
     store_bytes_before: int
     store_bytes_after: int
+    # Packages and outputs of the plan that stayed after all: a job stored since the plan needs them.
+    kept: list[KeptPath] = field(default_factory=list)
+
+
+# Why a package the plan would delete stays when a submit holds it (storage/object_references).
+HELD_BY_A_SUBMIT = "a submit in progress is staging it for its job"
 
 
 def prune(store: JobStore, plan: PrunePlan) -> PruneResult:
-    """Delete what `plan` lists (jobs that started running again meanwhile stay), then compact."""
+    """Delete what `plan` lists (jobs that started running again meanwhile stay), then compact.
+
+    Which packages and outputs go is decided again, and they are deleted or set aside, while no
+    job can be stored: a job submitted since the plan keeps what it names or writes to, and a
+    package a submit holds (staged, its job not stored yet) stays."""
     before = store.file_bytes()
     deleted = set(store.delete_finished([job.key for job in plan.jobs]))
     for job in plan.jobs:
         if job.key in deleted and job.directory is not None:
             shutil.rmtree(job.directory, ignore_errors=True)
+    kept: list[KeptPath] = []
     if deleted:
-        for path in [*plan.packages, *plan.outputs]:
+        for path in _release_files(store, plan, kept):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
     store.compact()
-    return PruneResult(len(deleted), before, store.file_bytes())
+    return PruneResult(len(deleted), before, store.file_bytes(), kept)
+
+
+def _release_files(store: JobStore, plan: PrunePlan, kept: list[KeptPath]) -> list[Path]:
+    """Under the store's write lock: delete the plan's package files nothing needs, and move its
+    folders nothing needs aside (renamed, so that no job stored later writes into what is being
+    deleted); what is left to delete, after the lock. What stays goes to `kept`, with why."""
+    storage_root = HomeLayout(store.home).storage
+    later: list[Path] = []
+    with store.no_job_stored() as remaining:
+        claims = claims_of(remaining)
+        for path in [*plan.packages, *plan.outputs]:
+            claim = first_claim_on(_uri_of(path, storage_root), claims)
+            if claim is not None:
+                kept.append(KeptPath(path, claim.reason()))
+            elif path.is_dir() and not path.is_symlink():
+                later.append(_set_aside(path))
+            elif not delete_unless_held(path):
+                kept.append(KeptPath(path, HELD_BY_A_SUBMIT))
+    return later
+
+
+def _uri_of(path: Path, storage_root: Path) -> str:
+    """The gs:// URI of a path under the local storage."""
+    return "gs://" + path.relative_to(storage_root).as_posix()
+
+
+def _set_aside(folder: Path) -> Path:
+    """Rename the folder to a hidden sibling to be deleted; the folder itself when it cannot be."""
+    aside = folder.with_name(f".{folder.name}.pruned-{secrets.token_hex(4)}")
+    try:
+        folder.rename(aside)
+    except OSError:
+        return folder
+    return aside

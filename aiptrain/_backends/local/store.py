@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from aiptrain._backends.local.store_errors import store_failure
@@ -179,6 +179,14 @@ class JobStore(JobQueries, SlotQueue, LogQueries):
                     tx.execute(f"DELETE FROM {table} WHERE {column} = ?", (key,))  # noqa: S608
                 deleted.append(key)
         return deleted
+
+    @contextlib.contextmanager
+    def no_job_stored(self) -> Iterator[list[JobRecord]]:
+        """Every job of the store, with the write lock held while the block runs: no job can be
+        stored or change meanwhile, so what the block decides from them stays true until it ends.
+        Keep the block short: every writer waits for it."""
+        with self._write() as tx:
+            yield [job_record(row) for row in tx.execute("SELECT * FROM jobs ORDER BY key").fetchall()]
 
     def compact(self) -> None:
         """Give the space of deleted rows back to the file system: VACUUM, then fold the

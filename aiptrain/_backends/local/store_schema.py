@@ -1,12 +1,20 @@
 """The local job store's schema, and the migrations that bring a store made by an older version to it.
 
 A store already at this schema (its `user_version` is the schema's checksum) is opened without
-taking the write lock; any other is brought up to date in one write transaction.
+taking the write lock; any other is brought up to date in one write transaction, by one connection
+at a time (`store-schema.lock`): a brand-new store is still in SQLite's rollback-journal mode,
+where two connections switching it to WAL at once can deadlock on its locks, and SQLite then
+answers one of them "database is locked" at once instead of waiting.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import zlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -84,12 +92,29 @@ def ensure_schema(store: StoreConnection) -> None:
     # Readers never wait for a writer: a store already at this schema is opened without
     # taking the write lock, so a long transaction elsewhere does not block `jobs list`.
     version = zlib.crc32(_SCHEMA.encode()) & 0x7FFFFFFF
-    if conn.execute("PRAGMA user_version").fetchone()[0] != version:
+    if conn.execute("PRAGMA user_version").fetchone()[0] == version:
+        return
+    with _one_at_a_time(store.path):
+        if conn.execute("PRAGMA user_version").fetchone()[0] == version:
+            return  # brought up to date by another connection meanwhile
         conn.execute("PRAGMA journal_mode=WAL")
         with store._write() as tx:
             tx.executescript_in_tx(_SCHEMA)
             _add_missing_columns(tx)
             tx.execute(f"PRAGMA user_version = {version}")
+
+
+@contextlib.contextmanager
+def _one_at_a_time(database: Path) -> Iterator[None]:
+    """An exclusive `flock` on `store-schema.lock` beside the database, per open file, so it holds
+    between threads of one process as between processes. Not named jobs.db*: an open file of
+    that name keeps supervisors from being forked."""
+    descriptor = os.open(database.with_name("store-schema.lock"), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 # Columns added after the first release of the schema: (table, column, definition). A store made
