@@ -248,3 +248,65 @@ def test_local_env_without_a_running_server_is_a_usage_error(tmp_path: Path) -> 
                               env={**os.environ, "AIPTRAIN_HOME": str(tmp_path)})
         assert done.returncode == 2, done
         assert "no `aiptrain local serve` with its proxy is running" in done.stderr and not done.stdout
+
+
+def test_without_the_proxy_there_is_no_record_and_local_env_says_so(tmp_path: Path) -> None:
+    with running_emulator(tmp_path / "home", proxy=False) as emulator:
+        tokens = emulator.home / "emulator" / "tokens"
+        assert sorted(path.name for path in tokens.iterdir()) == [str(emulator.port),
+                                                                   f"{emulator.port}.credentials.json"]
+        done = subprocess.run([sys.executable, "-m", "aiptrain", "local", "env", "--port", str(emulator.port)],
+                              cwd=REPO, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "AIPTRAIN_HOME": str(emulator.home)})
+        assert done.returncode == 2 and "with its proxy" in done.stderr
+
+
+class _RecordingProxy:
+    """A CONNECT proxy such as a machine's own: it notes each request's head and answers 200, then
+    echoes what comes through the tunnel in upper case."""
+
+    def __init__(self) -> None:
+        self.heads: list[str] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self.listener.getsockname()[1])
+
+    def _serve(self) -> None:
+        try:
+            connection, _ = self.listener.accept()
+        except OSError:
+            return
+        with connection:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += connection.recv(1)
+            self.heads.append(head.decode())
+            connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            connection.sendall(connection.recv(100).upper())
+
+    def close(self) -> None:
+        self.listener.close()
+        self.thread.join(timeout=10)
+
+
+def test_other_hosts_go_through_the_proxy_the_environment_had(tmp_path: Path) -> None:
+    upstream = _RecordingProxy()
+    try:
+        url = f"http://ci:s3cret@127.0.0.1:{upstream.port}"
+        with running_emulator(tmp_path / "home", env={"https_proxy": url, "HTTPS_PROXY": url, "no_proxy": "",
+                                                       "NO_PROXY": ""}) as emulator:
+            port, authorization = proxy_of(emulator)
+            sock, status, _ = connect(port, "pypi.example:443", authorization)
+            assert status == 200
+            sock.sendall(b"hello")
+            assert sock.recv(100) == b"HELLO"
+            sock.close()
+    finally:
+        upstream.close()
+    assert len(upstream.heads) == 1
+    assert upstream.heads[0].startswith("CONNECT pypi.example:443 HTTP/1.1\r\n")
+    assert f"Proxy-Authorization: Basic {base64.b64encode(b'ci:s3cret').decode()}" in upstream.heads[0]
