@@ -310,3 +310,12 @@ def test_other_hosts_go_through_the_proxy_the_environment_had(tmp_path: Path) ->
     assert len(upstream.heads) == 1
     assert upstream.heads[0].startswith("CONNECT pypi.example:443 HTTP/1.1\r\n")
     assert f"Proxy-Authorization: Basic {base64.b64encode(b'ci:s3cret').decode()}" in upstream.heads[0]
+
+
+def test_a_server_without_a_token_still_gives_clients_credentials_to_send(tmp_path: Path) -> None:
+    with running_emulator(tmp_path / "home", no_auth=True) as emulator:
+        variables = client_environment(emulator)
+        credentials = json.loads(Path(variables["GOOGLE_APPLICATION_CREDENTIALS"]).read_text())
+        assert credentials["type"] == "authorized_user" and credentials["token"]
+        assert variables["CLOUDSDK_AUTH_DISABLE_CREDENTIALS"] == "true"
+        assert "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE" not in variables
