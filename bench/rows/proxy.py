@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from bench.context import BenchContext
-from bench.environment import PYTHON, REPO, isolated_env, start_local_serve, time_command
+from bench.environment import PYTHON, REPO, isolated_env, run_checked, start_local_serve, time_command
 from bench.harness import RowResult, Stats, alternate, paired_row, ratio_max, value_max
 
 RUNS = 5
@@ -53,8 +53,8 @@ def run(ctx: BenchContext) -> list[RowResult]:
     shutil.copyfile(sdist, staged)
     url = start_local_serve(ctx.cleanup, base, ctx.scratch / "proxy-serve.log", "--no-grpc")
     port = url.rstrip("/").rsplit(":", 1)[1]
-    printed = subprocess.run([str(PYTHON), "-m", "aiptrain", "local", "env", "--port", port, "--format", "json"],
-                             env=base, cwd=REPO, capture_output=True, text=True, check=True, timeout=60)
+    printed = run_checked([str(PYTHON), "-m", "aiptrain", "local", "env", "--port", port, "--format", "json"],
+                          env=base, timeout=60)
     through_proxy: dict[str, str] = {**base, **json.loads(printed.stdout)}
     direct = {**base, "GOOGLE_APPLICATION_CREDENTIALS": through_proxy["GOOGLE_APPLICATION_CREDENTIALS"]}
     counter = iter(range(10**6))
