@@ -21,8 +21,8 @@ from pathlib import Path
 
 from aiptrain._emulator.google_hosts import destination
 from aiptrain._gcs_endpoint.certificates import new_authority, sign_leaf, write_atomically
-from aiptrain._gcs_endpoint.system_trust import system_bundles
 from aiptrain._paths import HomeLayout
+from aiptrain._replicas.system_trust import system_bundles
 
 _COMMON_NAME = "aiptrain local serve proxy CA (this machine, this user only)"
 
