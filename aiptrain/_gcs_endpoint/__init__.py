@@ -8,7 +8,8 @@ and the VM's metadata server, whose tokens the storage endpoint accepts.
 - `peer.py`: whose process is on the other end of a connection (only the endpoint's user is served);
 - `upstream.py`: the same operations on a GCS emulator, for jobs created through `local serve`;
 - `certificates.py`: the installation's CA, the certificate for those hosts, and the system's CA
-  bundle with the CA appended (a replica's view of it is `replicas/system_trust.py`);
+  bundle with the CA appended (its CA and certificate signing is reused by `local serve`'s proxy;
+  a replica's view of the bundle is `replicas/system_trust.py`);
 - `metadata.py`: the metadata server of a job's VM (project, zone, service account, tokens);
 - `service.py`: `ReplicaStorage`, one endpoint per job, the metadata server's lifetime, and the
   replicas' environment (`host_endpoints` lists both servers for a launcher that relays them).
