@@ -18,6 +18,7 @@ also needs the session's CSRF token, which a page of another site cannot read or
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 import threading
 from collections.abc import Awaitable, Callable
@@ -42,10 +43,11 @@ from aiptrain.emulator.console.log_pages import (
     parse_cursor,
 )
 from aiptrain.emulator.console.log_stream import BATCH, Stopping, follow
+from aiptrain.emulator.console.login import SESSION_SCOPE_KEY
 from aiptrain.emulator.console.responses import NO_STORE, SECURITY_HEADERS, html_page, json_answer
 from aiptrain.emulator.console.summaries import SummaryReader
 from aiptrain.emulator.services import Services
-from aiptrain.emulator.tokens import csrf_token, session_cookie_name
+from aiptrain.emulator.tokens import Session, csrf_token
 from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound
 from aiptrain.job.filters import MAX_FILTER_CHARS
 from aiptrain.job.logs import LogCursor, LogEntry
@@ -53,6 +55,7 @@ from aiptrain.job.spec import JobState
 from aiptrain.job.state import TERMINAL_STATES
 from aiptrain.replicas.clock import utc_now
 
+LOG = logging.getLogger(__name__)
 CSRF_HEADER = "x-csrf-token"
 MAX_TASK_CHARS = 100
 
@@ -84,8 +87,9 @@ class Console:
         ]
 
     def csrf(self, request: Request) -> str:
-        port = request.url.port or (request.scope.get("server") or ("", 80))[1]
-        return csrf_token(self.secret, request.cookies.get(session_cookie_name(int(port)), ""))
+        """The CSRF token of the request's session (the guard found it valid: `login.signed_in`)."""
+        session = request.scope.get(SESSION_SCOPE_KEY)
+        return csrf_token(self.secret, session.nonce if isinstance(session, Session) else "")
 
     async def _page(self, request: Request, title: str, body: Html, project: str, status: int = 200) -> Response:
         projects = await run_in_threadpool(self.services.engine.projects)
@@ -126,7 +130,7 @@ class Console:
     async def logs(self, request: Request) -> Response:
         project, job_id = request.path_params["project"], request.path_params["job_id"]
         read, log_filter = self._log_reader(request, project, job_id)
-        before = parse_cursor(request.query_params.get("before"))
+        before = _cursor(request.query_params.get("before"), "before")
         found = await run_in_threadpool(page_before, read, before, log_filter)
         return json_answer({"entries": [entry_json(entry) for entry in found.entries],
                             "earlier": cursor_text(found.start) if found.start else None,
@@ -135,8 +139,9 @@ class Console:
     async def stream(self, request: Request) -> Response:
         project, job_id = request.path_params["project"], request.path_params["job_id"]
         read, log_filter = self._log_reader(request, project, job_id)
+        after = _cursor(request.headers.get("last-event-id"), "Last-Event-ID") or \
+            _cursor(request.query_params.get("after"), "after")
         await run_in_threadpool(self.services.engine.get, project, job_id)  # NotFound before streaming
-        after = parse_cursor(request.headers.get("last-event-id")) or parse_cursor(request.query_params.get("after"))
 
         def job_state() -> JobState:
             return self.services.engine.get(project, job_id).state or JobState.STATE_UNSPECIFIED
@@ -188,6 +193,16 @@ class _BadRequest(Exception):
     pass
 
 
+def _cursor(text: str | None, name: str) -> LogCursor | None:
+    """A log position the page was given (None: none given); one it could not have been given is refused."""
+    if not text:
+        return None
+    cursor = parse_cursor(text)
+    if cursor is None:
+        raise _BadRequest(f"{name} is not a log position this console wrote ({text[:40]!r}): reload the page.")
+    return cursor
+
+
 def _answering(endpoint: Endpoint) -> Endpoint:
     """A missing job is a 404, a refused query a 400, a store in trouble a 503: a short page (or
     JSON for the script's requests), never a traceback."""
@@ -204,6 +219,11 @@ def _answering(endpoint: Endpoint) -> Endpoint:
             return _problem(str(error), 400, wants_json, request.path_params["project"])
         except AiptrainError as error:
             return _problem(error.message, 503, wants_json, request.path_params["project"])
+        except Exception:
+            # Starlette's own answer to an exception is a bare page without the console's policy.
+            LOG.exception("console error serving %s %s", request.method, request.url.path)
+            return _problem("The console could not answer this request; the server's log says why.", 500,
+                            wants_json, request.path_params["project"])
 
     return answered
 
