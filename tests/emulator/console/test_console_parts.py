@@ -278,3 +278,31 @@ def test_a_file_being_read_does_not_hold_up_another_jobs_files(tmp_path: Path) -
         finally:
             release.set()
             reading.join(30)
+
+
+def test_an_old_session_is_renewed_on_the_next_answer_with_its_nonce() -> None:
+    import asyncio
+
+    login = ConsoleLogin("the-token")
+    assert login.session_secret is not None
+    old = new_session(login.session_secret, 8080, now=time.time() - RENEW_AFTER_SECONDS - 1)
+    scope: dict[str, Any] = {"type": "http", "server": ("127.0.0.1", 8080),
+                             "headers": [(b"cookie", f"aiptrain-console-8080={old}".encode())]}
+    assert login.signed_in(scope)
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def answer() -> None:
+        await login.renewing(scope, send)({"type": "http.response.start", "status": 200, "headers": []})
+
+    asyncio.run(answer())
+    [(name, value)] = sent[0]["headers"]
+    assert name == b"set-cookie"
+    renewed = value.decode().split(";")[0].partition("=")[2]
+    found = valid_session(login.session_secret, renewed, 8080)
+    assert found is not None and found.nonce == old.split(".")[0] and not found.wants_renewal()
+    # A fresh session is left alone.
+    fresh: dict[str, Any] = {**scope, "headers": [(b"cookie", f"aiptrain-console-8080={renewed}".encode())]}
+    assert login.signed_in(fresh) and login.renewing(fresh, send) is send
