@@ -8,6 +8,7 @@
     GET  /console/projects/{p}/jobs/{id}/logs/stream   new log lines after ?after= (server-sent events)
     POST /console/projects/{p}/jobs/{id}/cancel        cancel the job (X-CSRF-Token required)
     GET  /console/static/{name}                        the stylesheet, script and icon
+    *    /console/...                                   any other: the console's 404 page
 
 By the time a request gets here the guard has checked its Host, its Origin and its token or
 session cookie (`login`). Reads go through the engine the APIs use (`Services.engine`), in the
@@ -84,6 +85,8 @@ class Console:
             Route(f"{job}/logs", _answering(self.logs), methods=["GET"]),
             Route(f"{job}/logs/stream", _answering(self.stream), methods=["GET"]),
             Route(f"{job}/cancel", _answering(self.cancel), methods=["POST"]),
+            # Last: any other console path is the console's 404, with its policy, not the API's.
+            Route("/console/{rest:path}", self.unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
         ]
 
     def csrf(self, request: Request) -> str:
@@ -177,6 +180,10 @@ class Console:
         except JobAlreadyFinished as error:
             return json_answer({"error": error.message}, 409)
         return json_answer({"state": (job.state or JobState.STATE_UNSPECIFIED).value})
+
+    async def unknown(self, request: Request) -> Response:
+        return _problem(f"The console has no page {request.url.path[:100]!r}.", 404, request.method != "GET",
+                        DEFAULT_LOCAL_PROJECT)
 
     # -- assets ---------------------------------------------------------------------------------
 

@@ -117,3 +117,13 @@ def test_a_diverged_or_huge_loss_never_takes_the_job_page_down(console: ConsoleS
     assert 'data-tag="loss"' in answer.text and answer.text.count("non-finite") == 3
     panels = _get(console, f"{page}?part=panels", cookie)
     assert panels.status_code == 200 and "non-finite" in panels.json()["panels"]["curves"]
+
+
+@pytest.mark.parametrize("path", ["/console/nope", f"/console/projects/{PROJECT}/jobs/{JOB}/nope",
+                                  f"/console/projects/{PROJECT}/jobs/no-such-job"])
+def test_an_error_page_carries_the_policy(console: ConsoleServer, path: str) -> None:
+    cookie = f"{session_cookie_name(console.emulator.port)}={_signed_in(console)}"
+    answer = _get(console, path, cookie)
+    assert answer.status_code == 404
+    assert answer.headers["content-type"].startswith("text/html")
+    assert answer.headers["content-security-policy"] == CONTENT_SECURITY_POLICY

@@ -306,3 +306,23 @@ def test_an_old_session_is_renewed_on_the_next_answer_with_its_nonce() -> None:
     # A fresh session is left alone.
     fresh: dict[str, Any] = {**scope, "headers": [(b"cookie", f"aiptrain-console-8080={renewed}".encode())]}
     assert login.signed_in(fresh) and login.renewing(fresh, send) is send
+
+
+def test_a_console_route_that_fails_answers_its_own_page_with_the_policy() -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from aiptrain.emulator.console.responses import CONTENT_SECURITY_POLICY
+    from aiptrain.emulator.console.routes import _answering
+
+    async def broken(request: Request) -> Response:
+        raise OverflowError("int too large to convert to SQLite INTEGER")
+
+    app = Starlette(routes=[Route("/console/projects/{project}/jobs/{job_id}", _answering(broken))])
+    answer = TestClient(app, raise_server_exceptions=False).get("/console/projects/p/jobs/j")
+    assert answer.status_code == 500 and "could not answer" in answer.text
+    assert answer.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert "SQLite" not in answer.text  # the cause is in the server's log, not on the page
