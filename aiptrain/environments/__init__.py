@@ -18,6 +18,6 @@ promised, with the trainer package on top.
 - `pip_config`: the machine's pip settings (index, proxy, certificates) carried to uv;
 - `uv`: finding and running the uv binary that the `uv` wheel ships.
 
-May import: `errors`, `paths`, `cache_eviction`, `job`, `storage`, `replicas` (processes, settings,
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `storage`, `replicas` (processes, settings,
 log capture). Never a backend, `submit` or `cli`: a Ray node builds environments without SQLite.
 """

@@ -82,10 +82,6 @@ class MissingPin:
     version: str
 
 
-def is_resolution_conflict(lines: list[str]) -> bool:
-    return any("No solution found" in line for line in lines)
-
-
 def failure_reason_line(lines: list[str]) -> str:
     """uv's reason, short enough for one log line."""
     reason = failure_reason(lines)

@@ -63,6 +63,8 @@ class ResolveDay:
         found: dict[str, Any] = {"day": self.label, "origin": self.origin}
         if self.moved_from:
             found["movedFrom"] = self.moved_from
+        if self.pins_may_move:  # a Ray node moves the day by the trainer's pins as this machine would
+            found["pinsMayMove"] = True
         return found
 
 
@@ -151,4 +153,5 @@ def resolve_day(runtime: Runtime, labels: Mapping[str, str] | None, env: Mapping
 
 def from_json(data: Mapping[str, Any]) -> ResolveDay:
     """A day sent as `ResolveDay.to_json` (to a Ray node)."""
-    return ResolveDay(parse_day(str(data["day"])), str(data["origin"]), moved_from=str(data.get("movedFrom") or ""))
+    return ResolveDay(parse_day(str(data["day"])), str(data["origin"]), pins_may_move=bool(data.get("pinsMayMove")),
+                      moved_from=str(data.get("movedFrom") or ""))

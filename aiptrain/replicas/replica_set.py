@@ -51,6 +51,7 @@ from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.prebuilt import prebuilt_image_of
 from aiptrain.job.spec import Job, JobState
+from aiptrain.job.task_names import replica_of
 from aiptrain.job.tf_config import (
     ReplicaTask,
     cluster_specs_for,
@@ -254,22 +255,30 @@ def is_retryable(returncode: int) -> bool:
 
 def service_replica_name(task_name: str) -> str:
     """`master-replica-0` -> `master 0`: how the service's errorMessage named a replica."""
-    role, separator, index = task_name.rpartition("-replica-")
-    return f"{role} {index}" if separator else task_name
+    replica = replica_of(task_name)
+    return f"{replica[0]} {replica[1]}" if replica is not None else task_name
 
 
-def failure_headline(task_name: str, returncode: int, restarts: int = 0) -> str:
+def exit_reason(process: ReplicaProcess | None, returncode: int) -> str | None:
+    """What a launcher's process knows of its end better than its status (a container whose engine
+    went away: `ContainerProcess.exit_reason`); None for the rest."""
+    explain = getattr(process, "exit_reason", None)
+    return explain(returncode) if callable(explain) else None
+
+
+def failure_headline(task_name: str, returncode: int, restarts: int = 0, reason: str | None = None) -> str:
     """`The replica master 0 exited with a non-zero status of N.` / `... was killed by signal 9 (SIGKILL).`"""
-    text = f"The replica {service_replica_name(task_name)} {describe_returncode(returncode)}"
+    text = f"The replica {service_replica_name(task_name)} {reason or describe_returncode(returncode)}"
     if restarts:
         text += f" after {restarts} restart{'s' if restarts != 1 else ''}"
     return text + "."
 
 
-def failure_message(task_name: str, returncode: int, tail: list[str], restarts: int = 0) -> str:
+def failure_message(task_name: str, returncode: int, tail: list[str], restarts: int = 0,
+                    reason: str | None = None) -> str:
     """A failed job's errorMessage: the headline with the replica's last error line on the first
     line (what one-line listings show), then its last error lines, uncut."""
-    text = failure_headline(task_name, returncode, restarts)
+    text = failure_headline(task_name, returncode, restarts, reason)
     lines = [line for line in tail if line.strip()]
     if lines:
         text += f" {lines[-1].strip()}"
@@ -434,8 +443,10 @@ class _ReplicaSetRun:
                 continue
             if self.policy.fail_when_restarts_run_out:
                 # The log already holds the replica's output; the headline is enough there.
-                self.say(failure_headline(name, returncode, replica.restarts), "ERROR")
-                return self.fail(name, failure_message(name, returncode, replica.tail.lines(), replica.restarts))
+                reason = exit_reason(replica.process, returncode)
+                self.say(failure_headline(name, returncode, replica.restarts, reason), "ERROR")
+                return self.fail(name, failure_message(name, returncode, replica.tail.lines(), replica.restarts,
+                                                       reason))
             self.say(f"{name} {describe_returncode(returncode)}; it is not restarted.", "WARNING")
         return None
 
@@ -506,8 +517,9 @@ class _ReplicaSetRun:
                 if code != 0:
                     blamed, blamed_code = primary, code
         name = blamed.task.task_name
-        self.say(failure_headline(name, blamed_code, blamed.restarts), "ERROR")
-        message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts)
+        reason = exit_reason(blamed.process, blamed_code)
+        self.say(failure_headline(name, blamed_code, blamed.restarts, reason), "ERROR")
+        message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts, reason)
         return self.fail(name, message, primary.returncode if primary.done else None)
 
     def restart_cluster(self, reason: str) -> ReplicaSetOutcome | None:

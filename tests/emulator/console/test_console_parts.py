@@ -21,6 +21,8 @@ import pytest
 
 from aiptrain.backends.local.store import insert_id_for
 from aiptrain.emulator.console.html import Html, tag
+from aiptrain.emulator.console.job_page import _task_name
+from aiptrain.emulator.console.job_view import JobView
 from aiptrain.emulator.console.log_pages import LogFilter, cursor_text, page_before, parse_cursor
 from aiptrain.emulator.console.login import ConsoleLogin
 from aiptrain.emulator.console.summaries import SummaryReader
@@ -33,6 +35,7 @@ from aiptrain.emulator.tokens import (
     valid_session,
 )
 from aiptrain.job.logs import LogCursor, LogEntry
+from aiptrain.job.spec import Job
 
 
 def test_a_session_cookie_is_signed_by_the_token_and_never_shows_it() -> None:
@@ -326,3 +329,12 @@ def test_a_console_route_that_fails_answers_its_own_page_with_the_policy() -> No
     assert answer.status_code == 500 and "could not answer" in answer.text
     assert answer.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
     assert "SQLite" not in answer.text  # the cause is in the server's log, not on the page
+
+
+@pytest.mark.parametrize(("pool_task_names", "shown"), [(True, "(workerpool1-2)"), (False, None)])
+def test_a_task_is_worded_by_worker_pool_from_the_jobs_record_not_the_backends_name(
+        pool_task_names: bool, shown: str | None) -> None:
+    # "vertex" on both: only the record's fact (created as a Vertex AI job) decides the wording.
+    view = JobView("p", Job(job_id="j"), "vertex", pool_task_names, "projects/p/jobs/j", {}, [], [], [], [], None, {})
+    worded = _task_name(view, "worker-replica-2")
+    assert ("<code>worker-replica-2</code>" in worded) and ((shown in worded) if shown else "workerpool" not in worded)
