@@ -28,7 +28,7 @@ def test_the_googleapiclient_recipe(emulator: Emulator, trainer_sdist: Path, tmp
     emulator.stage(trainer_sdist, "gs://ci-bucket/packages/trainer-0.1.0.tar.gz")
     code = code_block(DOCS / "emulator-ci.md", "## `googleapiclient` against the emulator", "python")
     token_file = emulator.home / "emulator" / "tokens" / str(emulator.port)
-    code = code.replace('(Path.home() / ".aiptrain/emulator/tokens/8080")', f"Path({str(token_file)!r})")
+    code = code.replace('(Path.home() / ".aiptrain/_emulator/tokens/8080")', f"Path({str(token_file)!r})")
     code = code.replace("127.0.0.1:8080", f"127.0.0.1:{emulator.port}")
     assert str(token_file) in code and str(emulator.port) in code, "the recipe changed: update this test"
     run_block(code, tmp_path)

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from aiptrain.emulator.console.responses import CONTENT_SECURITY_POLICY
-from aiptrain.emulator.tokens import session_cookie_name
+from aiptrain._emulator.console.responses import CONTENT_SECURITY_POLICY
+from aiptrain._emulator.tokens import session_cookie_name
 from tests.fixtures.console_jobs import PROJECT, ConsoleServer, build_console_trainer, console_server
 
 JOB = "abused"

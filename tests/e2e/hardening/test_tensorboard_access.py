@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from aiptrain.api.tensorboard import Board, running_tensorboard
+from aiptrain._api.tensorboard import Board, running_tensorboard
 from tests.fixtures.tensorboard import SUMMARY_TRAINER
 
 pytestmark = pytest.mark.slow  # each module starts a TensorBoard: seconds on a busy machine

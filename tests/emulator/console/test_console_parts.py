@@ -19,23 +19,23 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.local.store import insert_id_for
-from aiptrain.emulator.console.html import Html, tag
-from aiptrain.emulator.console.job_page import _task_name
-from aiptrain.emulator.console.job_view import JobView
-from aiptrain.emulator.console.log_pages import LogFilter, cursor_text, page_before, parse_cursor
-from aiptrain.emulator.console.login import ConsoleLogin
-from aiptrain.emulator.console.summaries import SummaryReader
-from aiptrain.emulator.console.svg_charts import TrialPoint, curves_chart, drawn, objective_chart
-from aiptrain.emulator.tokens import (
+from aiptrain._backends.local.store import insert_id_for
+from aiptrain._emulator.console.html import Html, tag
+from aiptrain._emulator.console.job_page import _task_name
+from aiptrain._emulator.console.job_view import JobView
+from aiptrain._emulator.console.log_pages import LogFilter, cursor_text, page_before, parse_cursor
+from aiptrain._emulator.console.login import ConsoleLogin
+from aiptrain._emulator.console.summaries import SummaryReader
+from aiptrain._emulator.console.svg_charts import TrialPoint, curves_chart, drawn, objective_chart
+from aiptrain._emulator.tokens import (
     RENEW_AFTER_SECONDS,
     SESSION_SECONDS,
     csrf_token,
     new_session,
     valid_session,
 )
-from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.job.spec import Job
+from aiptrain._job.logs import LogCursor, LogEntry
+from aiptrain._job.spec import Job
 
 
 def test_a_session_cookie_is_signed_by_the_token_and_never_shows_it() -> None:
@@ -318,8 +318,8 @@ def test_a_console_route_that_fails_answers_its_own_page_with_the_policy() -> No
     from starlette.routing import Route
     from starlette.testclient import TestClient
 
-    from aiptrain.emulator.console.responses import CONTENT_SECURITY_POLICY
-    from aiptrain.emulator.console.routes import _answering
+    from aiptrain._emulator.console.responses import CONTENT_SECURITY_POLICY
+    from aiptrain._emulator.console.routes import _answering
 
     async def broken(request: Request) -> Response:
         raise OverflowError("int too large to convert to SQLite INTEGER")

@@ -1,0 +1,122 @@
+"""The emulator's bearer token: generated at start unless one is given, kept in a 0600 file.
+
+A server that can start processes must not answer whoever can reach its port (another user of
+the machine, a web page through the browser), so `local serve` asks for a token by default, as a
+notebook server does. The token lives in `paths.serve_token_path(port)` for as long as the
+server runs: aiptrain's own clients of a loopback endpoint and gcloud (`auth/access_token_file`)
+read it from there.
+
+The console in the browser uses the same token, as a notebook server does: the URL printed at
+start carries it once (`?token=`), and the server answers with a session cookie (HttpOnly,
+SameSite=Strict, named after the port: cookies are per host, not per port) that stands for it
+from then on. The cookie is a random nonce and its expiry, signed with the token, a key of this
+server's run and its port, so it never reveals the token, stops working when the token changes or
+the server restarts, is worth nothing on another port, and lapses after `SESSION_SECONDS` unless
+the console renews it (it does, on the pages' own requests). The console's CSRF token is derived
+from the nonce the same way, so a renewal leaves an open page's CSRF token valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiptrain._paths import serve_token_path
+from aiptrain.errors import OperationalError
+
+TOKEN_BYTES = 32
+SESSION_COOKIE_PREFIX = "aiptrain-console-"
+SESSION_SECONDS = 3600  # a session cookie's life; each renewal starts a new one
+RENEW_AFTER_SECONDS = 300  # a session older than this is renewed by the next console answer
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def write_token_file(token: str, port: int, home: Path | None) -> Path:
+    """Store `token` for the server on `port`; the file is private from its first byte."""
+    path = serve_token_path(port, home)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # No newline: gcloud sends the file's content as it is.
+    write_private_file(path, token, what="the emulator's token file",
+                       hint="check that AIPTRAIN_HOME is writable, or pass --no-auth")
+    return path
+
+
+def write_private_file(path: Path, text: str, *, what: str, hint: str) -> None:
+    """Write `text` to `path`, readable by this user only from its first byte, whole or not at all."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        # O_EXCL with mode 0600: no moment at which the file exists with wider permissions.
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise OperationalError(f"cannot write {what} {path}: {error.strerror or error}", hint=hint) from None
+
+
+def remove_token_file(path: Path, token: str) -> None:
+    """Remove the file if it still holds our token (another server may have taken the port since),
+    and the page `aiptrain local console` wrote beside it, which holds the token too."""
+    try:
+        if path.read_text(encoding="utf-8") == token:
+            path.unlink()
+            console_launcher_path(path).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def console_launcher_path(token_file: Path) -> Path:
+    """The page that sends a browser on to the console with the token (`console.launcher`)."""
+    return token_file.with_name(f"{token_file.name}.console.html")
+
+
+def session_cookie_name(port: int) -> str:
+    return f"{SESSION_COOKIE_PREFIX}{port}"
+
+
+def new_session(secret: str, port: int, *, now: float | None = None, nonce: str | None = None) -> str:
+    """A session cookie's value: `NONCE.EXPIRY.MAC`, signed with `secret` (the server's token and
+    run key) for the server on `port`; a renewal keeps the nonce."""
+    nonce = nonce or secrets.token_urlsafe(16)
+    expiry = int(time.time() if now is None else now) + SESSION_SECONDS
+    return f"{nonce}.{expiry}.{_mac(secret, 'session', f'{port}:{nonce}:{expiry}')}"
+
+
+@dataclass(frozen=True)
+class Session:
+    nonce: str
+    expiry: int
+
+    def wants_renewal(self, now: float | None = None) -> bool:
+        return self.expiry - SESSION_SECONDS + RENEW_AFTER_SECONDS <= (time.time() if now is None else now)
+
+
+def valid_session(secret: str, value: str, port: int, *, now: float | None = None) -> Session | None:
+    """The session a cookie's value stands for on `port`, or None: forged, of another port or run, or lapsed."""
+    nonce, _, rest = value.partition(".")
+    expiry, _, mac = rest.partition(".")
+    if not nonce or not expiry.isascii() or not expiry.isdigit() or len(expiry) > 12:
+        return None
+    if not hmac.compare_digest(mac.encode(), _mac(secret, "session", f"{port}:{nonce}:{expiry}").encode()):
+        return None
+    if int(expiry) <= (time.time() if now is None else now):
+        return None
+    return Session(nonce, int(expiry))
+
+
+def csrf_token(secret: str, nonce: str) -> str:
+    """What a state-changing console request must carry in its X-CSRF-Token header, per session."""
+    return _mac(secret, "csrf", nonce)
+
+
+def _mac(secret: str, purpose: str, text: str) -> str:
+    return hmac.new(secret.encode(), f"{purpose}:{text}".encode(), hashlib.sha256).hexdigest()
