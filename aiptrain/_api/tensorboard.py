@@ -9,12 +9,17 @@ TensorBoard as it is (it reads Cloud Storage when TensorFlow is installed beside
 Which TensorBoard: the job's runtime environment's, when it has one (local jobs; it runs the same
 versions the trainer wrote with); else one installed on demand with uv into
 $AIPTRAIN_HOME/tools/tensorboard, reused (offline) afterwards.
+
+Who may read it: only this user, through a loopback name. TensorBoard runs behind the checks of
+`tensorboard_guard` (a Host check, and a token new at every start, given in the environment);
+`Board.url` carries the token once, as `local serve`'s console URL does.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import subprocess
 import sys
 import time
@@ -23,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiptrain._api import tensorboard_guard
 from aiptrain._paths import HomeLayout
 from aiptrain.errors import OperationalError, UsageError
 
@@ -32,10 +38,11 @@ START_TIMEOUT_SECONDS = 180.0  # TensorBoard imports TensorFlow when it is insta
 
 @dataclass(frozen=True)
 class Board:
-    url: str
+    url: str  # with `?token=`: the browser exchanges it for a cookie of this port on first load
     logdir: str
     python: str
     process: subprocess.Popen[bytes]
+    token: str  # scripts send `Authorization: Bearer TOKEN`, or `?token=` on each request
 
 
 def logdir_for(job_dir: str | None, job_id: str) -> str:
@@ -83,13 +90,16 @@ def _install(tools: Path) -> None:
 
 @contextmanager
 def running_tensorboard(python: str, logdir: str, *, port: int = 0, host: str = "127.0.0.1") -> Iterator[Board]:
-    """TensorBoard serving `logdir` on host:port (0: a free port) until the block ends."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    argv = [python, "-m", "tensorboard.main", "--logdir", logdir, "--host", host, "--port", str(port)]
+    """TensorBoard serving `logdir` on host:port (0: a free port), behind `tensorboard_guard`,
+    until the block ends."""
+    token = secrets.token_urlsafe(32)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", tensorboard_guard.TOKEN_VARIABLE: token}
+    source = Path(tensorboard_guard.__file__).read_text(encoding="utf-8")
+    argv = [python, "-c", source, "--logdir", logdir, "--host", host, "--port", str(port)]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     try:
         url = _wait_for_url(process)
-        yield Board(url=url, logdir=logdir, python=python, process=process)
+        yield Board(url=f"{url}?token={token}", logdir=logdir, python=python, process=process, token=token)
     finally:
         if process.poll() is None:
             process.terminate()

@@ -424,9 +424,12 @@ def tensorboard(app: AppContext, job: str, port: int) -> int:
     """Serve TensorBoard on a job's summaries (its job dir; a run per tuning trial) until Ctrl-C.
 
     Uses the TensorBoard of the job's runtime environment, else one installed on demand
-    ($AIPTRAIN_HOME/tools/tensorboard). A gs:// job dir is read from the local store."""
+    ($AIPTRAIN_HOME/tools/tensorboard). A gs:// job dir is read from the local store. Only you
+    can open it: the URL printed carries a token, new at each start."""
     with app.client().tensorboard(job, port=port) as board:
         app.progress(f"TensorBoard on {board.logdir} (with {board.python}); Ctrl-C stops it.")
+        app.progress("Open the URL below in your browser: its token signs the browser in (once; it then keeps "
+                     "a cookie for this port). Other users of this machine and other sites cannot read it.")
         click.echo(board.url)
         try:
             board.process.wait()

@@ -30,7 +30,6 @@ from typing import Any, Protocol
 
 from aiptrain._emulator.errors import ApiError
 from aiptrain._emulator.google_hosts import destination
-from aiptrain._emulator.tokens import session_cookie_name, session_is_valid
 from aiptrain._loopback import is_loopback_host
 
 Scope = MutableMapping[str, Any]
@@ -62,6 +61,12 @@ class ConsoleGate(Protocol):
     def public(self, path: str) -> bool:
         """An asset anyone may fetch (the login page's stylesheet): no token asked."""
 
+    def signed_in(self, scope: Scope) -> bool:
+        """The request carries a valid session cookie of this server."""
+
+    def renewing(self, scope: Scope, send: Send) -> Send:
+        """`send` for a signed-in request: it renews the session when it is getting old."""
+
     async def login(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a console request that has no session, or brings `?token=` to exchange for one."""
 
@@ -84,11 +89,11 @@ class RequestGuard:
         headers = _headers(scope)
         path = str(scope.get("path", ""))
         console = self.console if self.console is not None and self.console.covers(path) else None
-        session = _cookie(headers, session_cookie_name(_port(scope, headers))) if console else None
+        signed_in = console is not None and console.signed_in(scope)
         public = self.console is not None and self.console.public(path)
         server = scope.get("server")
         proxied = self.proxied_port is not None and server is not None and server[1] == self.proxied_port
-        refusal = self.refusal(scope["method"], headers, console_session=session, public=public, proxied=proxied)
+        refusal = self.refusal(scope["method"], headers, signed_in=signed_in, public=public, proxied=proxied)
         exchanging = console is not None and self.token is not None and _asks_token_exchange(scope)
         if console is not None and (exchanging or (refusal is not None and refusal.status == "UNAUTHENTICATED")):
             await console.login(scope, receive, send)
@@ -96,9 +101,9 @@ class RequestGuard:
         if refusal is not None:
             await send_error(send, refusal)
             return
-        await self.app(scope, receive, send)
+        await self.app(scope, receive, console.renewing(scope, send) if console is not None and signed_in else send)
 
-    def refusal(self, method: str, headers: dict[str, str], *, console_session: str | None = None,
+    def refusal(self, method: str, headers: dict[str, str], *, signed_in: bool = False,
                 public: bool = False, proxied: bool = False) -> ApiError | None:
         host = headers.get("host", "")
         if not self._host_allowed(host, proxied=proxied):
@@ -109,7 +114,7 @@ class RequestGuard:
         if origin is not None and origin != f"http://{host}":
             return ApiError("PERMISSION_DENIED", f"Cross-origin requests are refused (Origin {origin[:100]!r}): "
                             "the aiptrain emulator answers its own pages and command-line clients only.")
-        if self.token is not None and not public and not self._session_valid(console_session):
+        if self.token is not None and not public and not signed_in:
             sent = headers.get("authorization", "")
             if not hmac.compare_digest(sent.encode(), f"Bearer {self.token}".encode()):
                 return ApiError("UNAUTHENTICATED", "Request is missing a valid authentication credential: send "
@@ -125,9 +130,6 @@ class RequestGuard:
                 return ApiError("INVALID_ARGUMENT", f"Unsupported Content-Type {shown!r}: request bodies must "
                                 "be JSON (Content-Type: application/json).", http_code=415)
         return None
-
-    def _session_valid(self, session: str | None) -> bool:
-        return session is not None and self.token is not None and session_is_valid(self.token, session)
 
     def _host_allowed(self, host: str, *, proxied: bool) -> bool:
         name = split_host_header(host).strip("[]").lower()
@@ -148,28 +150,11 @@ def _headers(scope: Scope) -> dict[str, str]:
     return headers
 
 
-def _port(scope: Scope, headers: dict[str, str]) -> int:
-    """The port the request came in on (the cookie's name carries it)."""
-    server = scope.get("server")
-    if server and server[1] is not None:
-        return int(server[1])
-    _name, _, port = headers.get("host", "").rpartition(":")
-    return int(port) if port.isdigit() else 80
-
-
 def _asks_token_exchange(scope: Scope) -> bool:
     """`?token=...` on a console URL: the URL printed at start, to be exchanged for a cookie."""
     from urllib.parse import parse_qs
 
     return "token" in parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"), keep_blank_values=True)
-
-
-def _cookie(headers: dict[str, str], name: str) -> str | None:
-    for part in headers.get("cookie", "").split(";"):
-        key, _, value = part.strip().partition("=")
-        if key == name:
-            return value
-    return None
 
 
 def _has_body(headers: dict[str, str]) -> bool:

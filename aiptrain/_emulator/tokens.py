@@ -15,8 +15,11 @@ proxy answers with the same token (`proxied_hosts`).
 The console in the browser uses the same token, as a notebook server does: the URL printed at
 start carries it once (`?token=`), and the server answers with a session cookie (HttpOnly,
 SameSite=Strict, named after the port: cookies are per host, not per port) that stands for it
-from then on. The cookie is a random nonce signed with the token, so it never reveals the token
-and stops working when the token changes; the console's CSRF token is derived from it the same way.
+from then on. The cookie is a random nonce and its expiry, signed with the token, a key of this
+server's run and its port, so it never reveals the token, stops working when the token changes or
+the server restarts, is worth nothing on another port, and lapses after `SESSION_SECONDS` unless
+the console renews it (it does, on the pages' own requests). The console's CSRF token is derived
+from the nonce the same way, so a renewal leaves an open page's CSRF token valid.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import hashlib
 import hmac
 import os
 import secrets
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiptrain._paths import serve_token_path
@@ -32,6 +37,8 @@ from aiptrain.errors import OperationalError
 
 TOKEN_BYTES = 32
 SESSION_COOKIE_PREFIX = "aiptrain-console-"
+SESSION_SECONDS = 3600  # a session cookie's life; each renewal starts a new one
+RENEW_AFTER_SECONDS = 300  # a session older than this is renewed by the next console answer
 
 
 def new_token() -> str:
@@ -122,20 +129,39 @@ def session_cookie_name(port: int) -> str:
     return f"{SESSION_COOKIE_PREFIX}{port}"
 
 
-def new_session(secret: str) -> str:
-    """A session cookie's value: `NONCE.MAC`, the nonce signed with `secret` (the server's token)."""
-    nonce = secrets.token_urlsafe(16)
-    return f"{nonce}.{_mac(secret, 'session', nonce)}"
+def new_session(secret: str, port: int, *, now: float | None = None, nonce: str | None = None) -> str:
+    """A session cookie's value: `NONCE.EXPIRY.MAC`, signed with `secret` (the server's token and
+    run key) for the server on `port`; a renewal keeps the nonce."""
+    nonce = nonce or secrets.token_urlsafe(16)
+    expiry = int(time.time() if now is None else now) + SESSION_SECONDS
+    return f"{nonce}.{expiry}.{_mac(secret, 'session', f'{port}:{nonce}:{expiry}')}"
 
 
-def session_is_valid(secret: str, value: str) -> bool:
-    nonce, _, mac = value.partition(".")
-    return bool(nonce) and hmac.compare_digest(mac.encode(), _mac(secret, "session", nonce).encode())
+@dataclass(frozen=True)
+class Session:
+    nonce: str
+    expiry: int
+
+    def wants_renewal(self, now: float | None = None) -> bool:
+        return self.expiry - SESSION_SECONDS + RENEW_AFTER_SECONDS <= (time.time() if now is None else now)
 
 
-def csrf_token(secret: str, session: str) -> str:
+def valid_session(secret: str, value: str, port: int, *, now: float | None = None) -> Session | None:
+    """The session a cookie's value stands for on `port`, or None: forged, of another port or run, or lapsed."""
+    nonce, _, rest = value.partition(".")
+    expiry, _, mac = rest.partition(".")
+    if not nonce or not expiry.isascii() or not expiry.isdigit() or len(expiry) > 12:
+        return None
+    if not hmac.compare_digest(mac.encode(), _mac(secret, "session", f"{port}:{nonce}:{expiry}").encode()):
+        return None
+    if int(expiry) <= (time.time() if now is None else now):
+        return None
+    return Session(nonce, int(expiry))
+
+
+def csrf_token(secret: str, nonce: str) -> str:
     """What a state-changing console request must carry in its X-CSRF-Token header, per session."""
-    return _mac(secret, "csrf", session)
+    return _mac(secret, "csrf", nonce)
 
 
 def _mac(secret: str, purpose: str, text: str) -> str:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from functools import partial
 
 from aiptrain._emulator.console.html import Html, definitions, join, state_badge, tag
 from aiptrain._emulator.console.job_view import JobView
 from aiptrain._emulator.console.jobs_page import BACKEND_TITLES, job_url, jobs_url
 from aiptrain._emulator.console.log_pages import SEVERITIES
-from aiptrain._emulator.console.svg_charts import curves_chart, legend
+from aiptrain._emulator.console.svg_charts import curves_chart, drawn, legend
 from aiptrain._emulator.console.times import job_duration, shown_time
 from aiptrain._emulator.console.trials_view import render_trials
 from aiptrain._job.state import TERMINAL_STATES, JobState
@@ -144,7 +145,8 @@ def _curves(view: JobView) -> Html:
                                        "callback, writing under the job dir).", class_="empty"), where])
     charts = []
     for name, runs in list(view.curves.items())[:MAX_CURVE_TAGS]:
-        charts.append(tag("figure", tag("figcaption", name), curves_chart(name, runs), legend(list(runs)),
+        charts.append(tag("figure", tag("figcaption", name),
+                          drawn(partial(curves_chart, name, runs), name), legend(list(runs)),
                           class_="curve", data_tag=name))
     return join([heading, where, tag("div", *charts, class_="curves")])
 

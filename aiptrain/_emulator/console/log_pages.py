@@ -29,6 +29,7 @@ PAGE_LINES = 500
 MAX_EMPTY_PAGES = 20  # pages read back past when the severity filter keeps none of them
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _LAST_SEQ = 2**63 - 1  # the store's largest sequence number: no entry's insert id is above it
+_LATEST = datetime(9000, 1, 1, tzinfo=UTC)  # a cursor's time beyond this is not a log line's
 # Cloud Logging's severities, in order.
 SEVERITIES = ("DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY")
 
@@ -61,15 +62,26 @@ def cursor_text(cursor: LogCursor) -> str:
     return f"{log_time(cursor.timestamp)}~{cursor.insert_id}"
 
 
+MAX_CURSOR_CHARS = 64
+
+
 def parse_cursor(text: str | None) -> LogCursor | None:
-    """A cursor as `cursor_text` writes it; None for none or a malformed one."""
-    stamp, _, insert_id = (text or "").partition("~")
-    if not stamp or not insert_id.isdigit():
+    """A cursor as `cursor_text` writes it; None for none or a malformed one.
+
+    Malformed includes an insert id beyond the store's largest sequence number (the store reads it
+    as a 64-bit integer) and a time so near the calendar's ends that stepping back from it fails."""
+    if text is None or len(text) > MAX_CURSOR_CHARS:
+        return None
+    stamp, _, insert_id = text.partition("~")
+    if not stamp or not insert_id.isascii() or not insert_id.isdigit() or int(insert_id) > _LAST_SEQ:
         return None
     try:
-        return LogCursor(parse_log_time(stamp), insert_id)
+        timestamp = parse_log_time(stamp)
     except ValueError:
         return None
+    if not _EPOCH <= timestamp <= _LATEST:
+        return None
+    return LogCursor(timestamp, insert_id)
 
 
 def entry_json(entry: LogEntry) -> dict[str, Any]:

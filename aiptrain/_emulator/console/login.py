@@ -7,11 +7,19 @@ HttpOnly, SameSite=Strict session cookie and the browser is sent on to the same 
 token (by a page of this site, not a redirect: see `login`); anything else gets the login page
 (401), which asks for the token. The stylesheet is public, so the login page looks like the rest;
 nothing else is.
+
+The cookie is signed with the token and a key drawn when this server started, for its port, and
+lapses an hour after it was given (`tokens`); the console's answers renew it every few minutes
+while a page is open. So a cookie that reaches another service on 127.0.0.1 (browsers send
+cookies to every port of a host) is no key to another server, lapses, and dies with a restart of
+this one; and since every cookie of the port's name is tried, one planted by another port (a
+same-named cookie with a longer path, which the browser sends first) cannot lock the user out.
 """
 
 from __future__ import annotations
 
 import hmac
+import secrets
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.requests import Request
@@ -19,10 +27,12 @@ from starlette.requests import Request
 from aiptrain._emulator.console.assets import STATIC_PREFIX, asset_url
 from aiptrain._emulator.console.html import Html, join, tag
 from aiptrain._emulator.console.responses import html_page
-from aiptrain._emulator.guard import Receive, Scope, Send
-from aiptrain._emulator.tokens import new_session, session_cookie_name
+from aiptrain._emulator.guard import Message, Receive, Scope, Send
+from aiptrain._emulator.tokens import SESSION_SECONDS, Session, new_session, session_cookie_name, valid_session
 
 CONSOLE_PREFIX = "/console"
+SESSION_SCOPE_KEY = "aiptrain.console_session"  # the request's valid Session, for its CSRF token
+SESSION_MAX_AGE = SESSION_SECONDS
 
 
 def is_console_path(path: str) -> bool:
@@ -34,12 +44,41 @@ class ConsoleLogin:
 
     def __init__(self, token: str | None) -> None:
         self.token = token
+        # Signs the sessions with the token: a restart of the server ends every session it gave.
+        self.session_secret = f"{token}:{secrets.token_urlsafe(32)}" if token is not None else None
 
     def covers(self, path: str) -> bool:
         return is_console_path(path) and not self.public(path)
 
     def public(self, path: str) -> bool:
         return path.startswith(STATIC_PREFIX)
+
+    def signed_in(self, scope: Scope) -> bool:
+        """The request carries a valid session cookie of this server and port (kept in the scope)."""
+        if self.session_secret is None:
+            return False
+        port = request_port(scope)
+        for value in cookie_values(scope, session_cookie_name(port)):
+            session = valid_session(self.session_secret, value, port)
+            if session is not None:
+                scope[SESSION_SCOPE_KEY] = session
+                return True
+        return False
+
+    def renewing(self, scope: Scope, send: Send) -> Send:
+        """`send`, adding a renewed session cookie to the answer when the request's is getting old."""
+        session = scope.get(SESSION_SCOPE_KEY)
+        if not isinstance(session, Session) or not session.wants_renewal() or self.session_secret is None:
+            return send
+        port = request_port(scope)
+        cookie = session_cookie(port, new_session(self.session_secret, port, nonce=session.nonce))
+
+        async def send_renewed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie.encode())]}
+            await send(message)
+
+        return send_renewed
 
     async def login(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -52,14 +91,43 @@ class ConsoleLogin:
             # `local console` opens) would carry that navigation's cross-site-ness through a 303 and
             # withhold the SameSite=Strict cookie it was just given; a refresh from this page is a
             # navigation of this site.
-            response = html_page(forward_page(target))
-            port = scope["server"][1] if scope.get("server") else request.url.port or 80
-            response.set_cookie(session_cookie_name(int(port)), new_session(self.token), httponly=True,
-                                samesite="strict", path="/")
-            await response(scope, receive, send)
+            port = request_port(scope)
+            assert self.session_secret is not None
+            cookie = session_cookie(port, new_session(self.session_secret, port))
+            await html_page(forward_page(target), headers={"Set-Cookie": cookie})(scope, receive, send)
             return
         await html_page(login_page(wrong=given is not None), status=401,
                         headers={"WWW-Authenticate": 'Bearer realm="aiptrain"'})(scope, receive, send)
+
+
+def request_port(scope: Scope) -> int:
+    """The port the request came in on (the cookie's name and signature carry it)."""
+    server = scope.get("server")
+    if server and server[1] is not None:
+        return int(server[1])
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"host":
+            _host, _, port = value.decode("latin-1").rpartition(":")
+            return int(port) if port.isdigit() and len(port) <= 5 else 80
+    return 80
+
+
+def cookie_values(scope: Scope, name: str) -> list[str]:
+    """Every value the request's Cookie headers give `name`, in the order sent."""
+    found = []
+    for header, value in scope.get("headers", []):
+        if header.lower() != b"cookie":
+            continue
+        for part in value.decode("latin-1").split(";"):
+            key, _, text = part.strip().partition("=")
+            if key == name:
+                found.append(text)
+    return found
+
+
+def session_cookie(port: int, value: str) -> str:
+    """The Set-Cookie value of a session: HttpOnly, SameSite=Strict, whole site, ending with the session."""
+    return f"{session_cookie_name(port)}={value}; HttpOnly; Max-Age={SESSION_MAX_AGE}; Path=/; SameSite=strict"
 
 
 def forward_page(target: str) -> str:

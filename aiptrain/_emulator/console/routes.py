@@ -8,6 +8,7 @@
     GET  /console/projects/{p}/jobs/{id}/logs/stream   new log lines after ?after= (server-sent events)
     POST /console/projects/{p}/jobs/{id}/cancel        cancel the job (X-CSRF-Token required)
     GET  /console/static/{name}                        the stylesheet, script and icon
+    *    /console/...                                   any other: the console's 404 page
 
 By the time a request gets here the guard has checked its Host, its Origin and its token or
 session cookie (`login`). Reads go through the engine the APIs use (`Services.engine`), in the
@@ -18,6 +19,7 @@ also needs the session's CSRF token, which a page of another site cannot read or
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 import threading
 from collections.abc import Awaitable, Callable
@@ -42,10 +44,11 @@ from aiptrain._emulator.console.log_pages import (
     parse_cursor,
 )
 from aiptrain._emulator.console.log_stream import BATCH, Stopping, follow
+from aiptrain._emulator.console.login import SESSION_SCOPE_KEY
 from aiptrain._emulator.console.responses import NO_STORE, SECURITY_HEADERS, html_page, json_answer
 from aiptrain._emulator.console.summaries import SummaryReader
 from aiptrain._emulator.services import Services
-from aiptrain._emulator.tokens import csrf_token, session_cookie_name
+from aiptrain._emulator.tokens import Session, csrf_token
 from aiptrain._job.filters import MAX_FILTER_CHARS
 from aiptrain._job.logs import LogCursor, LogEntry
 from aiptrain._job.spec import JobState
@@ -53,6 +56,7 @@ from aiptrain._job.state import TERMINAL_STATES
 from aiptrain._replicas.clock import utc_now
 from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound
 
+LOG = logging.getLogger(__name__)
 CSRF_HEADER = "x-csrf-token"
 MAX_TASK_CHARS = 100
 
@@ -81,11 +85,14 @@ class Console:
             Route(f"{job}/logs", _answering(self.logs), methods=["GET"]),
             Route(f"{job}/logs/stream", _answering(self.stream), methods=["GET"]),
             Route(f"{job}/cancel", _answering(self.cancel), methods=["POST"]),
+            # Last: any other console path is the console's 404, with its policy, not the API's.
+            Route("/console/{rest:path}", self.unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
         ]
 
     def csrf(self, request: Request) -> str:
-        port = request.url.port or (request.scope.get("server") or ("", 80))[1]
-        return csrf_token(self.secret, request.cookies.get(session_cookie_name(int(port)), ""))
+        """The CSRF token of the request's session (the guard found it valid: `login.signed_in`)."""
+        session = request.scope.get(SESSION_SCOPE_KEY)
+        return csrf_token(self.secret, session.nonce if isinstance(session, Session) else "")
 
     async def _page(self, request: Request, title: str, body: Html, project: str, status: int = 200) -> Response:
         projects = await run_in_threadpool(self.services.engine.projects)
@@ -126,7 +133,7 @@ class Console:
     async def logs(self, request: Request) -> Response:
         project, job_id = request.path_params["project"], request.path_params["job_id"]
         read, log_filter = self._log_reader(request, project, job_id)
-        before = parse_cursor(request.query_params.get("before"))
+        before = _cursor(request.query_params.get("before"), "before")
         found = await run_in_threadpool(page_before, read, before, log_filter)
         return json_answer({"entries": [entry_json(entry) for entry in found.entries],
                             "earlier": cursor_text(found.start) if found.start else None,
@@ -135,8 +142,9 @@ class Console:
     async def stream(self, request: Request) -> Response:
         project, job_id = request.path_params["project"], request.path_params["job_id"]
         read, log_filter = self._log_reader(request, project, job_id)
+        after = _cursor(request.headers.get("last-event-id"), "Last-Event-ID") or \
+            _cursor(request.query_params.get("after"), "after")
         await run_in_threadpool(self.services.engine.get, project, job_id)  # NotFound before streaming
-        after = parse_cursor(request.headers.get("last-event-id")) or parse_cursor(request.query_params.get("after"))
 
         def job_state() -> JobState:
             return self.services.engine.get(project, job_id).state or JobState.STATE_UNSPECIFIED
@@ -173,6 +181,10 @@ class Console:
             return json_answer({"error": error.message}, 409)
         return json_answer({"state": (job.state or JobState.STATE_UNSPECIFIED).value})
 
+    async def unknown(self, request: Request) -> Response:
+        return _problem(f"The console has no page {request.url.path[:100]!r}.", 404, request.method != "GET",
+                        DEFAULT_LOCAL_PROJECT)
+
     # -- assets ---------------------------------------------------------------------------------
 
     async def static(self, request: Request) -> Response:
@@ -186,6 +198,16 @@ class Console:
 
 class _BadRequest(Exception):
     pass
+
+
+def _cursor(text: str | None, name: str) -> LogCursor | None:
+    """A log position the page was given (None: none given); one it could not have been given is refused."""
+    if not text:
+        return None
+    cursor = parse_cursor(text)
+    if cursor is None:
+        raise _BadRequest(f"{name} is not a log position this console wrote ({text[:40]!r}): reload the page.")
+    return cursor
 
 
 def _answering(endpoint: Endpoint) -> Endpoint:
@@ -204,6 +226,11 @@ def _answering(endpoint: Endpoint) -> Endpoint:
             return _problem(str(error), 400, wants_json, request.path_params["project"])
         except AiptrainError as error:
             return _problem(error.message, 503, wants_json, request.path_params["project"])
+        except Exception:
+            # Starlette's own answer to an exception is a bare page without the console's policy.
+            LOG.exception("console error serving %s %s", request.method, request.url.path)
+            return _problem("The console could not answer this request; the server's log says why.", 500,
+                            wants_json, request.path_params["project"])
 
     return answered
 

@@ -11,7 +11,10 @@ This is the console's own finder until `aiptrain jobs tensorboard` offers one to
 
 Event files only grow, so `SummaryReader` keeps what it read of each file and reads only what was
 appended since: a page refreshed every few seconds during training costs the new records alone.
-The walk and the number of files are bounded, so a job dir holding a data set stays cheap.
+The walk and the number of files are bounded, so a job dir holding a data set stays cheap. One
+read takes at most `READ_BUDGET_BYTES` of a file (a first look at a 66 MB file draws what the
+first part holds and the next refresh goes on from there), and each file has its own lock: a big
+file of one job never makes another job's page wait.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ MAX_EVENT_FILES = 64
 MAX_WALKED = 5000  # directory entries looked at per job
 MAX_POINTS = 2000  # per run and tag; beyond, every other point is dropped (the curve keeps its shape)
 MAX_REMEMBERED_FILES = 512
+READ_BUDGET_BYTES = 8 * 1024 * 1024  # per file and read; the rest waits for the next one
 
 # tag -> run -> [(step, value)], steps ascending
 Curves = dict[str, dict[str, list[tuple[int, float]]]]
@@ -64,12 +68,14 @@ class _FileRead:
     identity: tuple[int, int]  # (device, inode): a file replaced under the same name is read anew
     offset: int = 0
     points: dict[str, list[tuple[int, float, float]]] = field(default_factory=dict)  # tag -> (step, wall, value)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # held while this file is read
 
 
 class SummaryReader:
-    def __init__(self) -> None:
+    def __init__(self, *, read_budget: int = READ_BUDGET_BYTES) -> None:
+        self.read_budget = read_budget
         self._files: OrderedDict[Path, _FileRead] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards `_files` only, never held while reading
 
     def curves(self, root: Path) -> Curves:
         curves: Curves = {}
@@ -96,15 +102,17 @@ class SummaryReader:
             self._files.move_to_end(path)
             while len(self._files) > MAX_REMEMBERED_FILES:
                 self._files.popitem(last=False)
+        with known.lock:
             if status.st_size > known.offset:
-                self._read_from(path, known)
+                self._read_from(path, known, self.read_budget)
             return {tag: list(points) for tag, points in known.points.items()}
 
     @staticmethod
-    def _read_from(path: Path, known: _FileRead) -> None:
+    def _read_from(path: Path, known: _FileRead, budget: int) -> None:
         try:
             with path.open("rb") as stream:
                 stream.seek(known.offset)
+                stop = known.offset + budget
                 for payload, end in read_records(stream):
                     known.offset = end
                     for scalar in scalars_of(payload):
@@ -112,6 +120,8 @@ class SummaryReader:
                         points.append((scalar.step, scalar.wall_time, scalar.value))
                         if len(points) > 2 * MAX_POINTS:
                             del points[::2]
+                    if end >= stop:
+                        break
         except OSError:
             return
 

@@ -3,12 +3,19 @@
 No chart library and no script: each chart is a few SVG elements with classes the stylesheet
 colours (`series-N`, `best`), ticks at round numbers, and a `<title>` on each point that the
 browser shows on hover. Pure functions of their data.
+
+Any finite value is drawn, up to the largest doubles (the arithmetic halves before it subtracts,
+so no span overflows); a NaN or an infinity (a diverged loss) breaks its curve into a gap and is
+marked on the chart's edge with its value on hover. `drawn` renders a chart or, should one still
+fail, a line saying so: a chart never takes its page down.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from aiptrain._emulator.console.html import Html, join, tag
@@ -16,6 +23,8 @@ from aiptrain._emulator.console.html import Html, join, tag
 WIDTH, HEIGHT = 640, 240
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 12, 36
 SERIES_COLOURS = 8  # series-0 .. series-7 in console.css
+_LARGEST = sys.float_info.max
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,8 +42,10 @@ class _Scale:
     end: float
 
     def __call__(self, value: float) -> float:
-        span = self.high - self.low
-        return self.start + (value - self.low) / span * (self.end - self.start) if span else (self.start + self.end) / 2
+        half_span = self.high / 2 - self.low / 2  # halves: the span of -1e308..1e308 is no double
+        if not half_span:
+            return (self.start + self.end) / 2
+        return self.start + (value / 2 - self.low / 2) / half_span * (self.end - self.start)
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -43,16 +54,18 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
         return []
     if high == low:
         return [low]
-    raw = (high - low) / max(count - 1, 1)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    raw = (high / 2 - low / 2) / max(count - 1, 1) * 2
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    step = next((m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw), math.inf)
+    if not math.isfinite(step):
+        return [low, high]
     first = math.ceil(low / step - 1e-9) * step
-    ticks = []
+    ticks: list[float] = []
     value = first
-    while value <= high + step * 1e-9:
+    while value <= high + step * 1e-9 and len(ticks) <= 2 * count:
         ticks.append(0.0 if abs(value) < step * 1e-9 else value)
         value += step
-    return ticks
+    return [tick for tick in ticks if math.isfinite(tick)] or [low, high]
 
 
 def number(value: float) -> str:
@@ -82,10 +95,21 @@ def _svg(label: str, content: Html, **attributes: object) -> Html:
                viewBox=f"0 0 {WIDTH} {HEIGHT}", role="img", aria_label=label, class_="chart", **attributes)
 
 
+def drawn(render: Callable[[], Html], what: str) -> Html:
+    """`render()`, or a line saying the chart could not be drawn: the rest of the page still shows."""
+    try:
+        return render()
+    except Exception:
+        LOG.exception("could not draw the chart of %s", what)
+        return tag("p", f"The chart of {what} could not be drawn; the server's log says why.", class_="empty")
+
+
 def _y_scale(values: Sequence[float]) -> tuple[_Scale, list[float]]:
+    values = [value for value in values if math.isfinite(value)] or [0.0]
     low, high = min(values), max(values)
     if low == high:
-        low, high = low - (abs(low) or 1) * 0.1, high + (abs(high) or 1) * 0.1
+        margin = (abs(low) or 1) * 0.1
+        low, high = max(low - margin, -_LARGEST), min(high + margin, _LARGEST)
     ticks = nice_ticks(low, high)
     low, high = min([low, *ticks]), max([high, *ticks])
     return _Scale(low, high, HEIGHT - BOTTOM, TOP), ticks
@@ -94,7 +118,7 @@ def _y_scale(values: Sequence[float]) -> tuple[_Scale, list[float]]:
 def objective_chart(points: Sequence[TrialPoint], *, maximize: bool, metric: str) -> Html:
     """One point per trial in trial order, and the best value so far as a step line; a trial
     without an objective sits on the x axis, hollow."""
-    values = [p.value for p in points if p.value is not None]
+    values = [p.value for p in points if p.value is not None and math.isfinite(p.value)]
     y, y_ticks = _y_scale(values or [0.0])
     x = _Scale(0.5, len(points) + 0.5, LEFT, WIDTH - RIGHT)
     x_ticks = [float(n) for n in range(1, len(points) + 1)] if len(points) <= 12 else \
@@ -104,8 +128,9 @@ def objective_chart(points: Sequence[TrialPoint], *, maximize: bool, metric: str
     marks: list[Html] = []
     for position, point in enumerate(points, start=1):
         cx = round(x(position), 1)
-        if point.value is None:
-            marks.append(tag("circle", tag("title", f"trial {point.trial_id}: no objective"), cx=cx,
+        if point.value is None or not math.isfinite(point.value):
+            shown = "no objective" if point.value is None else f"{metric} = {point.value}"
+            marks.append(tag("circle", tag("title", f"trial {point.trial_id}: {shown}"), cx=cx,
                              cy=HEIGHT - BOTTOM, r=4, class_="trial-point missing", data_trial=point.trial_id))
             continue
         if best_so_far is None or (point.value > best_so_far if maximize else point.value < best_so_far):
@@ -126,23 +151,40 @@ def curves_chart(name: str, series: Mapping[str, Sequence[tuple[int, float]]]) -
     """One line per series (a run: the folder of an event file) of (step, value) pairs."""
     steps = [step for points in series.values() for step, _ in points]
     values = [value for points in series.values() for _, value in points]
-    y, y_ticks = _y_scale(values or [0.0])
+    y, y_ticks = _y_scale(values)
     low, high = (min(steps), max(steps)) if steps else (0, 1)
     x_ticks = nice_ticks(low, high) if high > low else [float(low)]
     x = _Scale(min([low, *x_ticks]), max([high, *x_ticks]), LEFT, WIDTH - RIGHT)
     lines = []
     for index, (run, points) in enumerate(series.items()):
-        coordinates = " ".join(f"{round(x(step), 1)},{round(y(value), 1)}" for step, value in points)
         kind = f"series series-{index % SERIES_COLOURS}"
-        if len(points) == 1:
-            step, value = points[0]
-            lines.append(tag("circle", tag("title", f"{run}: {number(value)} at step {step}"),
-                             cx=round(x(step), 1), cy=round(y(value), 1), r=3, class_=kind))
-        else:
-            last_step, last_value = points[-1]
-            lines.append(tag("polyline", tag("title", f"{run}: last {number(last_value)} at step {last_step}"),
-                             points=coordinates, class_=kind, data_run=run))
+        for segment in _finite_segments(points):
+            if len(segment) == 1:
+                step, value = segment[0]
+                lines.append(tag("circle", tag("title", f"{run}: {number(value)} at step {step}"),
+                                 cx=round(x(step), 1), cy=round(y(value), 1), r=3, class_=kind, data_run=run))
+            else:
+                coordinates = " ".join(f"{round(x(step), 1)},{round(y(value), 1)}" for step, value in segment)
+                last_step, last_value = segment[-1]
+                lines.append(tag("polyline", tag("title", f"{run}: {number(last_value)} at step {last_step}"),
+                                 points=coordinates, class_=kind, data_run=run))
+        for step, value in points:
+            if not math.isfinite(value):  # drawn on the edge it points to; NaN at the bottom
+                at = TOP if value == math.inf else HEIGHT - BOTTOM
+                lines.append(tag("circle", tag("title", f"{run}: {value} at step {step}"), cx=round(x(step), 1),
+                                 cy=at, r=3, class_=f"{kind} non-finite", data_run=run, data_value=str(value)))
     return _svg(f"{name} by step", join([_frame(x, y, x_ticks, y_ticks, "step", name), *lines]))
+
+
+def _finite_segments(points: Sequence[tuple[int, float]]) -> list[list[tuple[int, float]]]:
+    """The runs of finite points between non-finite ones: each is drawn as one line."""
+    segments: list[list[tuple[int, float]]] = [[]]
+    for step, value in points:
+        if math.isfinite(value):
+            segments[-1].append((step, value))
+        elif segments[-1]:
+            segments.append([])
+    return [segment for segment in segments if segment]
 
 
 def legend(runs: Sequence[str]) -> Html:

@@ -9,7 +9,7 @@ ran, each trial's objective and the best value reached so far.
 from __future__ import annotations
 
 from aiptrain._emulator.console.html import Html, join, tag
-from aiptrain._emulator.console.svg_charts import TrialPoint, number, objective_chart
+from aiptrain._emulator.console.svg_charts import TrialPoint, drawn, number, objective_chart
 from aiptrain._job.spec import HyperparameterOutput, Job, ParameterType
 from aiptrain._tuning.plan import DEFAULT_METRIC_TAG, maximizes
 from aiptrain._tuning.trials import best_first, objective_of, trial_number
@@ -39,7 +39,7 @@ def render_trials(job: Job) -> Html | None:
     rows = [_row(trial, names, best=trial.trial_id == best) for trial in trials]
     table = tag("table", tag("thead", head), tag("tbody", *rows), class_="trials sortable")
     points = [TrialPoint(trial.trial_id or "", objective_of(trial), trial.trial_id == best) for trial in trials]
-    chart = objective_chart(points, maximize=maximize, metric=metric)
+    chart = drawn(lambda: objective_chart(points, maximize=maximize, metric=metric), metric)
     return join([heading, tag("div", chart, class_="chart-box"), table])
 
 

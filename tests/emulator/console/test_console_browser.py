@@ -197,6 +197,13 @@ def test_a_foreign_origin_is_refused(console: ConsoleServer, console_page: tuple
     rebound = httpx.get(console.page_url(f"/console/projects/{PROJECT}/jobs"), cookies=cookies,
                         headers={"Host": "rebinding.example:80"})
     assert rebound.status_code == 400 and "target" not in rebound.text
+    _cancel(console, "target")  # its run slot is the next test's
+
+
+def _cancel(console: ConsoleServer, job_id: str) -> None:
+    answer = httpx.post(console.page_url(f"/v1/projects/{PROJECT}/jobs/{job_id}:cancel"), json={},
+                        headers={"Authorization": f"Bearer {console.token}"}, timeout=30)
+    assert answer.status_code in (200, 400), answer.text  # 400: it had ended already
 
 
 def foreign_site() -> _ForeignSite:
@@ -243,3 +250,56 @@ def test_local_console_opens_the_console_signed_in(console: ConsoleServer, conso
     assert [cookie["name"] for cookie in page.context.cookies()] == [f"aiptrain-console-{console.emulator.port}"]
     printed = CliRunner().invoke(root, ["local", "console", "--port", str(console.emulator.port), "--no-browser"])
     assert printed.output.strip() == console.console_url
+
+
+# What the browser does when a tab goes to the background or comes back: headless Chromium keeps
+# every page visible, so the test says it for the page, through the property the script reads.
+_SET_VISIBILITY = """hidden => {
+  Object.defineProperty(document, "hidden", {configurable: true, get: () => hidden});
+  Object.defineProperty(document, "visibilityState", {configurable: true, get: () => hidden ? "hidden" : "visible"});
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def test_six_hidden_job_pages_leave_the_console_room_for_a_seventh(
+        console: ConsoleServer, console_page: tuple[Page, PageLog]) -> None:
+    page, _ = console_page
+    console.create("tabs", "--ticks", "100000", "--every", "0.2")
+    console.wait("tabs", {"RUNNING"})
+    signed_in(page, console)
+    url = console.page_url(f"/console/projects/{PROJECT}/jobs/tabs")
+    tabs = []
+    try:
+        # Six tabs, each streaming while shown: the browser's six connections to this host.
+        for _ in range(6):
+            tab = page.context.new_page()
+            tabs.append(tab)
+            tab.goto(url)
+            expect(tab.locator("#logs")).to_have_attribute("data-streaming", "true", timeout=TIMEOUT_MS)
+            tab.evaluate(_SET_VISIBILITY, True)
+            expect(tab.locator("#logs")).to_have_attribute("data-streaming", "false", timeout=TIMEOUT_MS)
+            expect(tab.locator("#logs .log-status")).to_have_text("paused while this tab is hidden")
+        # A seventh loads and follows the log: the hidden tabs hold no connection.
+        page.goto(url, timeout=20_000)
+        expect(page.locator("#logs .line").filter(has_text=re.compile(r"tick \d+"))).not_to_have_count(
+            0, timeout=20_000)
+        last_seen = _last_tick(page)
+        page.wait_for_function("n => [...document.querySelectorAll('#logs .msg')].some("
+                               "e => /^tick (\\d+)$/.test(e.textContent) && Number(RegExp.$1) > n + 3)",
+                               arg=last_seen, timeout=20_000)
+        # A tab shown again goes on from its last line, with none missing or repeated.
+        page.close()
+        tab = tabs[0]
+        hidden_at = _last_tick(tab)
+        tab.evaluate(_SET_VISIBILITY, False)
+        expect(tab.locator("#logs")).to_have_attribute("data-streaming", "true", timeout=TIMEOUT_MS)
+        tab.wait_for_function("n => [...document.querySelectorAll('#logs .msg')].some("
+                              "e => /^tick (\\d+)$/.test(e.textContent) && Number(RegExp.$1) > n + 3)",
+                              arg=hidden_at, timeout=TIMEOUT_MS)
+        ticks = [int(text.split()[1]) for text in tab.locator("#logs .msg").all_text_contents()
+                 if re.fullmatch(r"tick \d+", text)]
+        assert ticks == list(range(ticks[0], ticks[0] + len(ticks))), "a line was lost or repeated"
+    finally:
+        for tab in tabs:
+            tab.close()
+        _cancel(console, "tabs")

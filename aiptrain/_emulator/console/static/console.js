@@ -1,6 +1,11 @@
 // The aiptrain console's behaviour: live rows and panels, the job's log (last page, earlier pages,
 // new lines as server-sent events), cancel, and sortable trials. Every page works without it but
 // does not move; it runs under a policy that allows no inline script, so it binds everything here.
+//
+// A browser keeps at most six connections to one host, and an open event stream holds one: a
+// job page streams its log only while it is visible. A hidden tab closes its stream and, shown
+// again, reopens it after the last line it has, so any number of open job pages leave the
+// console room to load.
 "use strict";
 
 (function () {
@@ -115,6 +120,8 @@
     const follow = form.elements.follow;
     let source = null;
     let earlierCursor = null;
+    let lastCursor = null;  // the last line read, shown or filtered out: a reopened stream goes on after it
+    let paused = false;  // the stream was closed because the page was hidden
     let generation = 0;
 
     function query(extra) {
@@ -178,8 +185,15 @@
 
     function stream(after) {
       if (source) source.close();
+      lastCursor = after;
+      paused = false;
+      if (document.hidden) { paused = true; return; }  // opened when the page is shown
+      section.dataset.streaming = "true";
       source = new EventSource(section.dataset.stream + query({ after: after }));
-      source.addEventListener("lines", (event) => append(JSON.parse(event.data)));
+      source.addEventListener("lines", (event) => {
+        if (event.lastEventId) lastCursor = event.lastEventId;
+        append(JSON.parse(event.data));
+      });
       source.addEventListener("job", (event) => {
         const state = JSON.parse(event.data).state;
         say("following: " + state);
@@ -188,6 +202,7 @@
       source.addEventListener("end", () => {
         source.close();
         source = null;
+        section.dataset.streaming = "false";
         say("the job ended; this is its whole log");
         section.dataset.ended = "true";
       });
@@ -227,6 +242,17 @@
     form.addEventListener("change", (event) => { if (event.target.name !== "follow") load(); });
     form.addEventListener("submit", (event) => event.preventDefault());
     lines.addEventListener("scroll", () => { follow.checked = atBottom(); });
+    document.addEventListener("visibilitychange", () => {
+      if (document.hidden && source) {
+        source.close();
+        source = null;
+        paused = true;
+        section.dataset.streaming = "false";
+        say("paused while this tab is hidden");
+      } else if (!document.hidden && paused && section.dataset.ended !== "true") {
+        stream(lastCursor);
+      }
+    });
     load();
   }
 
