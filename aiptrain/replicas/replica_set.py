@@ -19,7 +19,8 @@ non-zero status (the user's code raised: an import error, a bad flag, a crash be
 step) ends the set at once, as on the service; restarting code that fails the same way every
 time only delays the verdict. The errorMessage then names the replica that failed first, in the
 service's words ("The replica master 0 exited with a non-zero status of 1. <its last error
-line>"), followed by its last error lines. When the same error takes down every replica (a crash
+line>"; a Vertex AI job's in Vertex's: "The replica workerpool0-0 exited with a non-zero status of
+1. Termination reason: Error."), followed by its last error lines. When the same error takes down every replica (a crash
 on import), the primary is named: after a secondary's failure the set waits a moment (as long as
 the secondary took to fail, within bounds) for the primary, which started at the same time.
 
@@ -51,6 +52,7 @@ from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.prebuilt import prebuilt_image_of
 from aiptrain.job.spec import Job, JobState
+from aiptrain.job.task_names import vertex_task_name
 from aiptrain.job.tf_config import (
     ReplicaTask,
     cluster_specs_for,
@@ -186,6 +188,9 @@ class ReplicaSetSpec:
     # The job ID the replicas see in CLOUD_ML_JOB_ID when it is not the job's own (a job taken in
     # through another API, such as a Vertex AI CustomJob's numeric ID); None: the job's own ID.
     visible_job_id: str | None = None
+    # The job was created as a Vertex AI job: a failure is worded as Vertex worded it (pool names,
+    # "Termination reason: Error."), in the errorMessage and the log; else in ml v1's words.
+    vertex_wording: bool = False
     # Each replica's share of this machine (task name -> share: its threads, cores, GPUs); None
     # leaves the replicas the whole machine (the Ray backend, whose nodes schedule their own).
     shares: Mapping[str, ReplicaShare] | None = None
@@ -258,18 +263,29 @@ def service_replica_name(task_name: str) -> str:
     return f"{role} {index}" if separator else task_name
 
 
-def failure_headline(task_name: str, returncode: int, restarts: int = 0) -> str:
-    """`The replica master 0 exited with a non-zero status of N.` / `... was killed by signal 9 (SIGKILL).`"""
+def failure_headline(task_name: str, returncode: int, restarts: int = 0, *, vertex: bool = False) -> str:
+    """ml v1's words: `The replica master 0 exited with a non-zero status of N.` / `... was killed by
+    signal 9 (SIGKILL).`; with `vertex`, Vertex AI's: `The replica workerpool0-0 exited with a
+    non-zero status of N. Termination reason: Error.` (its pool names; a signal is the status a
+    container reports for it, 128 + N)."""
+    plural = "s" if restarts != 1 else ""
+    if vertex:
+        status = returncode if returncode > 0 else 128 - returncode
+        text = f"The replica {vertex_task_name(task_name)} exited with a non-zero status of {status}. " \
+               "Termination reason: Error."
+        return text + (f" It had been restarted {restarts} time{plural}." if restarts else "")
     text = f"The replica {service_replica_name(task_name)} {describe_returncode(returncode)}"
     if restarts:
-        text += f" after {restarts} restart{'s' if restarts != 1 else ''}"
+        text += f" after {restarts} restart{plural}"
     return text + "."
 
 
-def failure_message(task_name: str, returncode: int, tail: list[str], restarts: int = 0) -> str:
-    """A failed job's errorMessage: the headline with the replica's last error line on the first
-    line (what one-line listings show), then its last error lines, uncut."""
-    text = failure_headline(task_name, returncode, restarts)
+def failure_message(task_name: str, returncode: int, tail: list[str], restarts: int = 0, *,
+                    vertex: bool = False) -> str:
+    """A failed job's errorMessage: the headline (in Vertex AI's words with `vertex`) with the
+    replica's last error line on the first line (what one-line listings show), then its last error
+    lines, uncut."""
+    text = failure_headline(task_name, returncode, restarts, vertex=vertex)
     lines = [line for line in tail if line.strip()]
     if lines:
         text += f" {lines[-1].strip()}"
@@ -434,8 +450,10 @@ class _ReplicaSetRun:
                 continue
             if self.policy.fail_when_restarts_run_out:
                 # The log already holds the replica's output; the headline is enough there.
-                self.say(failure_headline(name, returncode, replica.restarts), "ERROR")
-                return self.fail(name, failure_message(name, returncode, replica.tail.lines(), replica.restarts))
+                vertex = self.spec.vertex_wording
+                self.say(failure_headline(name, returncode, replica.restarts, vertex=vertex), "ERROR")
+                return self.fail(name, failure_message(name, returncode, replica.tail.lines(), replica.restarts,
+                                                       vertex=vertex))
             self.say(f"{name} {describe_returncode(returncode)}; it is not restarted.", "WARNING")
         return None
 
@@ -506,8 +524,9 @@ class _ReplicaSetRun:
                 if code != 0:
                     blamed, blamed_code = primary, code
         name = blamed.task.task_name
-        self.say(failure_headline(name, blamed_code, blamed.restarts), "ERROR")
-        message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts)
+        vertex = self.spec.vertex_wording
+        self.say(failure_headline(name, blamed_code, blamed.restarts, vertex=vertex), "ERROR")
+        message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts, vertex=vertex)
         return self.fail(name, message, primary.returncode if primary.done else None)
 
     def restart_cluster(self, reason: str) -> ReplicaSetOutcome | None:
