@@ -118,6 +118,12 @@ class HomeLayout:
         return self.emulator / "grpc"
 
     @property
+    def proxy_ca(self) -> Path:
+        """The CA behind `local serve`'s proxy: it signs that server's certificates for Google's host
+        names, and only processes given its bundle (`aiptrain local env`) trust it."""
+        return self.emulator / "proxy-ca"
+
+    @property
     def ca(self) -> Path:
         """This installation's certificate authority (the gs:// endpoint's TLS)."""
         return self.root / "ca"

@@ -28,6 +28,7 @@ LAYOUT = {
     "emulator": "emulator",
     "emulator_tokens": "emulator/tokens",
     "emulator_grpc": "emulator/grpc",
+    "proxy_ca": "emulator/proxy-ca",
     "ca": "ca",
     "tmp": "tmp",
     "tools": "tools",

@@ -87,8 +87,12 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
               help="Port of the aiplatform v1 gRPC services, the Vertex AI SDK's default transport (0 picks a free "
               "one); served when grpcio and google-cloud-aiplatform are installed.")
 @click.option("--no-grpc", is_flag=True, help="Do not serve gRPC.")
+@click.option("--no-proxy", is_flag=True,
+              help="Do not start the HTTPS proxy that answers Google's host names (ml, aiplatform, logging, storage, "
+              "oauth2) for clients given `aiptrain local env`'s environment.")
 def serve(host: str, port: int, allow_remote: bool, token: str | None, token_file: Path | None, no_auth: bool,
-          gcloud_config: str | None, project: str, region: str, grpc_port: int, no_grpc: bool) -> int:
+          gcloud_config: str | None, project: str, region: str, grpc_port: int, no_grpc: bool,
+          no_proxy: bool) -> int:
     """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine, and a console of
     its jobs in the browser at / (the URL it prints carries the token; `aiptrain local console` opens it)."""
     import os
@@ -117,12 +121,17 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
         if served.token_file is not None:
             click.echo(f"Clients must send the bearer token in {served.token_file} (aiptrain and --gcloud-config "
                        "on this machine read it from there; elsewhere set AIPTRAIN_API_TOKEN)", err=True)
+            click.echo(f"Google credentials carrying it (GOOGLE_APPLICATION_CREDENTIALS): {served.credentials_file}",
+                       err=True)
         else:
             click.echo("warning: --no-auth: any process on this machine, of any user, can create jobs here and so "
                        "run code as you, and read every job, log and stored file", err=True)
         click.echo(f"The console in a browser: {served.console}  (or `aiptrain local console --port "
                    f"{urlsplit(url).port}`)", err=True)
         click.echo(f"Point aiptrain at it with: --backend mlv1 --api-endpoint {url}", err=True)
+        if served.proxy_port is not None:
+            click.echo(f"Google's clients, unchanged, through its proxy on 127.0.0.1:{served.proxy_port}: "
+                       f"eval \"$(aiptrain local env --port {urlsplit(url).port})\"", err=True)
         if served.grpc_address is not None:
             click.echo(f"gRPC (the Vertex AI SDK's default transport) on {served.grpc_address}: "
                        f"aiplatform.init(api_endpoint=\"{served.grpc_address}\", ...) with "
@@ -140,7 +149,27 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
                        f"(or CLOUDSDK_ACTIVE_CONFIG_NAME={gcloud_config})", err=True)
 
     run_server(host, port, allow_remote=allow_remote, token=token, auth=not no_auth, home=None, on_ready=announce,
-               grpc_port=None if no_grpc else grpc_port)
+               grpc_port=None if no_grpc else grpc_port, proxy=not no_proxy, project=project)
+    return 0
+
+
+@local.command("env")
+@click.option("--port", type=click.IntRange(1, 65535),
+              help="The port of the `aiptrain local serve` (default: the one started last).")
+@click.option("--format", "output_format", type=click.Choice(["shell", "json"]), default="shell", show_default=True,
+              help="shell: `export NAME=VALUE` lines, for `eval \"$(aiptrain local env)\"`; json: one object.")
+def env(port: int | None, output_format: str) -> int:
+    """Print the environment that sends Google's clients (the Cloud SDKs, googleapiclient, gcloud, Airflow's
+    hooks, Vertex Pipelines' launcher) to a running `aiptrain local serve` through its proxy, unchanged:
+    `eval "$(aiptrain local env)"`."""
+    import json
+
+    from aiptrain.emulator.client_env import environment, find_record, render_shell
+
+    variables = environment(find_record(port, None))
+    click.echo(json.dumps(variables, indent=2) if output_format == "json" else render_shell(variables), nl=False)
+    if output_format == "json":
+        click.echo()
     return 0
 
 

@@ -126,6 +126,7 @@ def create_app(
     storage_root: Path | None = None,
     state_dir: Path | None = None,
     stopping: Stopping | None = None,
+    proxied_port: int | None = None,
 ) -> RequestGuard:
     """The ASGI app over `engine`, behind the request guard.
 
@@ -135,6 +136,7 @@ def create_app(
     state_dir:    where Vertex job records are kept (default: the engine home's `emulator`)
     faults:       test-only fault injection (see `faults`)
     stopping:     set when the server shuts down: the console's event streams end
+    proxied_port: the port the proxy hands requests for Google's names to (Host may name them there)
     """
     services = make_services(engine, storage_root=storage_root, state_dir=state_dir)
 
@@ -184,7 +186,8 @@ def create_app(
     not_found = _endpoint(_unknown_method, faults=None)
     routes.append(Route("/{path:path}", not_found,
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
-    return RequestGuard(Starlette(routes=routes), token=token, bind_host=bind_host, console=ConsoleLogin(token))
+    return RequestGuard(Starlette(routes=routes), token=token, bind_host=bind_host, console=ConsoleLogin(token),
+                        proxied_port=proxied_port)
 
 
 def _collection_routes(route: Callable[..., Route], services: Services, collection: str, item: str, resource: str,

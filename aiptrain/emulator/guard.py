@@ -5,7 +5,8 @@ that was meant to use it, not from a web page the developer happens to have open
 
 - `Host` must be a loopback name (localhost, 127.0.0.0/8, [::1]) or the address the server was
   told to bind: a DNS-rebound name (evil.example resolving to 127.0.0.1) is refused, so a page
-  cannot read jobs or logs through the browser either.
+  cannot read jobs or logs through the browser either. On the proxied port only (where `proxy`
+  hands on what clients sent to Google's names), a Google host the proxy serves is taken too.
 - An `Origin` header, which browsers add to cross-site requests, must be this server itself;
   no CORS header is ever sent, so no other origin can read an answer.
 - With a token, `Authorization: Bearer <token>` (401 otherwise, compared in constant time). The
@@ -28,6 +29,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 
 from aiptrain.emulator.errors import ApiError
+from aiptrain.emulator.google_hosts import destination
 from aiptrain.emulator.tokens import session_cookie_name, session_is_valid
 from aiptrain.loopback import is_loopback_host
 
@@ -67,11 +69,13 @@ class ConsoleGate(Protocol):
 class RequestGuard:
     """ASGI middleware: the checks in this module's docstring, in that order."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, bind_host: str, console: ConsoleGate | None = None) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None, bind_host: str, console: ConsoleGate | None = None,
+                 proxied_port: int | None = None) -> None:
         self.app = app
         self.token = token
         self.bind_host = bind_host.strip("[]").lower()
         self.console = console
+        self.proxied_port = proxied_port  # the port `proxy` hands requests for Google's names to
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -82,20 +86,22 @@ class RequestGuard:
         console = self.console if self.console is not None and self.console.covers(path) else None
         session = _cookie(headers, session_cookie_name(_port(scope, headers))) if console else None
         public = self.console is not None and self.console.public(path)
-        refusal = self.refusal(scope["method"], headers, console_session=session, public=public)
+        server = scope.get("server")
+        proxied = self.proxied_port is not None and server is not None and server[1] == self.proxied_port
+        refusal = self.refusal(scope["method"], headers, console_session=session, public=public, proxied=proxied)
         exchanging = console is not None and self.token is not None and _asks_token_exchange(scope)
         if console is not None and (exchanging or (refusal is not None and refusal.status == "UNAUTHENTICATED")):
             await console.login(scope, receive, send)
             return
         if refusal is not None:
-            await _send_error(send, refusal)
+            await send_error(send, refusal)
             return
         await self.app(scope, receive, send)
 
     def refusal(self, method: str, headers: dict[str, str], *, console_session: str | None = None,
-                public: bool = False) -> ApiError | None:
+                public: bool = False, proxied: bool = False) -> ApiError | None:
         host = headers.get("host", "")
-        if not self._host_allowed(host):
+        if not self._host_allowed(host, proxied=proxied):
             shown = host[:100] or "(none)"
             return ApiError("INVALID_ARGUMENT", f"Host {shown!r} is not a name of this aiptrain emulator: "
                             "use http://127.0.0.1:PORT/ or http://localhost:PORT/.")
@@ -123,10 +129,12 @@ class RequestGuard:
     def _session_valid(self, session: str | None) -> bool:
         return session is not None and self.token is not None and session_is_valid(self.token, session)
 
-    def _host_allowed(self, host: str) -> bool:
+    def _host_allowed(self, host: str, *, proxied: bool) -> bool:
         name = split_host_header(host).strip("[]").lower()
         if not name:
             return False
+        if proxied and destination(name) is not None:
+            return True
         return is_loopback_host(name) or name == self.bind_host
 
 
@@ -171,7 +179,7 @@ def _has_body(headers: dict[str, str]) -> bool:
     return "transfer-encoding" in headers
 
 
-async def _send_error(send: Send, error: ApiError) -> None:
+async def send_error(send: Send, error: ApiError) -> None:
     body = json.dumps(error.body()).encode()
     headers = [(b"content-type", b"application/json; charset=UTF-8"), (b"content-length", str(len(body)).encode())]
     headers += [(name.lower().encode(), value.encode()) for name, value in error.headers.items()]

@@ -3,7 +3,12 @@
 It listens on loopback by default. Any other address exposes every job and every file of the
 local store to the network, so it is refused unless the caller opts in (`allow_remote`) and
 keeps the bearer token. The token is on by default (`tokens`): without `auth=False` a server
-started without one makes one up and writes it where local clients find it.
+started without one makes one up and writes it where local clients find it, with a Google
+credentials file that carries it beside it.
+
+With `proxy` (the default), it also starts its HTTPS proxy (`proxy`) on loopback, which answers
+Google's host names with this server, a storage endpoint over the local store for Cloud Storage,
+and writes the record `aiptrain local env` reads (`client_env`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aiptrain.backends import DEFAULT_LOCAL_PROJECT
 from aiptrain.emulator.faults import FaultPlan
 from aiptrain.errors import OperationalError, UsageError
 from aiptrain.loopback import is_loopback_host
@@ -103,6 +109,8 @@ class Served:
     grpc_certificate: Path | None = None  # the certificate gRPC clients trust (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)
     grpc_missing: bool = False  # gRPC was asked for but grpcio / google-cloud-aiplatform are not installed
     console: str = ""  # the console's URL, with the token to exchange for a session cookie
+    credentials_file: Path | None = None  # the authorized_user file carrying the token (google-auth)
+    proxy_port: int | None = None  # the HTTPS proxy for Google's host names (None: --no-proxy)
 
 
 def serve(
@@ -116,6 +124,8 @@ def serve(
     faults: FaultPlan | None = None,
     on_ready: Callable[[Served], None] | None = None,
     grpc_port: int | None = None,
+    proxy: bool = True,
+    project: str = DEFAULT_LOCAL_PROJECT,
 ) -> None:
     """Serve until interrupted. `on_ready` is called once listening.
 
@@ -123,9 +133,11 @@ def serve(
                (0: a free one), when grpcio and google-cloud-aiplatform are installed; None: not.
     token: the bearer token clients must send; None with `auth` (the default): a new random one.
     auth:  False serves without a token (`--no-auth`); `token` must then be None.
+    proxy: also start the HTTPS proxy for Google's host names (`aiptrain local env` prints its
+           environment); `project` is the project that environment names.
     Fault injection comes from `faults` or, when not given, $AIPTRAIN_EMULATOR_FAULTS (tests only).
     """
-    from aiptrain.emulator.tokens import new_token, remove_token_file, write_token_file
+    from aiptrain.emulator.tokens import new_token
 
     if not auth and token:
         raise UsageError("--no-auth cannot be combined with a token", hint="drop --no-auth or the token")
@@ -147,19 +159,31 @@ def serve(
     allow_forking(False)  # a long-lived, threaded server execs its jobs' supervisors
     engine = LocalEngine(home=home)
     stopping = ShuttingDown()
-    app = create_app(engine, token=token, bind_host=host, faults=faults or FaultPlan.from_environment(),
-                     stopping=stopping)
-    sock = bind_socket(host, port)
+    # What the proxy hands requests for Google's names to: a port of its own, so that the guard
+    # takes those names as Host there and nowhere else.
+    opened = _Closers()
+    proxied_sock = opened.socket(bind_socket("127.0.0.1", 0)) if proxy else None
+    proxied_port = int(proxied_sock.getsockname()[1]) if proxied_sock is not None else None
+    app: Any = create_app(engine, token=token, bind_host=host, faults=faults or FaultPlan.from_environment(),
+                          stopping=stopping, proxied_port=proxied_port)
+    sock = opened.socket(bind_socket(host, port))
     actual_port = int(sock.getsockname()[1])
-    grpc_server, grpc_served = None, Served("", None, grpc_missing=grpc_port is not None)
+    url = base_url(host, actual_port)
+    grpc_served = Served("", None, grpc_missing=grpc_port is not None)
+    front: _ProxyFront | None = None
     try:
-        token_file = write_token_file(token, actual_port, home) if token else None
+        token_file, credentials = _write_token(opened, token, actual_port, home)
         if grpc_port is not None:
-            grpc_server, grpc_served = _start_grpc(engine, host, grpc_port, token)
+            grpc_served = _start_grpc(opened, engine, host, grpc_port, token)
+        if proxied_port is not None:
+            front = _ProxyFront.start(engine, app, proxied_port=proxied_port, token=token, bind_host=host,
+                                      grpc=grpc_served)
+            opened.add(front.stop)
+            app = front.app
+            front.record(actual_port, url, project=project, token_file=token_file, credentials=credentials,
+                         home=home)
     except BaseException:
-        sock.close()
-        if grpc_server is not None:
-            grpc_server.stop(grace=None)
+        opened.close()
         raise
     # The token stays in this process: supervisors and trainers never inherit it.
     os.environ.pop("AIPTRAIN_SERVE_TOKEN", None)
@@ -169,31 +193,130 @@ def serve(
     stopping.server = server
     try:
         if on_ready is not None:
-            url = base_url(host, actual_port)
             on_ready(Served(url, token_file, grpc_served.grpc_address, grpc_served.grpc_certificate,
-                            grpc_served.grpc_missing, console_url(url, token)))
-        server.run(sockets=[sock])
+                            grpc_served.grpc_missing, console_url(url, token), credentials,
+                            front.proxy_port if front is not None else None))
+        server.run(sockets=[sock] if proxied_sock is None else [sock, proxied_sock])
     finally:
-        sock.close()
-        if grpc_server is not None:
-            grpc_server.stop(grace=None)
-        if token_file is not None and token is not None:
-            remove_token_file(token_file, token)
+        opened.close()
 
 
-def _start_grpc(engine: LocalEngine, host: str, port: int, token: str | None) -> tuple[Any, Served]:
+def _write_token(opened: _Closers, token: str | None, port: int, home: Path | None) -> tuple[Path | None, Path | None]:
+    """The token file and the credentials file beside it (None, None: no token is asked for)."""
+    from aiptrain.emulator.tokens import remove_token_file, write_credentials_file, write_token_file
+
+    if not token:
+        return None, None
+    token_file = write_token_file(token, port, home)
+    opened.add(lambda: remove_token_file(token_file, token))
+    return token_file, write_credentials_file(token, port, home)
+
+
+class _Closers:
+    """What the server opened, closed in the reverse order (on a failed start as on the way out)."""
+
+    def __init__(self) -> None:
+        self._closers: list[Callable[[], None]] = []
+
+    def add(self, closer: Callable[[], None]) -> None:
+        self._closers.append(closer)
+
+    def socket(self, sock: socket.socket) -> socket.socket:
+        self.add(sock.close)
+        return sock
+
+    def close(self) -> None:
+        while self._closers:
+            self._closers.pop()()
+
+
+class _ProxyFront:
+    """The proxy, the storage endpoint it hands Cloud Storage to, and the record `local env` reads."""
+
+    def __init__(self, app: Any, proxy: Any, storage: Any, authority: Any) -> None:
+        self.app = app
+        self.proxy = proxy
+        self.storage = storage
+        self.authority = authority
+        self.proxy_port = 0
+        self.written: Any = None
+        self.home: Path | None = None
+
+    @classmethod
+    def start(cls, engine: LocalEngine, app: Any, *, proxied_port: int, token: str | None, bind_host: str,
+              grpc: Served) -> _ProxyFront:
+        import threading
+
+        from aiptrain.emulator.proxied_hosts import ProxiedHosts
+        from aiptrain.emulator.proxy import Backends, ConnectProxy, ProxyCredentials, Upstream
+        from aiptrain.emulator.proxy_ca import ProxyAuthority
+        from aiptrain.emulator.services import make_services
+        from aiptrain.emulator.tokens import refresh_token_for
+        from aiptrain.gcs_endpoint.api import StorageServer
+        from aiptrain.gcs_endpoint.service import UPSTREAM_VARIABLE, store_buckets
+
+        services = make_services(engine)
+        home = services.storage_root.parent
+        storage = StorageServer(store_buckets(home, services.storage_root, os.environ.get(UPSTREAM_VARIABLE)), None)
+        threading.Thread(target=storage.serve_forever, kwargs={"poll_interval": 0.2}, name="serve-storage",
+                         daemon=True).start()
+        grpc_backend = None
+        if grpc.grpc_address is not None:
+            grpc_host, _, grpc_port = grpc.grpc_address.rpartition(":")
+            grpc_backend = ("127.0.0.1" if grpc_host.strip("[]") in ("0.0.0.0", "::") else grpc_host.strip("[]"),
+                            int(grpc_port))
+        backends = Backends(api=("127.0.0.1", proxied_port), storage=("127.0.0.1", storage.server_address[1]),
+                            grpc=grpc_backend, grpc_certificate=grpc.grpc_certificate)
+        authority = ProxyAuthority(home)
+        proxy = ConnectProxy(credentials=ProxyCredentials.new(), authority=authority, backends=backends,
+                             upstream=Upstream.from_environment(dict(os.environ)))
+        wrapped = ProxiedHosts(app, proxied_port=proxied_port, token=token,
+                               refresh_token=refresh_token_for(token) if token else "", projects=services.projects,
+                               bind_host=bind_host)
+        front = cls(wrapped, proxy, storage, authority)
+        try:
+            front.proxy_port = proxy.start()
+        except BaseException:
+            storage.shutdown()
+            storage.server_close()
+            raise
+        return front
+
+    def record(self, port: int, url: str, *, project: str, token_file: Path | None, credentials: Path | None,
+               home: Path | None) -> None:
+        from aiptrain.emulator.client_env import ServerRecord, write_record
+
+        self.written = ServerRecord(
+            port=port, url=url, project=project, proxy_port=self.proxy_port,
+            proxy_username=self.proxy.credentials.username, proxy_password=self.proxy.credentials.password,
+            ca_bundle=str(self.authority.write_bundle()), credentials=str(credentials or ""),
+            token_file=str(token_file) if token_file is not None else None)
+        self.home = home
+        write_record(self.written, home)
+
+    def stop(self) -> None:
+        from aiptrain.emulator.client_env import remove_record
+
+        if self.written is not None:
+            remove_record(self.written, self.home)
+        self.proxy.stop()
+        self.storage.shutdown()
+        self.storage.server_close()
+
+
+def _start_grpc(opened: _Closers, engine: LocalEngine, host: str, port: int, token: str | None) -> Served:
     """The gRPC port (aiptrain.emulator.grpc_api), or nothing when its packages are missing."""
     from aiptrain.emulator import grpc_api
 
     if not grpc_api.available():
-        return None, Served("", None, grpc_missing=True)
+        return Served("", None, grpc_missing=True)
     from aiptrain.emulator.services import make_services
 
     services = make_services(engine)
     identity = grpc_api.grpc_identity(services.storage_root.parent)
     server, bound = grpc_api.start_grpc_server(services, host=host, port=port, token=token, identity=identity)
+    opened.add(lambda: server.stop(grace=None))
     if not bound:
-        server.stop(grace=None)
         raise OperationalError(f"cannot listen for gRPC on {host}:{port}", hint="choose another --grpc-port")
     shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
-    return server, Served("", None, f"{shown}:{bound}", identity.certificate_path)
+    return Served("", None, f"{shown}:{bound}", identity.certificate_path)

@@ -6,6 +6,12 @@ notebook server does. The token lives in `paths.serve_token_path(port)` for as l
 server runs: aiptrain's own clients of a loopback endpoint and gcloud (`auth/access_token_file`)
 read it from there.
 
+Beside it, `local serve` writes a Google credentials file (`write_credentials_file`): an
+`authorized_user` file that already carries the token with a far expiry, so google-auth (the Vertex
+AI SDK, google-cloud-storage, Airflow's hooks) sends it as it is through
+GOOGLE_APPLICATION_CREDENTIALS; a refresh goes to `oauth2.googleapis.com/token`, which the
+proxy answers with the same token (`proxied_hosts`).
+
 The console in the browser uses the same token, as a notebook server does: the URL printed at
 start carries it once (`?token=`), and the server answers with a session cookie (HttpOnly,
 SameSite=Strict, named after the port: cookies are per host, not per port) that stands for it
@@ -56,6 +62,36 @@ def write_private_file(path: Path, text: str, *, what: str, hint: str) -> None:
         raise OperationalError(f"cannot write {what} {path}: {error.strerror or error}", hint=hint) from None
 
 
+def credentials_path(port: int, home: Path | None) -> Path:
+    """The Google credentials file of the server on `port`, beside its token file."""
+    return credentials_beside(serve_token_path(port, home))
+
+
+def credentials_beside(token_file: Path) -> Path:
+    return token_file.with_name(f"{token_file.name}.credentials.json")
+
+
+def refresh_token_for(token: str) -> str:
+    """The refresh token the credentials file carries: derived from the server's token, so a refresh
+    that does not come from that file is refused."""
+    return _mac(token, "refresh", "authorized_user")
+
+
+def write_credentials_file(token: str, port: int, home: Path | None) -> Path:
+    """An `authorized_user` credentials file holding `token` until 2099: google-auth sends it without
+    a refresh. Private from its first byte, like the token file."""
+    import json
+
+    path = credentials_path(port, home)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    content = {"type": "authorized_user", "client_id": "aiptrain-local-serve", "client_secret": "aiptrain-local-serve",
+               "refresh_token": refresh_token_for(token), "token": token, "expiry": "2099-01-01T00:00:00Z",
+               "token_uri": "https://oauth2.googleapis.com/token"}
+    write_private_file(path, json.dumps(content, indent=2) + "\n", what="the emulator's credentials file",
+                       hint="check that AIPTRAIN_HOME is writable")
+    return path
+
+
 def remove_token_file(path: Path, token: str) -> None:
     """Remove the file if it still holds our token (another server may have taken the port since),
     and the page `aiptrain local console` wrote beside it, which holds the token too."""
@@ -63,6 +99,7 @@ def remove_token_file(path: Path, token: str) -> None:
         if path.read_text(encoding="utf-8") == token:
             path.unlink()
             console_launcher_path(path).unlink(missing_ok=True)
+            credentials_beside(path).unlink(missing_ok=True)
     except OSError:
         pass
 

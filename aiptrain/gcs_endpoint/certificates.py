@@ -18,6 +18,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aiptrain.paths import HomeLayout
 
@@ -46,23 +47,30 @@ def storage_identity(home: Path) -> ServerIdentity:
         if not identity.ca_path.is_file():
             ca_pem, chain_pem, key_pem = _issue()
             # The CA last: whoever finds it finds the matching key and chain in place.
-            _write_atomically(identity.key_path, key_pem)
-            _write_atomically(identity.certificate_path, chain_pem)
-            _write_atomically(identity.ca_path, ca_pem)
+            write_atomically(identity.key_path, key_pem)
+            write_atomically(identity.certificate_path, chain_pem)
+            write_atomically(identity.ca_path, ca_pem)
     return identity
 
 
 def _issue() -> tuple[bytes, bytes, bytes]:
     """(CA certificate, server certificate + CA, server key), all PEM."""
+    ca, ca_key = new_authority("aiptrain local storage CA (this machine only)")
+    certificate, key = sign_leaf(ca, ca_key, STORAGE_HOSTS)
+    return ca, certificate + ca, key
+
+
+def new_authority(common_name: str) -> tuple[bytes, bytes]:
+    """A CA that may sign server certificates only (path length 0): (certificate, key), PEM."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import NameOID
 
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=1)
     until = now + datetime.timedelta(days=_VALID_DAYS)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "aiptrain local storage CA (this machine only)")])
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     ca = (
         x509.CertificateBuilder()
         .subject_name(ca_name).issuer_name(ca_name)
@@ -77,28 +85,56 @@ def _issue() -> tuple[bytes, bytes, bytes]:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
+    return _pem_certificate(ca), _pem_key(ca_key)
+
+
+def sign_leaf(ca_pem: bytes, ca_key_pem: bytes, hosts: tuple[str, ...]) -> tuple[bytes, bytes]:
+    """A server certificate for exactly `hosts` (no wildcard), signed by the CA: (certificate, key), PEM."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=1)
+    until = min(now + datetime.timedelta(days=_VALID_DAYS), ca.not_valid_after_utc)
     key = ec.generate_private_key(ec.SECP256R1())
     server = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, STORAGE_HOSTS[0])]))
-        .issuer_name(ca_name)
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+        .issuer_name(ca.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now).not_valid_after(until)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host) for host in STORAGE_HOSTS]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host) for host in hosts]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    ca_pem = ca.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
+    return _pem_certificate(server), _pem_key(key)
+
+
+def _pem_certificate(certificate: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    pem: bytes = certificate.public_bytes(serialization.Encoding.PEM)
+    return pem
+
+
+def _pem_key(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    pem: bytes = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    return ca_pem, server.public_bytes(serialization.Encoding.PEM) + ca_pem, key_pem
+    return pem
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path` whole or not at all; keys (`*key.pem`) readable by the owner only."""
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as stream:
@@ -120,5 +156,5 @@ def extended_system_bundle(identity: ServerIdentity, system_bundle: Path) -> Pat
             return path
     except FileNotFoundError:
         pass
-    _write_atomically(path, content)
+    write_atomically(path, content)
     return path

@@ -76,6 +76,12 @@ _READ_BLOCK_MB = "16"
 UPSTREAM_VARIABLE = "AIPTRAIN_LOCAL_STORAGE_EMULATOR"
 
 
+def store_buckets(home: Path, storage_root: Path, upstream: str | None) -> Buckets:
+    """The buckets served: the GCS emulator at `upstream` when there is one, else the local store."""
+    return (EmulatorBuckets(upstream, HomeLayout(home).tmp / "storage-uploads") if upstream
+            else DirectoryBuckets(storage_root))
+
+
 class ReplicaStorage:
     """A running storage endpoint over `storage_root` (or the GCS emulator `upstream`); `close()` stops it.
     With the job's `metadata` server, a request's bearer token must be one of its tokens, and the
@@ -100,9 +106,7 @@ class ReplicaStorage:
         # jobs whose runtime needs it pay for the namespaces (and lose setuid inside them).
         self.system_bundle, self.system_trust_problem = (
             _system_trust(identity) if extend_system_trust else (None, None))
-        buckets: Buckets = (EmulatorBuckets(upstream, HomeLayout(home).tmp / "storage-uploads") if upstream
-                            else DirectoryBuckets(storage_root))
-        self.server = StorageServer(buckets, context, metadata)
+        self.server = StorageServer(store_buckets(home, storage_root, upstream), context, metadata)
         self.proxies_metadata = metadata is not None
         # TensorFlow's bearer token: one of the metadata server's, for the job's whole life.
         self.client_token = metadata.tokens.issue(_JOB_LIFETIME_SECONDS) if metadata is not None else _TEST_TOKEN
