@@ -12,13 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs.manual import DOCS, code_block
 from tests.fixtures.emulator import Emulator, running_emulator, trainer_sdist
 
 __all__ = ["ProxiedEmulator", "proxied_emulator", "trainer_sdist"]
 
-PROJECT = "clients-project"
-BUCKET = "clients-bucket"
-PACKAGE_URI = f"gs://{BUCKET}/packages/trainer.tar.gz"
+CLIENT_PAGES = DOCS / "clients"
+EVAL_LINE = 'eval "$(aiptrain local env)"'
+
+PROJECT = "ci-project"
+BUCKET = "ci-bucket"
+PACKAGE_URI = f"gs://{BUCKET}/packages/trainer-0.1.0.tar.gz"
 
 
 @dataclass(frozen=True)
@@ -52,3 +56,16 @@ def proxied_emulator(tmp_path_factory: pytest.TempPathFactory, trainer_sdist: Pa
     with running_emulator(tmp_path_factory.mktemp("clients-home"), grpc=True) as server:
         server.stage(trainer_sdist, PACKAGE_URI)
         yield ProxiedEmulator(server, local_env(server))
+
+
+def page_code(page: str, after: str, language: str) -> str:
+    """The first LANGUAGE block of docs/clients/PAGE after the text `after`."""
+    return code_block(CLIENT_PAGES / page, after, language)
+
+
+def without_the_eval(shell: str) -> str:
+    """A page's shell block less its `eval "$(aiptrain local env)"` line, whose variables the test
+    gives the client itself (the same `local env` output, for the server the test started)."""
+    lines = shell.splitlines()
+    assert any(line.startswith(EVAL_LINE) for line in lines), f"the page no longer says {EVAL_LINE}"
+    return "\n".join(line for line in lines if not line.startswith(EVAL_LINE)) + "\n"
