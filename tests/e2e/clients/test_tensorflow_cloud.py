@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.clients.conftest import PROJECT, ProxiedEmulator, local_env, page_code
+from tests.e2e.clients.conftest import ProxiedEmulator, local_env, page_code
 from tests.fixtures.client_venvs import TENSORFLOW_CLOUD, BuiltVenv, ensure_venv
 from tests.fixtures.containers import SuiteDocker, SuiteImages
 from tests.fixtures.emulator import running_emulator
@@ -49,19 +49,20 @@ def test_deploy_job_and_wait_succeed(venv: BuiltVenv, on_docker: ProxiedEmulator
     job_id, verdict = run_page_code(venv, on_docker, tmp_path, images["shell"], "echo trained by tensorflow-cloud")
     assert verdict == "SUCCEEDED"
     engine = on_docker.server.engine()
-    job = engine.get(PROJECT, job_id)
+    project = on_docker.env["GOOGLE_CLOUD_PROJECT"]  # tensorflow-cloud submits to the default project
+    job = engine.get(project, job_id)
     assert job.state == "SUCCEEDED"
     ti = job.to_api()["trainingInput"]
     # What it sent, as the service kept it: the canonical tier, and no accelerator for a CPU machine.
     assert ti["scaleTier"] == "CUSTOM" and ti["masterType"] == "n1-standard-4"
     assert "acceleratorConfig" not in ti["masterConfig"]
-    assert "trained by tensorflow-cloud" in [entry.message for entry in engine.logs(PROJECT, job_id)]
+    assert "trained by tensorflow-cloud" in [entry.message for entry in engine.logs(project, job_id)]
 
 
 def test_a_failing_image_is_a_failed_job(venv: BuiltVenv, on_docker: ProxiedEmulator, images: SuiteImages,
                                          tmp_path: Path) -> None:
     job_id, verdict = run_page_code(venv, on_docker, tmp_path, images["shell"], "echo boom >&2; exit 3")
     assert verdict == "FAILED"
-    job = on_docker.server.engine().get(PROJECT, job_id)
+    job = on_docker.server.engine().get(on_docker.env["GOOGLE_CLOUD_PROJECT"], job_id)
     assert job.state == "FAILED"
     assert job.error_message.startswith("The replica master 0 exited with a non-zero status of 3. boom")
