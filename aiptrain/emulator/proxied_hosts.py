@@ -27,6 +27,7 @@ from aiptrain.emulator.errors import ApiError
 from aiptrain.emulator.google_hosts import OAUTH2_HOST, RESOURCE_MANAGER_HOST, api_of
 from aiptrain.emulator.guard import ASGIApp, Receive, RequestGuard, Scope, Send, send_error, split_host_header
 from aiptrain.emulator.projects import ProjectDirectory
+from aiptrain.emulator.tokens import credential_token
 
 _TOKEN_LIFETIME_SECONDS = 3599
 _MAX_FORM_BYTES = 64 * 1024
@@ -102,7 +103,7 @@ class ProxiedHosts:
                                          "aiptrain local serve refreshes only the credentials file it wrote "
                                          "(GOOGLE_APPLICATION_CREDENTIALS from `aiptrain local env`)."})
             return
-        await _send_json(send, 200, {"access_token": self.token or "aiptrain-no-auth", "token_type": "Bearer",
+        await _send_json(send, 200, {"access_token": credential_token(self.token), "token_type": "Bearer",
                                      "expires_in": _TOKEN_LIFETIME_SECONDS,
                                      "scope": "https://www.googleapis.com/auth/cloud-platform"})
 

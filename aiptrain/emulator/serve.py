@@ -201,12 +201,16 @@ def serve(
         opened.close()
 
 
-def _write_token(opened: _Closers, token: str | None, port: int, home: Path | None) -> tuple[Path | None, Path | None]:
-    """The token file and the credentials file beside it (None, None: no token is asked for)."""
-    from aiptrain.emulator.tokens import remove_token_file, write_credentials_file, write_token_file
+def _write_token(opened: _Closers, token: str | None, port: int, home: Path | None) -> tuple[Path | None, Path]:
+    """The token file (None: no token is asked for) and the credentials file beside it, which a
+    server without a token writes too (with a token it takes no notice of), so that clients of
+    `aiptrain local env` find credentials either way."""
+    from aiptrain.emulator.tokens import credential_token, remove_token_file, write_credentials_file, write_token_file
 
     if not token:
-        return None, None
+        credentials = write_credentials_file(credential_token(None), port, home)
+        opened.add(lambda: credentials.unlink(missing_ok=True))
+        return None, credentials
     token_file = write_token_file(token, port, home)
     opened.add(lambda: remove_token_file(token_file, token))
     return token_file, write_credentials_file(token, port, home)
@@ -226,8 +230,15 @@ class _Closers:
         return sock
 
     def close(self) -> None:
+        """Close everything, even when one closer fails (its error is raised once all ran)."""
+        failure: BaseException | None = None
         while self._closers:
-            self._closers.pop()()
+            try:
+                self._closers.pop()()
+            except BaseException as error:  # the rest must still be closed
+                failure = failure or error
+        if failure is not None:
+            raise failure
 
 
 class _ProxyFront:
@@ -251,7 +262,7 @@ class _ProxyFront:
         from aiptrain.emulator.proxy import Backends, ConnectProxy, ProxyCredentials, Upstream
         from aiptrain.emulator.proxy_ca import ProxyAuthority
         from aiptrain.emulator.services import make_services
-        from aiptrain.emulator.tokens import refresh_token_for
+        from aiptrain.emulator.tokens import credential_token, refresh_token_for
         from aiptrain.gcs_endpoint.api import StorageServer
         from aiptrain.gcs_endpoint.service import UPSTREAM_VARIABLE, store_buckets
 
@@ -271,7 +282,7 @@ class _ProxyFront:
         proxy = ConnectProxy(credentials=ProxyCredentials.new(), authority=authority, backends=backends,
                              upstream=Upstream.from_environment(dict(os.environ)))
         wrapped = ProxiedHosts(app, proxied_port=proxied_port, token=token,
-                               refresh_token=refresh_token_for(token) if token else "", projects=services.projects,
+                               refresh_token=refresh_token_for(credential_token(token)), projects=services.projects,
                                bind_host=bind_host)
         front = cls(wrapped, proxy, storage, authority)
         try:
@@ -282,14 +293,14 @@ class _ProxyFront:
             raise
         return front
 
-    def record(self, port: int, url: str, *, project: str, token_file: Path | None, credentials: Path | None,
+    def record(self, port: int, url: str, *, project: str, token_file: Path | None, credentials: Path,
                home: Path | None) -> None:
         from aiptrain.emulator.client_env import ServerRecord, write_record
 
         self.written = ServerRecord(
             port=port, url=url, project=project, proxy_port=self.proxy_port,
             proxy_username=self.proxy.credentials.username, proxy_password=self.proxy.credentials.password,
-            ca_bundle=str(self.authority.write_bundle()), credentials=str(credentials or ""),
+            ca_bundle=str(self.authority.write_bundle()), credentials=str(credentials),
             token_file=str(token_file) if token_file is not None else None)
         self.home = home
         write_record(self.written, home)

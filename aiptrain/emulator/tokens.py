@@ -71,6 +71,15 @@ def credentials_beside(token_file: Path) -> Path:
     return token_file.with_name(f"{token_file.name}.credentials.json")
 
 
+# What the credentials file of a server started with --no-auth carries: it asks for no token.
+NO_AUTH_TOKEN = "aiptrain-no-auth"  # noqa: S105 - not a secret: such a server takes any token
+
+
+def credential_token(token: str | None) -> str:
+    """The token the credentials file carries and a refresh returns."""
+    return token or NO_AUTH_TOKEN
+
+
 def refresh_token_for(token: str) -> str:
     """The refresh token the credentials file carries: derived from the server's token, so a refresh
     that does not come from that file is refused."""

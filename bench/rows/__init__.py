@@ -32,6 +32,7 @@ def all_groups() -> list[RowGroup]:
         long_running,
         memory,
         packaging,
+        proxy,
         ray,
         runtime_envs,
         store_scale,
@@ -59,4 +60,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("containers", "16", "Container jobs", containers.run),
         RowGroup("long-running", "17", "A machine that runs jobs for months", long_running.run),
         RowGroup("vertex-sdk", "18", "The Vertex AI SDK via `local serve`", vertex_sdk.run),
+        RowGroup("proxy", "19", "Google's clients through `local serve`'s proxy", proxy.run),
     ]

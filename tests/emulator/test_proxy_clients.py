@@ -8,6 +8,7 @@ transport), and gcloud with no configuration and no login.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.emulator.proxy_clients import bare_environment, client_environment, run_python
+from tests.docs.manual import DOCS, code_block
+from tests.emulator.proxy_clients import client_environment, run_python
 from tests.fixtures.emulator import REPO, Emulator, running_emulator
 
 PROJECT = "proxied-project"
@@ -85,21 +87,23 @@ def test_storage_client_stages_a_package_into_the_local_store(served: Emulator, 
 
 @pytest.mark.parametrize("transport", ["rest", "grpc"])
 def test_vertex_sdk_given_only_project_and_location_creates_a_custom_job(served: Emulator, transport: str) -> None:
-    answer = run_python(served, '''
-        import json, sys
-        from google.cloud import aiplatform
-        transport = sys.argv[3]
-        aiplatform.init(project=sys.argv[2], location="us-central1", staging_bucket="gs://proxied-bucket",
-                        **({"api_transport": "rest"} if transport == "rest" else {}))
-        job = aiplatform.CustomJob(display_name="through-proxy-" + transport, worker_pool_specs=[{
-            "machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": 1,
-            "python_package_spec": {
-                "executor_image_uri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest",
-                "package_uris": [sys.argv[1]], "python_module": "trainer.task"}}])
-        job.run(sync=True)
-        print(json.dumps({"name": job.resource_name, "state": job.state.name,
-                          "transport": type(job.api_client._transport).__name__}))
-    ''', PACKAGE, PROJECT, transport)
+    """docs/clients/vertex-sdk.md's `aiplatform.init`, as written, on either transport."""
+    init = code_block(DOCS / "clients" / "vertex-sdk.md", 'eval "$(aiptrain local env)"', "python")
+    assert "api_endpoint" not in init and "credentials" not in init.lower()
+    init = init.replace('"my-project"', repr(PROJECT)).replace('"gs://my-bucket/staging"', '"gs://proxied-bucket"')
+    if transport == "rest":
+        init = init.replace('location="us-central1",', 'location="us-central1", api_transport="rest",')
+    answer = run_python(served, init + '''
+import json, sys
+job = aiplatform.CustomJob(display_name="through-proxy", worker_pool_specs=[{
+    "machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": 1,
+    "python_package_spec": {
+        "executor_image_uri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest",
+        "package_uris": [sys.argv[1]], "python_module": "trainer.task"}}])
+job.run(sync=True)
+print(json.dumps({"name": job.resource_name, "state": job.state.name,
+                  "transport": type(job.api_client._transport).__name__}))
+''', PACKAGE)
     assert answer["state"] == "JOB_STATE_SUCCEEDED", answer
     assert answer["transport"].lower().endswith(f"{transport}transport"), answer
     numeric_id = answer["name"].rsplit("/", 1)[1]
@@ -111,40 +115,37 @@ def test_vertex_sdk_given_only_project_and_location_creates_a_custom_job(served:
 # -- gcloud, with no configuration and no login ----------------------------------------------------------
 
 
-def gcloud(served: Emulator, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["gcloud", *args], capture_output=True, text=True, timeout=300,
-                          env=bare_environment(served, CLOUDSDK_CONFIG=str(config)))
-
-
 @pytest.mark.gcloud
 def test_gcloud_submits_an_ml_job_creates_a_custom_job_and_reads_logs(served: Emulator, tmp_path: Path) -> None:
+    """docs/clients/gcloud.md's commands, as written, from a shell that has only `aiptrain local env`'s
+    environment and an empty gcloud configuration directory: no configuration, no login."""
     if shutil.which("gcloud") is None:
         pytest.skip("gcloud is not on PATH")
-    config = tmp_path / "gcloud-config"  # empty: no configuration, no account
-    submitted = gcloud(served, config, "ai-platform", "jobs", "submit", "training", "gcloud_through_proxy",
-                       "--region", "us-central1", "--module-name", "trainer.task", "--packages", PACKAGE,
-                       "--runtime-version", "2.11", "--python-version", "3.7")
-    assert submitted.returncode == 0, submitted.stderr
-    spec = tmp_path / "custom-job.yaml"
-    spec.write_text(f"""workerPoolSpecs:
-  - machineSpec: {{machineType: n1-standard-4}}
+    served.stage(served.storage / "proxied-bucket" / "packages" / "trainer.tar.gz",
+                 "gs://ci-bucket/packages/trainer-0.1.0.tar.gz")
+    (tmp_path / "job.yaml").write_text("""workerPoolSpecs:
+  - machineSpec: {machineType: n1-standard-4}
     replicaCount: 1
     pythonPackageSpec:
       executorImageUri: us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest
-      packageUris: [{PACKAGE}]
+      packageUris: [gs://ci-bucket/packages/trainer-0.1.0.tar.gz]
       pythonModule: trainer.task
 """)
-    created = gcloud(served, config, "ai", "custom-jobs", "create", "--region", "us-central1",
-                     "--display-name", "gcloud-through-proxy", "--config", str(spec), "--format", "value(name)")
-    assert created.returncode == 0, created.stderr
-    assert "/customJobs/" in created.stdout
-    from tests.fixtures.engine import wait_until
-
-    engine = served.engine()
+    script = code_block(DOCS / "clients" / "gcloud.md", "# gcloud against", "sh")
+    serve_line, eval_line = script.splitlines()[:2]
+    assert serve_line.startswith("aiptrain local serve") and eval_line == 'eval "$(aiptrain local env)"'
+    script = script.replace(serve_line + "\n", "").replace(
+        "aiptrain local env", f"{sys.executable} -m aiptrain local env --port {served.port}")
+    script = "set -e\n" + script.replace("gcloud logging read", "sleep 15; gcloud logging read")
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600, env={
+        "PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "AIPTRAIN_HOME": str(served.home),
+        "PYTHONPATH": str(REPO), "CLOUDSDK_CONFIG": str(tmp_path / "gcloud-config"),
+        "CLOUDSDK_CORE_DISABLE_PROMPTS": "1"})
+    assert done.returncode == 0, done.stderr[-4000:]
     local_project = client_environment(served)["CLOUDSDK_CORE_PROJECT"]
-    wait_until(lambda: engine.get(local_project, "gcloud_through_proxy").state.value == "SUCCEEDED", timeout=180)
-    logs = gcloud(served, config, "logging", "read",
-                  'resource.type="ml_job" AND resource.labels.job_id="gcloud_through_proxy"',
-                  "--format", "value(textPayload)", "--freshness", "1d")
-    assert logs.returncode == 0, logs.stderr
-    assert "job-dir=" in logs.stdout
+    assert served.engine().get(local_project, "ci_job_1").state.value == "SUCCEEDED"
+    assert "job-dir=" in done.stdout  # the trainer's line, read back by `gcloud logging read`
+    from aiptrain.emulator.services import make_services
+
+    created = make_services(served.engine()).custom_jobs.list(local_project, "us-central1")
+    assert [record.request.get("displayName") for record in created] == ["ci"]

@@ -1,38 +1,28 @@
 """The client recipes of the manual, run as written against a real emulator.
 
-Each test takes a page's Python block, changes only what differs on this machine (the port the
-emulator got, where its token is), runs it, and checks what it did.
+Each test takes a page's Python block, runs it as written in a process whose environment is
+`aiptrain local env`'s (the clients take no endpoint and no credentials), and checks what it did.
 """
 
 from __future__ import annotations
 
-import re
-import runpy
+import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.docs.manual import DOCS, code_block
+from tests.emulator.proxy_clients import run_python
 from tests.fixtures.emulator import TERMINAL, Emulator, wait_until
 
 
-def run_block(code: str, tmp_path: Path) -> dict[str, object]:
-    script = tmp_path / "recipe.py"
-    script.write_text(code)
-    return runpy.run_path(str(script))
-
-
-def test_the_googleapiclient_recipe(emulator: Emulator, trainer_sdist: Path, tmp_path: Path,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_googleapiclient_recipe(emulator: Emulator, trainer_sdist: Path) -> None:
+    """docs/clients/googleapiclient.md's code, as written, with only `aiptrain local env`'s environment."""
     emulator.stage(trainer_sdist, "gs://ci-bucket/packages/trainer-0.1.0.tar.gz")
-    code = code_block(DOCS / "emulator-ci.md", "## `googleapiclient` against the emulator", "python")
-    token_file = emulator.home / "emulator" / "tokens" / str(emulator.port)
-    code = code.replace('(Path.home() / ".aiptrain/emulator/tokens/8080")', f"Path({str(token_file)!r})")
-    code = code.replace("127.0.0.1:8080", f"127.0.0.1:{emulator.port}")
-    assert str(token_file) in code and str(emulator.port) in code, "the recipe changed: update this test"
-    run_block(code, tmp_path)
-    assert capsys.readouterr().out.strip() in ("QUEUED", "PREPARING", "RUNNING", "SUCCEEDED")
+    code = code_block(DOCS / "clients" / "googleapiclient.md", "where `submit.py` is the code that ships", "python")
+    assert "client_options" not in code and "Credentials" not in code
+    state = run_python(emulator, code.replace('print(jobs.get(', 'import json; print(json.dumps(jobs.get(')
+                       .replace('["state"])', '["state"]))'))
+    assert state in ("QUEUED", "PREPARING", "RUNNING", "SUCCEEDED")
     engine = emulator.engine()
 
     def ended() -> Any:
@@ -43,30 +33,32 @@ def test_the_googleapiclient_recipe(emulator: Emulator, trainer_sdist: Path, tmp
 
 
 def test_the_airflow_recipe_client(emulator: Emulator, trainer_sdist: Path) -> None:
-    """Airflow cannot share the project's environment (docs/emulator-ci.md): the recipe's hook's
-    client, built by its own `get_conn` line, makes the calls MLEngineHook makes."""
-    from google.oauth2.credentials import Credentials
-    from googleapiclient import discovery
-
+    """Airflow cannot share the project's environment (docs/emulator-ci.md): the client its unchanged
+    `MLEngineHook.get_conn` builds (`discovery.build("ml", "v1")` with the application default
+    credentials), in `aiptrain local env`'s environment, makes the calls MLEngineHook makes."""
     emulator.stage(trainer_sdist, "gs://ci-bucket/packages/trainer-0.1.0.tar.gz")
     code = code_block(DOCS / "emulator-ci.md", "## Airflow's MLEngine operators against the emulator", "python")
-    built = re.search(r"return (discovery\.build\(.*?\))\n", code, re.DOTALL)
-    assert built is not None, "the recipe's get_conn changed: update this test"
-    token = emulator.token or ""
-    ml = eval(built.group(1), {"discovery": discovery, "Credentials": Credentials, "token": token,
-                               "EMULATOR": emulator.url})
+    assert "class " not in code and "discovery" not in code, "the recipe subclasses the hook again"
+    for argument in ('job_id="airflow_job_1"', 'runtime_version="2.11"', 'training_args=["--lines", "2"]'):
+        assert argument in code, "the recipe's operator changed: update the body below"
     # The body MLEngineStartTrainingJobOperator builds from the recipe's arguments.
     body = {"jobId": "airflow_job_1", "trainingInput": {
         "scaleTier": "BASIC", "region": "us-central1", "packageUris": ["gs://ci-bucket/packages/trainer-0.1.0.tar.gz"],
         "pythonModule": "trainer.task", "args": ["--lines", "2"], "runtimeVersion": "2.11", "pythonVersion": "3.7"}}
-    for argument in ('job_id="airflow_job_1"', 'runtime_version="2.11"', 'training_args=["--lines", "2"]'):
-        assert argument in code, "the recipe's operator changed: update the body above"
-    jobs = ml.projects().jobs()
-    created = jobs.create(parent="projects/ci-project", body=body).execute()
-    assert created["jobId"] == "airflow_job_1"
-
-    def ended() -> dict[str, object] | None:
-        job: dict[str, object] = jobs.get(name="projects/ci-project/jobs/airflow_job_1").execute()
-        return job if job["state"] in TERMINAL else None
-
-    assert wait_until(ended)["state"] == "SUCCEEDED"
+    answer = run_python(emulator, """
+        import json, sys, time
+        import google.auth
+        import google_auth_httplib2, httplib2
+        from googleapiclient import discovery
+        credentials, _ = google.auth.default()
+        authed = google_auth_httplib2.AuthorizedHttp(credentials, http=httplib2.Http())
+        jobs = discovery.build("ml", "v1", http=authed, cache_discovery=False).projects().jobs()
+        jobs.create(parent="projects/ci-project", body=json.loads(sys.argv[1])).execute()
+        for _ in range(600):
+            job = jobs.get(name="projects/ci-project/jobs/airflow_job_1").execute()
+            if job["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                break
+            time.sleep(0.5)
+        print(json.dumps(job["state"]))
+    """, json.dumps(body))
+    assert answer == "SUCCEEDED"
