@@ -1,4 +1,5 @@
-# The two commands: `make demo` and `make test`. Each does all of its own set-up.
+# The two commands: `make demo` and `make test` (`make check` is `make test`'s inner loop). Each does
+# all of its own set-up.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,7 +17,7 @@ TEST_WORKERS ?= 2
 # busybox-static: Debian's packages, installed here when missing (as root; apt is not run otherwise).
 CONTAINER_PACKAGES := docker.io busybox-static
 
-.PHONY: demo test fuzz lint bench docs clean venv chromium container-packages
+.PHONY: demo test check fuzz lint bench docs clean venv chromium container-packages
 
 # The console's browser tests (marker `browser`) drive Debian's chromium through Playwright, which
 # cannot download a browser of its own here: installed with apt when missing (as root, or with sudo).
@@ -65,6 +66,28 @@ test: $(STAMP) $(CHROMIUM) container-packages
 	# aiptrain installed on Python 3.12 and 3.13 (the suite runs on 3.11): CLI, dry run, a refusal and a
 	# real TensorFlow job from each; in CI a missing interpreter is a failure, elsewhere it is skipped.
 	AIPTRAIN_REQUIRE_PYTHONS=$${CI:+1} bash scripts/check_other_pythons.sh
+
+# The inner loop while working, in under 3 minutes: ruff, mypy and the tests that need no runtime
+# environment, container, browser, gcloud or Ray cluster (each of those costs is a marker), on
+# TEST_WORKERS workers as `make test` runs them, less CHECK_SKIPPED: the suites that run jobs through
+# the local engine, the emulator or the command line in subprocesses, build or install packages, or
+# talk to fake-gcs-server, which take minutes, not seconds. `make test` stays the one that runs everything, before a push.
+CHECK_MARKERS := not slow and not runtime_envs and not gcloud and not ray_cluster and not containers and not browser
+CHECK_SKIPPED := tests/e2e tests/cli tests/emulator tests/backends/local tests/api tests/bench \
+	tests/docs/test_readme.py tests/tuning/test_local_tuning.py tests/tuning/test_vertex_tuning.py \
+	tests/backends/vertex/test_backend.py tests/backends/mlv1/test_backend.py \
+	tests/backends/mlv1/test_faults_and_secrets.py tests/backends/mlv1/test_proxy_environment.py \
+	tests/environments/test_stalled_installs.py tests/environments/test_install_cache.py \
+	tests/environments/test_build_cancel.py tests/environments/test_pip_config.py \
+	tests/submit/test_follow_unreachable.py tests/job/test_runtime_defaults.py tests/environments/test_dry_run.py \
+	tests/packaging/test_init_command.py tests/packaging/test_packaging.py tests/tuning/test_search_quality.py \
+	tests/storage/test_gcs.py
+
+check: $(STAMP)
+	$(BIN)/ruff check aiptrain tests bench trainer_template
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "$(CHECK_MARKERS)" \
+		$(addprefix --ignore=,$(CHECK_SKIPPED))
 
 # Property-based tests with random seeds and many more examples than `make test` runs
 # (tests/e2e/fuzz runs there too, with a fixed seed); HYPOTHESIS_MAX_EXAMPLES bounds each property.

@@ -8,12 +8,17 @@ As a library (docs/python-api.md):
     ended = aiptrain.wait("my_job")
 
 `submit`, `dry_run`, `get`, `list`, `cancel`, `wait`, `logs` and `Client` (one backend and project for them
-all) come from aiptrain.api.client, loaded on first use so that `import aiptrain` stays light;
-errors are the `AiptrainError` family (aiptrain.errors).
+all) come from aiptrain.api.client, and `Job`, `JobState` and `LogEntry` (what they return) from
+aiptrain.job, each loaded on first use so that `import aiptrain` stays light; errors are the
+`AiptrainError` family (aiptrain.errors).
+
+`__all__` is the public surface, with `aiptrain.errors`: every module of a subpackage is internal
+and may change without notice (docs/contributing.md). tests/test_public_api.py keeps `__all__`
+equal to what docs/python-api.md uses.
 
 The folders below are layers (ARCHITECTURE.md); each folder's docstring says what it may import.
-The loose modules here (`errors`, `paths`, `cache_eviction`) import nothing of aiptrain but
-`errors`, so every layer may use them.
+The loose modules here (`errors`, `paths`, `cache_eviction`, `loopback`) import nothing of aiptrain
+but `errors`, so every layer may use them.
 """
 
 from __future__ import annotations
@@ -40,11 +45,14 @@ if TYPE_CHECKING:
         wait,
     )
     from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound, UsageError, ValidationFailed
+    from aiptrain.job.logs import LogEntry
+    from aiptrain.job.spec import Job
+    from aiptrain.job.state import JobState
 
 __version__ = "0.1.0"
-__all__ = ["AiptrainError", "AiptrainWarning", "Client", "JobAlreadyFinished", "NotFound", "UsageError",
-           "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "dry_run", "get", "list", "logs", "submit",
-           "wait"]
+__all__ = ["AiptrainError", "AiptrainWarning", "Client", "Job", "JobAlreadyFinished", "JobState", "LogEntry",
+           "NotFound", "UsageError", "ValidationFailed", "WaitTimedOut", "__version__", "cancel", "dry_run", "get",
+           "list", "logs", "submit", "wait"]
 _API = frozenset({"AiptrainWarning", "Client", "WaitTimedOut", "cancel", "dry_run", "get", "list", "logs", "submit",
                   "wait"})
 _ERRORS = frozenset({"AiptrainError", "JobAlreadyFinished", "NotFound", "UsageError", "ValidationFailed"})
@@ -73,4 +81,16 @@ def __getattr__(name: str) -> Any:
         from aiptrain import errors
 
         return getattr(errors, name)
+    if name == "Job":
+        from aiptrain.job.spec import Job
+
+        return Job
+    if name == "JobState":
+        from aiptrain.job.state import JobState
+
+        return JobState
+    if name == "LogEntry":
+        from aiptrain.job.logs import LogEntry
+
+        return LogEntry
     raise AttributeError(f"module 'aiptrain' has no attribute {name!r}")

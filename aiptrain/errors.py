@@ -99,10 +99,6 @@ class PermissionDenied(OperationalError):
     """The caller may not do this (GCS 403, REST 403)."""
 
 
-class Unsupported(UsageError):
-    """The chosen backend cannot do what the job asks; refused before any work starts."""
-
-
 class InternalError(AiptrainError):
     """A bug in aiptrain."""
 

@@ -93,6 +93,11 @@ class HomeLayout:
         return self.cache / "container-trust"
 
     @property
+    def container_leftovers(self) -> Path:
+        """What finished jobs left on a container engine that did not answer (swept when it does)."""
+        return self.root / "container-leftovers"
+
+    @property
     def launching(self) -> Path:
         """The locks of the jobs being started (`launching/RUN_TOKEN.lock`)."""
         return self.root / "launching"

@@ -23,6 +23,7 @@ LAYOUT = {
     "sdist_cache": "cache/sdist",
     "site_cache": "cache/site",
     "container_trust_cache": "cache/container-trust",
+    "container_leftovers": "container-leftovers",
     "launching": "launching",
     "dispatch_lock": "dispatch.lock",
     "emulator": "emulator",
@@ -33,10 +34,6 @@ LAYOUT = {
     "tmp": "tmp",
     "tools": "tools",
 }
-
-# Files that still join a part to the home by hand, not yet moved to the layout: the scan
-# fails for a line of any other file, and for these once they no longer do it.
-NOT_YET_MOVED = {"aiptrain/backends/local/supervisor.py", "aiptrain/backends/local/job_context.py"}
 
 # The names of the parts under the home (first segments of LAYOUT), which nothing but paths.py
 # joins to a home.
@@ -105,10 +102,7 @@ def test_only_the_layout_joins_a_part_to_the_home() -> None:
         lines = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.BinOp) and _joins_a_home(node)]
         if lines:
             found[relative] = lines
-    by_hand = {name: lines for name, lines in found.items() if name not in NOT_YET_MOVED}
-    assert not by_hand, f"use aiptrain.paths.HomeLayout instead: {by_hand}"
-    moved = NOT_YET_MOVED - set(found)
-    assert not moved, f"these use the layout now: remove them from NOT_YET_MOVED: {moved}"
+    assert not found, f"use aiptrain.paths.HomeLayout instead: {found}"
 
 
 def test_the_scan_finds_a_home_joined_by_hand() -> None:

@@ -4,5 +4,6 @@
 and read the logs of jobs on any backend; the command line is a thin layer over it. Errors are the
 `AiptrainError` family (aiptrain.errors).
 
-May import: every layer but cli/ and emulator/; imported by cli/ and by `aiptrain` itself (lazily).
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `packaging`, `storage`, `environments`, `submit`,
+`backends`. Imported by cli/ and by `aiptrain` itself (lazily).
 """

@@ -45,9 +45,10 @@ class Client:
     """Where jobs go: a backend and a project, as the command line's shared options say them.
 
     backend:      "local" (default), "ray", "vertex" or "mlv1"
-    project:      the project ID (the local backend's default: local-project)
+    project:      the project ID (the local backend has a default, `backends.DEFAULT_LOCAL_PROJECT`)
     region:       the Vertex AI region, and a submit's job region when the job names none
-    api_endpoint: mlv1 / vertex REST endpoint, e.g. "http://127.0.0.1:8080/" for `aiptrain local serve`
+    api_endpoint: mlv1 / vertex REST endpoint, e.g. `aiptrain local serve`'s, "http://HOST:PORT/" (it
+                  listens on `emulator.defaults.DEFAULT_HOST` and `DEFAULT_PORT` unless told otherwise)
     ray_address, ray_resource_scale: the Ray backend's Jobs API address and bundle scale
     """
 
@@ -251,8 +252,7 @@ class Client:
     def _job_python(self, job_id: str) -> str | None:
         """The interpreter the job ran with, where the backend recorded it (the local backend)."""
         backend = self.open_backend()
-        ran_in = getattr(backend, "runtime_environment", None)
-        environment = ran_in(job_id) if callable(ran_in) else None
+        environment = backend.runtime_environment(job_id)
         python = (environment or {}).get("python")
         return str(python) if python else None
 

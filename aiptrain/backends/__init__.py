@@ -6,7 +6,8 @@ before the backend exists (whether jobs need a project).
 
 Folders: `local/`, `ray/`, `vertex/`, `mlv1/` (one backend each; `mlv1/` also holds the REST
 client the Vertex backend uses), `base.py` (the protocol), `polling.py` (how followers poll).
-May import: `job`, `replicas`, `tuning`, `storage` and, in each backend's folder, that folder; never
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job` and, in the registry when one is chosen, each
+backend's folder (`backends.local`, `backends.ray`, `backends.vertex`, `backends.mlv1`). Never
 `submit` or `cli`. Generic code reaches a backend only through this registry and the protocol.
 """
 

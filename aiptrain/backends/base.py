@@ -7,6 +7,7 @@ and the submit path refuses such a job before anything is built or uploaded.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +119,36 @@ class Backend(Protocol):
     # What a submit tells the user about how this backend runs the job (e.g. another Python); [] if nothing.
     def submit_warnings(self, job: Job) -> list[str]: ...
 
+    # The cursor the last `count` entries after `after` follow (`after` when there are fewer):
+    # where `--tail count` starts. The local store seeks there; others read the log through.
+    def tail_cursor(self, job_id: str, count: int, *, after: LogCursor | None = None,
+                    task_name: str | None = None) -> LogCursor | None: ...
+
+    # What the job ran in (its interpreter under "python") where the backend recorded it once the
+    # job was prepared (the local backend); None elsewhere.
+    def runtime_environment(self, job_id: str) -> dict[str, Any] | None: ...
+
+
+# How many entries one read of a log returns while a follower reads it through.
+LOG_PAGE = 1000
+
+
+def read_through_tail(backend: Backend, job_id: str, count: int, *, after: LogCursor | None = None,
+                      task_name: str | None = None) -> LogCursor | None:
+    """`Backend.tail_cursor` for a backend that cannot seek: the log read through once."""
+    recent: deque[LogCursor] = deque(maxlen=count + 1)
+    cursor = after
+    while True:
+        entries = backend.read_logs(job_id, after=cursor, task_name=task_name, limit=LOG_PAGE)
+        recent.extend(entry.cursor for entry in entries)
+        if entries:
+            cursor = entries[-1].cursor
+        if len(entries) < LOG_PAGE:
+            break
+    if len(recent) <= count:
+        return after  # fewer entries than asked for: all of them
+    return recent[0]
+
 
 class RemoteBackendDefaults:
     """The answers of a backend that knows no more of a job than its REST resource."""
@@ -133,3 +164,10 @@ class RemoteBackendDefaults:
 
     def submit_warnings(self, job: Job) -> list[str]:
         return []
+
+    def tail_cursor(self: Backend, job_id: str, count: int, *, after: LogCursor | None = None,
+                    task_name: str | None = None) -> LogCursor | None:
+        return read_through_tail(self, job_id, count, after=after, task_name=task_name)
+
+    def runtime_environment(self, job_id: str) -> dict[str, Any] | None:
+        return None

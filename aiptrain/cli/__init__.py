@@ -3,6 +3,6 @@
 `context` the shared options and gcloud's configuration under them; `formats` and `output` what
 is printed.
 
-May import: every layer of aiptrain; nothing imports this folder. The only folder that imports
+May import: every layer. Nothing imports this folder. The only folder that imports
 click; heavy imports wait inside the commands, so `aiptrain --help` stays fast.
 """

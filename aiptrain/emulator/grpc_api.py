@@ -8,6 +8,11 @@ messages, hands its JSON form to the REST handler of the same method (vertex_api
 pipelines_api: one implementation, the same checks and refusals) and encodes the answer back;
 an ApiError becomes the gRPC status of the same name, its field violations a google.rpc.BadRequest.
 
+What a caller may cost is bounded as on the REST port (`limits`): the token is checked by a server
+interceptor, from the call's metadata, before its message is read into a protobuf (a refused call's
+bytes are never parsed); no message may be larger than REST's body limit; and the server serves a
+bounded number of calls at once, refusing the others with RESOURCE_EXHAUSTED before reading them.
+
 grpcio and google-cloud-aiplatform are imported here only, when `local serve` starts this port;
 without them the port is not served (they come with the `test` extra, or `pip install
 google-cloud-aiplatform`).
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiptrain.emulator import pipelines_api, tuning_api, vertex_api
+from aiptrain.emulator import limits, pipelines_api, tuning_api, vertex_api
 from aiptrain.emulator.errors import ApiError, from_aiptrain_error
 from aiptrain.emulator.services import Services
 from aiptrain.errors import AiptrainError
@@ -180,9 +185,11 @@ def start_grpc_server(services: Services, *, host: str, port: int, token: str | 
     """A started grpc.Server for METHODS on host:port (0: a free port); (server, the port)."""
     import grpc
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="aiptrain-grpc"))
+    workers = futures.ThreadPoolExecutor(max_workers=limits.GRPC_WORKERS, thread_name_prefix="aiptrain-grpc")
+    server = grpc.server(workers, interceptors=[] if token is None else [_token_interceptor(token)],
+                         options=limits.GRPC_SERVER_OPTIONS, maximum_concurrent_rpcs=limits.MAX_GRPC_CALLS)
     for service, methods in METHODS.items():
-        handlers = {name: _handler(services, token, *spec) for name, spec in methods.items()}
+        handlers = {name: _handler(services, *spec) for name, spec in methods.items()}
         server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(service, handlers)])
     credentials = grpc.ssl_server_credentials([(identity.key_path.read_bytes(),
                                                 identity.certificate_path.read_bytes())])
@@ -199,7 +206,7 @@ def _message_class(name: str) -> Any:
     return empty_pb2.Empty if name == "Empty" else getattr(aiplatform_v1, name).pb()
 
 
-def _handler(services: Services, token: str | None, request_name: str, response_name: str, call: Call) -> Any:
+def _handler(services: Services, request_name: str, response_name: str, call: Call) -> Any:
     import grpc
     from google.protobuf import json_format
 
@@ -207,7 +214,6 @@ def _handler(services: Services, token: str | None, request_name: str, response_
 
     def handle(request: Any, context: Any) -> Any:
         try:
-            _check_token(context, token)
             answer = call(services, json_format.MessageToDict(request))
             return json_format.ParseDict(answer, response_class(), ignore_unknown_fields=True)
         except ApiError as error:
@@ -222,13 +228,27 @@ def _handler(services: Services, token: str | None, request_name: str, response_
                                                response_serializer=response_class.SerializeToString)
 
 
-def _check_token(context: Any, token: str | None) -> None:
-    if token is None:
-        return
-    sent = dict(context.invocation_metadata()).get("authorization", "")
-    if not hmac.compare_digest(str(sent).encode(), f"Bearer {token}".encode()):
-        raise ApiError("UNAUTHENTICATED", "Request is missing a valid authentication credential: send the token "
-                       "`aiptrain local serve` wrote as the call credentials.")
+def _token_interceptor(token: str) -> Any:
+    """A server interceptor that lets through only calls whose metadata carries `token`; the others
+    get UNAUTHENTICATED from a handler without a deserializer, so their bytes are never parsed."""
+    import grpc
+
+    refusal = grpc.unary_unary_rpc_method_handler(_refuse_unauthenticated)
+    expected = f"Bearer {token}".encode()
+
+    class TokenFirst(grpc.ServerInterceptor):  # type: ignore[misc]
+        def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+            sent = dict(details.invocation_metadata or ()).get("authorization", "")
+            if hmac.compare_digest(str(sent).encode(), expected):
+                return continuation(details)
+            return refusal
+
+    return TokenFirst()
+
+
+def _refuse_unauthenticated(_request: bytes, context: Any) -> None:
+    _abort(context, ApiError("UNAUTHENTICATED", "Request is missing a valid authentication credential: send the "
+                             "token `aiptrain local serve` wrote as the call credentials."))
 
 
 def _abort(context: Any, error: ApiError) -> None:

@@ -9,7 +9,11 @@ off. The emulator does the same with uvicorn's and Starlette's own mechanisms:
 - the whole body must arrive within `BODY_TIMEOUT_SECONDS`, the request line and headers within
   `HEAD_TIMEOUT_SECONDS` of the connection opening (or of the previous response), whatever the
   trickle rate; uvicorn's own keep-alive timeout closes idle connections, its
-  `h11_max_incomplete_event_size` caps the headers, and `limit_concurrency` the connections.
+  `h11_max_incomplete_event_size` caps the headers, and `limit_concurrency` the connections;
+- the gRPC port (`grpc_api`) takes no message above `MAX_BODY_BYTES` either (gRPC's own limit, 4
+  MB, let a 3.9 MB job in that every ListCustomJobs answer then carried), serves at most
+  `MAX_GRPC_CALLS` calls at once (the rest are refused with RESOURCE_EXHAUSTED at once, before
+  their messages are read), and at most `MAX_GRPC_STREAMS` calls per connection are in flight.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ HEAD_TIMEOUT_SECONDS = 30.0
 KEEP_ALIVE_SECONDS = 5
 MAX_HEADER_BYTES = 64 * 1024
 MAX_CONNECTIONS = 100
+# Calls the gRPC port serves at once (its handlers run on GRPC_WORKERS threads; the others wait),
+# and calls in flight on one connection (HTTP/2's concurrent streams).
+GRPC_WORKERS = 8
+MAX_GRPC_CALLS = 32
+MAX_GRPC_STREAMS = 16
 
 # Keyword arguments for uvicorn.Config that carry the limits above.
 UVICORN_LIMITS: dict[str, Any] = {
@@ -39,6 +48,13 @@ UVICORN_LIMITS: dict[str, Any] = {
     "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
     "limit_concurrency": MAX_CONNECTIONS,
 }
+
+
+# Options for grpc.server that carry the limits above.
+GRPC_SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.max_receive_message_length", MAX_BODY_BYTES),
+    ("grpc.max_concurrent_streams", MAX_GRPC_STREAMS),
+)
 
 
 def _invalid_json(reason: str) -> ApiError:

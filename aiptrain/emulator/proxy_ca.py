@@ -21,7 +21,7 @@ from pathlib import Path
 
 from aiptrain.emulator.google_hosts import destination
 from aiptrain.gcs_endpoint.certificates import new_authority, sign_leaf, write_atomically
-from aiptrain.gcs_endpoint.system_trust import system_bundles
+from aiptrain.replicas.system_trust import system_bundles
 from aiptrain.paths import HomeLayout
 
 _COMMON_NAME = "aiptrain local serve proxy CA (this machine, this user only)"

@@ -11,11 +11,13 @@ promised, with the trainer package on top.
 - `trainer_install`: uv's command for the trainer package and its `install_requires`, and what its
   failures mean; `overlay`: the runtime's packages shown to uv as installed (pip's rules);
   `pip_fallback`, `dated_index`: the runtime's pip for what uv refuses, from an index of the day;
+- `trainer_pins`, `release_dates`: the trainer's exact pins, which move the runtime's day to the
+  newest one's, dated by the index and remembered in the install cache;
 - `preparation`, `install_cache`: the job's packages fetched and installed once per packages,
   environment and day; each job's site hard-links the cached files;
 - `pip_config`: the machine's pip settings (index, proxy, certificates) carried to uv;
 - `uv`: finding and running the uv binary that the `uv` wheel ships.
 
-May import: `errors`, `paths`, `cache_eviction`, `job`, `storage`, `replicas` (processes, settings,
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `storage`, `replicas` (processes, settings,
 log capture). Never a backend, `submit` or `cli`: a Ray node builds environments without SQLite.
 """

@@ -43,16 +43,37 @@ class IndexFile:
     uploaded: datetime | None
 
 
+class ConfiguredIndex:
+    """The package index pip is configured with (PyPI by default), asked for project pages."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        settings = pip_settings(env)
+        self.upstream = settings.values.get("index-url", PYPI_SIMPLE).strip().rstrip("/")
+        cert = settings.values.get("cert", "").strip() or None
+        self._context = ssl.create_default_context(cafile=cert)
+
+    def page(self, project: str) -> tuple[list[IndexFile] | None, bytes]:
+        """A project's files with their upload times, or (None, the page as it came) when the index
+        gives none; ([], b"") for a project it does not have. OSError when it cannot be reached
+        (urllib.error.URLError is one)."""
+        page_url = f"{self.upstream}/{normalise(project)}/"
+        request = urllib.request.Request(page_url, headers={"Accept": f"{_JSON}, text/html;q=0.1"})  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=_TIMEOUT, context=self._context) as answer:  # noqa: S310
+                body, kind = answer.read(), answer.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as error:
+            return ([], b"") if error.code == 404 else (None, b"")
+        return _parsed(body, kind, page_url)
+
+
 class DatedIndex:
     """The index of the day `before` (an RFC 3339 instant: files uploaded from then on are left
     out; None keeps every file), served on 127.0.0.1 while open."""
 
     def __init__(self, before: str | None, env: Mapping[str, str]) -> None:
-        settings = pip_settings(env)
-        self.upstream = settings.values.get("index-url", PYPI_SIMPLE).strip().rstrip("/")
+        self._index = ConfiguredIndex(env)
+        self.upstream = self._index.upstream
         self.before = datetime.fromisoformat(before.replace("Z", "+00:00")) if before else None
-        cert = settings.values.get("cert", "").strip() or None
-        self._context = ssl.create_default_context(cafile=cert)
         self.unfiltered: set[str] = set()
         self._pages: dict[str, tuple[list[IndexFile] | None, bytes]] = {}
         self._lock = threading.Lock()
@@ -78,7 +99,7 @@ class DatedIndex:
         files = self.files(project)
         if files is None:
             return True  # cannot tell: let pip look
-        return any(_name_and_version(f.filename) == (normalise(project), version) for f in files)
+        return any(name_and_version(f.filename) == (normalise(project), version) for f in files)
 
     def close(self) -> None:
         self._server.shutdown()
@@ -98,17 +119,9 @@ class DatedIndex:
             found = self._pages.get(project)
         if found is not None:
             return found
-        page_url = f"{self.upstream}/{project}/"
-        request = urllib.request.Request(page_url, headers={"Accept": f"{_JSON}, text/html;q=0.1"})  # noqa: S310
-        try:
-            with urllib.request.urlopen(request, timeout=_TIMEOUT, context=self._context) as answer:  # noqa: S310
-                body, kind = answer.read(), answer.headers.get("Content-Type", "")
-        except urllib.error.HTTPError as error:
-            found = ([], b"") if error.code == 404 else (None, b"")
-        else:
-            found = _parsed(body, kind, page_url)
-            if found[0] is None:
-                self.unfiltered.add(project)
+        found = self._index.page(project)
+        if found[0] is None:
+            self.unfiltered.add(project)
         with self._lock:
             self._pages[project] = found
         return found
@@ -155,7 +168,7 @@ def _file(raw: dict[str, Any], page_url: str, uploaded: datetime) -> IndexFile:
     return IndexFile(str(raw["filename"]), url, raw.get("requires-python"), raw.get("yanked") or False, uploaded)
 
 
-def _name_and_version(filename: str) -> tuple[str, str] | None:
+def name_and_version(filename: str) -> tuple[str, str] | None:
     """(normalised name, version) of a wheel or sdist file name."""
     if filename.endswith(".whl"):
         parts = filename.split("-")

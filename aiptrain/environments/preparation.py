@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from aiptrain.environments import install_cache, overlay, pip_fallback, trainer_install
+from aiptrain.environments import install_cache, overlay, pip_fallback, trainer_install, trainer_pins
 from aiptrain.environments.dated_index import DatedIndex
 from aiptrain.environments.for_job import interpreter_problem
+from aiptrain.environments.release_dates import DatesUnavailable, ReleaseDates, dates_dir
 from aiptrain.environments.stall import StallWatch, once_more_if_stalled, stall_limit
 from aiptrain.environments.store import Environment
 from aiptrain.environments.uv import uv_environment
@@ -139,11 +140,13 @@ def install_packages(
     cache_dir: Path | None = None,
     environment: Environment | None = None,
     day: ResolveDay | None = None,
+    on_day: Callable[[ResolveDay], None] | None = None,
 ) -> str | None:
     """Install the packages into `site_dir`; None on success, else the job's errorMessage.
 
     With `environment`, the packages come with their dependencies, on top of its packages, as of
-    `day` (default: the environment's own day); `python` is the environment's. Without, each is
+    `day` (default: the environment's own day) or the later day their pins date the job to
+    (`trainer_pins`), which `on_day` is told; `python` is the environment's. Without, each is
     installed alone with `python`'s pip.
 
     Raises nothing for a user mistake (a missing package is the job's failure, not ours), but
@@ -174,7 +177,10 @@ def install_packages(
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     job = _Install(cache=cache, env=env, sink=sink, stop=stop, kill_grace=kill_grace)
     if environment is not None:
-        outcome = job.on_runtime(package_uris, paths, environment, day or environment_day(environment))
+        day = _dated_by_pins(day or environment_day(environment), paths, environment, cache, env, sink)
+        if on_day is not None:
+            on_day(day)
+        outcome = job.on_runtime(package_uris, paths, environment, day)
     else:
         outcome = job.alone(package_uris, paths, python)
     if not isinstance(outcome, list):
@@ -191,7 +197,21 @@ def environment_day(environment: Environment) -> ResolveDay:
     cutoff = str(environment.manifest().get("cutoff") or "")
     if environment.stands_in or not cutoff:
         return ResolveDay(None, "the environment has no day of its own")
-    return ResolveDay(datetime.date.fromisoformat(cutoff), f"runtime {environment.manifest().get('runtime')}'s day")
+    return ResolveDay(datetime.date.fromisoformat(cutoff), f"runtime {environment.manifest().get('runtime')}'s day",
+                      pins_may_move=True)
+
+
+def _dated_by_pins(day: ResolveDay, paths: list[Path], environment: Environment, cache: Path,
+                   env: dict[str, str], sink: LogSink) -> ResolveDay:
+    """The job's day as the trainer's pins date it; the day as it was, with a warning, when their
+    release dates are neither remembered nor to be had from the index."""
+    python = str(environment.manifest().get("python_version") or "")
+    try:
+        return trainer_pins.day_with_pins(day, paths, python, ReleaseDates(dates_dir(cache), env))
+    except DatesUnavailable as error:
+        sink.emit(SERVICE_TASK, "WARNING", f"The days the trainer's pins were published cannot be learnt: {error}. "
+                                           f"Its packages resolve as of {day.label}.")
+        return day
 
 
 @dataclass

@@ -14,8 +14,9 @@ them, each seeing the ones before:
 - where uv refuses what the era's pip accepted (legacy metadata, an unparseable Requires-Python, an
   old sdist it cannot build) the runtime's own pip installs the package instead (`pip_fallback`);
 - a requirement that cannot install on the runtime's Python fails with one line naming it, the
-  Python it needs and the one the runtime runs (`python_mismatch`); a pin published after the day
-  fails naming the day and how to move it (`published_after_the_day`).
+  Python it needs and the one the runtime runs (`python_mismatch`); a pin published after a day the
+  job named (a runtime's day moves to the pin's instead: `trainer_pins`) fails naming the day and how
+  to move it (`published_after_the_day`).
 
 The fallback environment (TensorFlow 2.15 standing in for a runtime) keeps TensorFlow out of the
 resolution instead: a trainer's `tensorflow==1.15` must not pull a second TensorFlow onto it.
@@ -79,10 +80,6 @@ class MissingPin:
 
     name: str
     version: str
-
-
-def is_resolution_conflict(lines: list[str]) -> bool:
-    return any("No solution found" in line for line in lines)
 
 
 def failure_reason_line(lines: list[str]) -> str:

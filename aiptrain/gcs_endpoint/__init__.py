@@ -8,12 +8,13 @@ and the VM's metadata server, whose tokens the storage endpoint accepts.
 - `peer.py`: whose process is on the other end of a connection (only the endpoint's user is served);
 - `upstream.py`: the same operations on a GCS emulator, for jobs created through `local serve`;
 - `certificates.py`: the installation's CA, the certificate for those hosts, and the system's CA
-  bundle with the CA appended (its CA and certificate signing is reused by `local serve`'s proxy);
-- `system_trust.py`: a replica's view of the system's CA bundle, for TensorFlow before 2.4;
+  bundle with the CA appended (its CA and certificate signing is reused by `local serve`'s proxy;
+  a replica's view of the bundle is `replicas/system_trust.py`);
 - `metadata.py`: the metadata server of a job's VM (project, zone, service account, tokens);
 - `service.py`: `ReplicaStorage`, one endpoint per job, the metadata server's lifetime, and the
   replicas' environment (`host_endpoints` lists both servers for a launcher that relays them).
 
-May import: `errors`, `paths`, `job`, `storage`, `replicas` (processes, secrets kept out of
-replicas). Never a backend, `submit` or `cli`.
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `storage`, `replicas` (processes, secrets
+kept out of replicas, the system's CA bundle as a replica sees it). Never a backend, `submit` or
+`cli`.
 """

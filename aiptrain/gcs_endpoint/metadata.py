@@ -24,16 +24,21 @@ read GCE_METADATA_ROOT. gsutil's boto plugin and TensorFlow 1.x know only
 `http://metadata.google.internal` and `http://metadata`: they reach the server through the job's
 storage endpoint, which is their `http_proxy` too and hands proxy requests for those names to
 `answer` (gsutil takes `http_proxy` for HTTPS as well, so it must be the storage endpoint). Only
-processes of the job's own user are served (`peer`).
+processes of the job's own user are served (`peer`): another user's connection is told so by one
+thread of its own (`_Refusals`) as it is accepted, and never gets a handler thread of the process
+that runs the job; a handler whose client says nothing for `IDLE_SECONDS` hangs up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import queue
 import re
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -53,6 +58,11 @@ TOKEN_SECONDS = 3600
 _GRACE_SECONDS = 300
 _STRANGER = ("This metadata server serves only the processes of the job that runs it (the user that started it); "
              "your process belongs to another user.")
+# A connection that sends nothing for this long is closed: an idle client holds no thread forever.
+IDLE_SECONDS = 30.0
+# Another user's connections waiting to be told no, and how long each may take to read the answer.
+_REFUSALS_WAITING = 32
+_REFUSAL_SECONDS = 1.0
 
 
 class TokenBook:
@@ -139,8 +149,16 @@ class MetadataServer(ThreadingHTTPServer):
         self.identity = identity
         self.tokens = tokens or TokenBook()
         self.owner_uid = os.getuid()
+        self._refusals = _Refusals(_STRANGER + "\n")
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="metadata-server", daemon=True)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A handler thread for the job's own user; another user's connection goes to `_Refusals`."""
+        if served_peer(self.server_address, client_address, self.owner_uid):
+            super().process_request(request, client_address)
+        else:
+            self._refusals.refuse(request)
 
     def start(self) -> MetadataServer:
         self._thread.start()
@@ -163,6 +181,7 @@ class MetadataServer(ThreadingHTTPServer):
         self.shutdown()
         self.server_close()
         self._thread.join(timeout=5)
+        self._refusals.close()
 
     def __enter__(self) -> MetadataServer:
         return self.start()
@@ -267,6 +286,57 @@ def _resolved(node: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+class _Refusals:
+    """Tells other users' connections that they are not served, one at a time on one thread: a 403
+    written at once, then up to `_REFUSAL_SECONDS` for the client to read it and hang up (closing on
+    an unread request would reset the connection before the answer is read). However many such
+    connections come, they cost this one thread and `_REFUSALS_WAITING` sockets; the rest are closed
+    unanswered."""
+
+    def __init__(self, text: str) -> None:
+        payload = text.encode()
+        self._answer = (b"HTTP/1.1 403 Forbidden\r\nMetadata-Flavor: Google\r\nContent-Type: application/text\r\n"
+                        b"Connection: close\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        self._waiting: queue.Queue[socket.socket | None] = queue.Queue(_REFUSALS_WAITING)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def refuse(self, connection: socket.socket) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="metadata-refusals", daemon=True)
+                self._thread.start()
+        try:
+            self._waiting.put_nowait(connection)
+        except queue.Full:
+            connection.close()
+
+    def _run(self) -> None:
+        while (connection := self._waiting.get()) is not None:
+            with contextlib.suppress(OSError), connection:
+                connection.settimeout(_REFUSAL_SECONDS)
+                connection.sendall(self._answer)
+                connection.shutdown(socket.SHUT_WR)
+                deadline = time.monotonic() + _REFUSAL_SECONDS
+                while time.monotonic() < deadline and connection.recv(65536):
+                    pass
+
+    def close(self) -> None:
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        while True:  # whoever still waits is closed unanswered
+            try:
+                waiting = self._waiting.get_nowait()
+            except queue.Empty:
+                break
+            if waiting is not None:
+                waiting.close()
+        self._waiting.put(None)
+        thread.join(timeout=5)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: MetadataServer
@@ -277,7 +347,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.from_owner = served_peer(self.server.server_address, self.client_address, self.server.owner_uid)
+        self.connection.settimeout(IDLE_SECONDS)  # a silent client is hung up on (handle_one_request)
 
     def do_GET(self) -> None:
         self._serve()
@@ -295,9 +365,6 @@ class _Handler(BaseHTTPRequestHandler):
                      "NO_PROXY to reach it directly.\n")
 
     def _serve(self, *, head: bool = False) -> None:
-        if not self.from_owner:
-            self._refuse(403, _STRANGER + "\n")
-            return
         split = urllib.parse.urlsplit(self.path)
         if split.scheme and (split.hostname or "").lower() not in METADATA_HOSTS:
             self._refuse(403, f"aiptrain: {split.netloc} is not the metadata server.\n")

@@ -47,17 +47,17 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiptrain.gcs_endpoint import system_trust
 from aiptrain.gcs_endpoint.api import StorageServer
 from aiptrain.gcs_endpoint.certificates import ServerIdentity, extended_system_bundle, storage_identity
 from aiptrain.gcs_endpoint.metadata import MetadataServer, VmIdentity
 from aiptrain.gcs_endpoint.objects import Buckets, DirectoryBuckets
-from aiptrain.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles
 from aiptrain.gcs_endpoint.upstream import EmulatorBuckets
 from aiptrain.paths import HomeLayout
+from aiptrain.replicas import system_trust
 from aiptrain.replicas.containers.endpoints import HostEndpoint
 from aiptrain.replicas.private_env import without_secrets
 from aiptrain.replicas.processes import TOKEN_VARIABLE
+from aiptrain.replicas.system_trust import TRUST_VARIABLE, system_bundles
 
 # What TensorFlow sends as its bearer token instead of looking for credentials, where no metadata
 # server runs (`local train`): the endpoint then takes any token.

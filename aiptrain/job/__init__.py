@@ -18,5 +18,6 @@
   (`transforms`: `date()`, `basename()` ...); both parse with `text_cursor`;
 - `label_update`: `jobs update`'s label flags applied to a job's labels.
 
-May import: `aiptrain.errors` and this folder only. Pure: no files, no network, no processes.
+May import: `errors` and this folder only. No network, no processes, no writes: `catalog` reads its
+YAML files (or `AIPTRAIN_CATALOG`'s) and `limits` looks at the local archives `--packages` names.
 """

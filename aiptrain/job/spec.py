@@ -487,3 +487,8 @@ def _drop(body: Any, loc: tuple[int | str, ...]) -> None:
 def job_from_api(data: Mapping[str, Any]) -> Job:
     """Parse a Job received from a backend; errors here are bugs or incompatible servers."""
     return Job.model_validate(dict(data))
+
+
+def job_resource_name(project: str, job_id: str) -> str:
+    """`projects/PROJECT/jobs/JOB_ID`: the job's ml v1 resource name (the REST calls' `name`)."""
+    return f"projects/{project}/jobs/{job_id}"

@@ -3,25 +3,34 @@
 ml v1 calls a replica `<prefix>-replica-<index>` (`master-replica-0`, `worker-replica-1`,
 `ps-replica-0`, `evaluator-replica-0`), which is also how its log entries, the console and
 TF_CONFIG's task type (but the master's, `master` or `chief`) name it. Vertex AI numbers its
-worker pools in the order of `spec.ROLES` (`workerpool0` the master's ... `workerpool3` the
+worker pools in the order of `spec.ROLES`, which is this table's order (`workerpool0` the master's ... `workerpool3` the
 evaluators') and names a replica's log `workerpool<N>-<index>`.
 """
 
 from __future__ import annotations
 
-from aiptrain.job.spec import ROLES
-
-# Role -> the prefix of its replicas' ml v1 task names (and their TF_CONFIG type, but the master's).
+# Role -> the prefix of its replicas' ml v1 task names (and their TF_CONFIG type, but the master's),
+# in the roles' order (spec.ROLES, the Vertex pools' numbering). No pydantic here: the light paths
+# (`jobs wait`, the reaper) name replicas without loading the job model.
 TASK_PREFIX = {"master": "master", "worker": "worker", "parameter_server": "ps", "evaluator": "evaluator"}
 
 _REPLICA = "-replica-"
 _POOL = "workerpool"
-_POOL_ROLES = tuple(role.name for role in ROLES)
+_POOL_ROLES = tuple(TASK_PREFIX)
 
 
 def task_name(role: str, index: int) -> str:
     """`worker`, 1 -> `worker-replica-1`."""
     return f"{TASK_PREFIX[role]}{_REPLICA}{index}"
+
+
+def replica_of(name: str) -> tuple[str, int] | None:
+    """`worker-replica-1` -> (`worker`, 1): a replica's task-name prefix and index; None for a
+    name that is not a replica's (`service`, a Vertex pool name)."""
+    prefix, separator, index = name.rpartition(_REPLICA)
+    if separator and prefix in TASK_PREFIX.values() and index.isdigit():
+        return prefix, int(index)
+    return None
 
 
 def vertex_pool(role: str) -> str:

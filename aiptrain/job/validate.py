@@ -44,6 +44,16 @@ DURATION = re.compile(r"^(\d+)(\.\d+)?s\Z")
 SERVICE_ACCOUNT = re.compile(r"^(.+@.+\..+|[0-9]+)\Z")
 KMS_KEY = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+\Z")
 NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+\Z")
+# An image reference as Docker's and Podman's reference grammar (distribution/reference) reads it:
+# [DOMAIN[:PORT]/]PATH[:TAG][@DIGEST], the path in lowercase. Anything else (`--help`, a space, a
+# shell word) would reach the engine's command line as something other than an image.
+_IMAGE_HOST_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_IMAGE_DOMAIN = rf"{_IMAGE_HOST_PART}(?:\.{_IMAGE_HOST_PART})*(?::[0-9]+)?"
+_IMAGE_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_REFERENCE = re.compile(
+    rf"^(?:{_IMAGE_DOMAIN}/)?{_IMAGE_PATH_PART}(?:/{_IMAGE_PATH_PART})*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z")
+IMAGE_NAME_MAX = 255
 GRID_TYPES = {ParameterType.INTEGER, ParameterType.CATEGORICAL, ParameterType.DISCRETE}
 LOG_SCALES = {ScaleType.UNIT_LOG_SCALE, ScaleType.UNIT_REVERSE_LOG_SCALE}
 
@@ -423,6 +433,8 @@ def check_program(ti: TrainingInput, catalog: Catalog, *, require_packages: bool
     for name, config in configs:
         if config is None:
             continue
+        if config.image_uri is not None:
+            problems.extend(image_reference_problems(f"trainingInput.{name}.imageUri", config.image_uri))
         has_container_args = config.container_command is not None or config.container_args is not None
         if has_container_args and ti.args is not None:
             problems.append(Problem(f"trainingInput.{name}",
@@ -446,6 +458,19 @@ def check_program(ti: TrainingInput, catalog: Catalog, *, require_packages: bool
         where = "trainingInput.args" if arg_index is None else f"trainingInput.args[{arg_index}]"
         problems.append(Problem(where, message, "pass large inputs as files (e.g. a gs:// path), not arguments"))
     return problems
+
+
+def image_reference_problems(field: str, image: str) -> list[Problem]:
+    """An image URI that is not an image reference (`--help`, `My Image`, `img:`) is refused here:
+    the engine would read it as an option or fail to parse it when the job starts."""
+    without_digest = image.split("@", 1)[0]
+    last = without_digest.rsplit("/", 1)[-1]
+    name = without_digest[: len(without_digest) - len(last)] + last.split(":", 1)[0]  # no tag (a port stays)
+    if IMAGE_REFERENCE.match(image) and len(name) <= IMAGE_NAME_MAX:
+        return []
+    return [Problem(field, f"{image[:100]!r} is not an image reference",
+                    "name an image as REPOSITORY[:TAG] or REPOSITORY@sha256:DIGEST, e.g. "
+                    "gcr.io/my-project/trainer:latest (lowercase repository, no spaces, not starting with -)")]
 
 
 def _duration_seconds(value: str) -> float | None:

@@ -28,7 +28,7 @@ Modules: `sources` (checks and discovery), `ignore_file` (`.gcloudignore`), `set
 generated setup.py), `sdist` (the build and its reproducible rewrite), `cache` (keys and
 entries); `build_package` runs them.
 
-May import: `errors`, `paths`, `cache_eviction` and this folder only: no job model, no backend.
+May import: `errors`, `paths`, `cache_eviction`, `loopback` and this folder only: no job model, no backend.
 """
 
 from __future__ import annotations

@@ -9,11 +9,15 @@
 - `gs_paths`: how a replica's `gs://` paths map onto the local store;
 - `settings`: the engine settings read from the environment;
 - `cluster_plan`: what clusters this machine can run, and the replica cap;
-- `machine_share`, `this_machine`: each replica's cores, threads and GPUs, and what the machine has.
+- `machine_share`, `this_machine`: each replica's cores, threads and GPUs, and what the machine has;
+- `system_trust`: a replica's view of the system's CA bundle with the installation's CA added, for
+  TensorFlow before 2.4 (standard library only: `_die_with_parent.py`, the script between a
+  supervisor and each replica, loads it by path from beside it);
+- `containers/`: replicas that run as containers, the only folder that runs a container engine.
 
 The runtime environments and the trainer's install live in `aiptrain/environments/`, the replicas'
 Cloud Storage endpoint in `aiptrain/gcs_endpoint/`; both build on this folder, not the reverse.
 
-May import: `errors`, `paths`, `cache_eviction`, `job`, `storage`. Never a backend: no SQLite
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `storage`. Never a backend: no SQLite
 store here, so a Ray node loads none.
 """

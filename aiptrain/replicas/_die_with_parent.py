@@ -48,12 +48,12 @@ def signal_on_parent_death(signum: int) -> bool:
 
 def _extend_system_trust(bundle: str) -> None:
     """The replica sees the system's CA bundle with the storage endpoint's CA added (see
-    aiptrain/gcs_endpoint/system_trust.py, loaded by path: nothing of aiptrain is imported here)."""
+    `system_trust.py`, the file beside this one, loaded by path: this script runs with `-I`, so
+    aiptrain is not importable here)."""
     import importlib.util
 
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     spec = importlib.util.spec_from_file_location(
-        "system_trust", os.path.join(package, "gcs_endpoint", "system_trust.py"))
+        "system_trust", os.path.join(os.path.dirname(os.path.abspath(__file__)), "system_trust.py"))
     if spec is None or spec.loader is None:
         return
     module = importlib.util.module_from_spec(spec)

@@ -52,7 +52,7 @@ from aiptrain.job.catalog import load_catalog
 from aiptrain.job.cluster import ReplicaGroup
 from aiptrain.job.prebuilt import prebuilt_image_of
 from aiptrain.job.spec import Job, JobState
-from aiptrain.job.task_names import vertex_task_name
+from aiptrain.job.task_names import replica_of, vertex_task_name
 from aiptrain.job.tf_config import (
     ReplicaTask,
     cluster_specs_for,
@@ -259,33 +259,42 @@ def is_retryable(returncode: int) -> bool:
 
 def service_replica_name(task_name: str) -> str:
     """`master-replica-0` -> `master 0`: how the service's errorMessage named a replica."""
-    role, separator, index = task_name.rpartition("-replica-")
-    return f"{role} {index}" if separator else task_name
+    replica = replica_of(task_name)
+    return f"{replica[0]} {replica[1]}" if replica is not None else task_name
 
 
-def failure_headline(task_name: str, returncode: int, restarts: int = 0, *, vertex: bool = False) -> str:
+def exit_reason(process: ReplicaProcess | None, returncode: int) -> str | None:
+    """What a launcher's process knows of its end better than its status (a container whose engine
+    went away: `ContainerProcess.exit_reason`); None for the rest."""
+    explain = getattr(process, "exit_reason", None)
+    return explain(returncode) if callable(explain) else None
+
+
+def failure_headline(task_name: str, returncode: int, restarts: int = 0, reason: str | None = None, *,
+                     vertex: bool = False) -> str:
     """ml v1's words: `The replica master 0 exited with a non-zero status of N.` / `... was killed by
     signal 9 (SIGKILL).`; with `vertex`, Vertex AI's: `The replica workerpool0-0 exited with a
     non-zero status of N. Termination reason: Error.` (its pool names; a signal is the status a
-    container reports for it, 128 + N)."""
+    container reports for it, 128 + N). `reason` says an end the status does not (an engine lost)."""
     plural = "s" if restarts != 1 else ""
-    if vertex:
+    if vertex and reason is None:
         status = returncode if returncode > 0 else 128 - returncode
         text = f"The replica {vertex_task_name(task_name)} exited with a non-zero status of {status}. " \
                "Termination reason: Error."
         return text + (f" It had been restarted {restarts} time{plural}." if restarts else "")
-    text = f"The replica {service_replica_name(task_name)} {describe_returncode(returncode)}"
+    name = vertex_task_name(task_name) if vertex else service_replica_name(task_name)
+    text = f"The replica {name} {reason or describe_returncode(returncode)}"
     if restarts:
         text += f" after {restarts} restart{plural}"
     return text + "."
 
 
-def failure_message(task_name: str, returncode: int, tail: list[str], restarts: int = 0, *,
-                    vertex: bool = False) -> str:
+def failure_message(task_name: str, returncode: int, tail: list[str], restarts: int = 0,
+                    reason: str | None = None, *, vertex: bool = False) -> str:
     """A failed job's errorMessage: the headline (in Vertex AI's words with `vertex`) with the
     replica's last error line on the first line (what one-line listings show), then its last error
     lines, uncut."""
-    text = failure_headline(task_name, returncode, restarts, vertex=vertex)
+    text = failure_headline(task_name, returncode, restarts, reason, vertex=vertex)
     lines = [line for line in tail if line.strip()]
     if lines:
         text += f" {lines[-1].strip()}"
@@ -450,10 +459,11 @@ class _ReplicaSetRun:
                 continue
             if self.policy.fail_when_restarts_run_out:
                 # The log already holds the replica's output; the headline is enough there.
+                reason = exit_reason(replica.process, returncode)
                 vertex = self.spec.vertex_wording
-                self.say(failure_headline(name, returncode, replica.restarts, vertex=vertex), "ERROR")
+                self.say(failure_headline(name, returncode, replica.restarts, reason, vertex=vertex), "ERROR")
                 return self.fail(name, failure_message(name, returncode, replica.tail.lines(), replica.restarts,
-                                                       vertex=vertex))
+                                                       reason, vertex=vertex))
             self.say(f"{name} {describe_returncode(returncode)}; it is not restarted.", "WARNING")
         return None
 
@@ -524,9 +534,10 @@ class _ReplicaSetRun:
                 if code != 0:
                     blamed, blamed_code = primary, code
         name = blamed.task.task_name
+        reason = exit_reason(blamed.process, blamed_code)
         vertex = self.spec.vertex_wording
-        self.say(failure_headline(name, blamed_code, blamed.restarts, vertex=vertex), "ERROR")
-        message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts, vertex=vertex)
+        self.say(failure_headline(name, blamed_code, blamed.restarts, reason, vertex=vertex), "ERROR")
+        message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts, reason, vertex=vertex)
         return self.fail(name, message, primary.returncode if primary.done else None)
 
     def restart_cluster(self, reason: str) -> ReplicaSetOutcome | None:

@@ -1,6 +1,6 @@
 """Object stores: GCS (google-cloud-storage) and the local directory the local backend uses.
 
-May import: `errors`, `paths`, `cache_eviction` and this folder only. `gcs.py` is the only module
+May import: `errors`, `paths`, `cache_eviction`, `loopback` and this folder only. `gcs.py` is the only module
 of aiptrain that imports google.cloud.storage, and only when a GCS store is opened.
 """
 

@@ -192,6 +192,11 @@ class ObjectStore(Protocol):
     # "gcs" or "local".
     kind: ClassVar[str]
 
+    # The directory the objects are files in, where they are on this machine (the local store);
+    # None for a remote store.
+    @property
+    def root(self) -> Path | None: ...
+
     # Metadata of the object, or None when it does not exist.
     def stat(self, uri: str) -> ObjectInfo | None: ...
 
@@ -208,6 +213,3 @@ class ObjectStore(Protocol):
     ) -> ObjectInfo: ...
 
     def download(self, uri: str, local: Path) -> None: ...
-
-    # Raise NotFound / PermissionDenied naming the bucket if it cannot be written.
-    def check_bucket(self, bucket: str) -> None: ...

@@ -71,6 +71,7 @@ class GcsObjectStore:
     """An ObjectStore backed by Google Cloud Storage (or an emulator via STORAGE_EMULATOR_HOST)."""
 
     kind: ClassVar[str] = "gcs"
+    root: ClassVar[None] = None  # the objects are not files here
 
     def __init__(
         self,
@@ -184,18 +185,6 @@ class GcsObjectStore:
                     f"{uri} does not exist", hint=f"list what is there: gcloud storage ls gs://{bucket_name}"
                 ) from exc
             _translate(exc, bucket_name, f"downloading {uri}")
-
-    def check_bucket(self, bucket: str) -> None:
-        """Listing one object needs only object permissions (storage.objects.list), unlike a
-        bucket GET, so an account with roles/storage.objectAdmin passes."""
-        bucket = bucket.removeprefix("gs://").rstrip("/")
-        try:
-            blobs = self.client.list_blobs(
-                bucket, max_results=1, retry=self._retry(), timeout=self.request_timeout
-            )
-            list(blobs)
-        except Exception as exc:
-            _translate(exc, bucket, f"checking gs://{bucket}")
 
     # -- internals -----------------------------------------------------------------------------
 

@@ -29,7 +29,6 @@ from aiptrain.storage.base import (
     ObjectInfo,
     ProgressCallback,
     digest_file,
-    join_gs_uri,
     split_gs_uri,
 )
 
@@ -148,19 +147,6 @@ class LocalObjectStore:
             raise NotFound(f"{uri} does not exist (looked for {source})")
         local.parent.mkdir(parents=True, exist_ok=True)
         _atomic_copy(source, local, source.stat().st_size, None)
-
-    def check_bucket(self, bucket: str) -> None:
-        """Buckets are plain directories here, created on demand; only the name is checked."""
-        bucket = bucket.removeprefix("gs://").rstrip("/")
-        uri = join_gs_uri(bucket, "")
-        _check_bucket_name(bucket, uri)
-        try:
-            (self.root / bucket).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OperationalError(
-                f"cannot create local bucket directory {self.root / bucket}: {exc.strerror or exc}",
-                hint=f"check that {self.root} is writable (it is $AIPTRAIN_HOME/storage)",
-            ) from exc
 
     # -- internals -------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@
   backend's `create_job` or the dry-run rendering;
 - `follow`: streaming a job's logs and polling its state until it ends.
 
-May import: `job`, `packaging`, `storage`, the `backends` protocol and registry, and of one
-backend's modules only the Vertex translation (`backends.vertex.study`, pure), which every
-dry-run shows. Never imports click.
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `packaging`, `storage`, the `backends`
+protocol and registry, and of one backend's modules only the Vertex translation
+(`backends.vertex.study`, pure), which every dry-run shows. Never imports click.
 """

@@ -21,7 +21,6 @@ When the service fails (429, 5xx, no answer at all):
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -145,24 +144,10 @@ def follow_job(
 
 def _tail_start(retrying: _Retrier, backend: Backend, job_id: str, start: LogCursor | None,
                 task_name: str | None, tail: int) -> LogCursor | None:
-    """The cursor just before the last `tail` entries written so far: a backend that can seek
-    there (`tail_cursor`, the local store) does; otherwise the log is read through once."""
-    seek = getattr(backend, "tail_cursor", None)
-    if seek is not None:
-        found: LogCursor | None = retrying(lambda: seek(job_id, tail, after=start, task_name=task_name))
-        return found
-    recent: deque[LogCursor] = deque(maxlen=tail + 1)
-    cursor = start
-    while True:
-        entries = retrying(_reader(backend, job_id, cursor, task_name))
-        recent.extend(entry.cursor for entry in entries)
-        if entries:
-            cursor = entries[-1].cursor
-        if len(entries) < READ_LIMIT:
-            break
-    if len(recent) <= tail:
-        return start  # fewer entries than asked for: all of them
-    return recent[0]
+    """The cursor just before the last `tail` entries written so far (`Backend.tail_cursor`: the
+    local store seeks there, other backends read the log through once)."""
+    found: LogCursor | None = retrying(lambda: backend.tail_cursor(job_id, tail, after=start, task_name=task_name))
+    return found
 
 
 def _follow(backend: Backend, job_id: str, job: Job, on_entry: Callable[[LogEntry], None] | None,

@@ -425,8 +425,8 @@ def submit(
 
 def _check_local_room(plan: SubmissionPlan, store: ObjectStore) -> None:
     """Room on this machine for what a local store stages (see `disk_space`)."""
-    root = getattr(store, "root", None)
-    if store.kind != "local" or not isinstance(root, Path):
+    root = store.root
+    if root is None:
         return
     from aiptrain.submit.disk_space import check_room
 

@@ -15,7 +15,7 @@ The local engine runs the trials (`aiptrain.tuning.job`); the Vertex translation
 emulator use `space` and `trials` to present HyperparameterTuningJobs as ml v1 jobs. Nothing
 here imports Optuna until a model-based search is created.
 
-May import: `errors`, `paths`, `cache_eviction`, `job`, `replicas`, `environments` (a trial's
-Python) and `gcs_endpoint` (the summary reader's view of the system's CA bundle). Never a backend:
-the local engine and the Ray driver each run the trials through a `TuningHost`.
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `replicas` (the replica sets, and the
+summary reader's view of the system's CA bundle) and `environments` (a trial's Python). Never a
+backend: the local engine and the Ray driver each run the trials through a `TuningHost`.
 """

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiptrain.gcs_endpoint.system_trust import trusting
+from aiptrain.replicas.system_trust import trusting
 
 METRIC_FILE_VARIABLE = "CLOUD_ML_HP_METRIC_FILE"
 _SUMMARY_SCRIPT = Path(__file__).with_name("summary_events.py")

@@ -71,7 +71,7 @@ def test_a_tensorflow_1_pin_on_runtime_2_1_runs_tensorflow_1_and_the_image_of_2_
     assert "replace the runtime's" in logs and "tensorflow 2.1.0 (now 1.15.0)" in logs
 
 
-def test_what_uv_refuses_installs_with_the_runtimes_pip_and_a_later_pin_needs_a_later_day(
+def test_what_uv_refuses_installs_with_the_runtimes_pip_and_a_later_pin_moves_the_day(
         runtime_envs: Path, home: Path) -> None:
     result = submit("legacy21", "legacy_metadata", "--runtime-version", "2.1", "--python-version", "3.7")
     logs = _logs(result)
@@ -80,18 +80,22 @@ def test_what_uv_refuses_installs_with_the_runtimes_pip_and_a_later_pin_needs_a_
     fallback = [line for line in logs.splitlines() if "installing it with the runtime's own pip" in line]
     assert len(fallback) == 1 and "from the package index of 2021-03-09" in fallback[0], fallback
 
-    # Runtime 1.15's day (2020-12-19) came before the release (2020-12-28): the job says so, and how
-    # to move the day; moved, it installs and runs.
-    early = submit("legacy115", "legacy_metadata", "--runtime-version", "1.15", "--python-version", "3.7")
-    assert early.returncode == 10, _logs(early)[-4000:]
-    assert describe("legacy115")["errorMessage"] == (
+    # Runtime 1.15's day (2020-12-19) came before the release (2020-12-28): the service installed the
+    # pin when the job was submitted, so the job runs as of the pin's day, and says so.
+    later = submit("legacy115", "legacy_metadata", "--runtime-version", "1.15", "--python-version", "3.7")
+    assert later.returncode == 0, _logs(later)[-4000:]
+    moved = ("Trainer packages resolve as of 2020-12-28: the trainer pins python-networkdays==1.0.2, published that "
+             "day, after runtime 1.15's day (2020-12-19).")
+    assert job_log("legacy115").count(moved) == 1
+    described = aiptrain("jobs", "describe", "legacy115")
+    assert "Ran in:" in described.stderr and moved in described.stderr.replace("\n    ", " ")
+    # A day the job names wins over its pins: before the release, the pin has no file of that day.
+    named = submit("legacy115b", "legacy_metadata", "--runtime-version", "1.15", "--python-version", "3.7",
+                   "--labels", "aiptrain-resolve-as-of=2020-12-20")
+    assert named.returncode == 10, _logs(named)[-4000:]
+    assert "Trainer packages resolve as of 2020-12-20 (the job's label aiptrain-resolve-as-of)" in job_log("legacy115b")
+    assert describe("legacy115b")["errorMessage"] == (
         "Installing the trainer package legacy_metadata_trainer-0.1.tar.gz failed: its requirement "
-        "python-networkdays==1.0.2 has no file on the package index published by 2020-12-19. Hint: check the "
+        "python-networkdays==1.0.2 has no file on the package index published by 2020-12-20. Hint: check the "
         "version, or run the job as of a later day (--labels aiptrain-resolve-as-of=YYYY-MM-DD, or "
         "AIPTRAIN_RESOLVE_AS_OF).")
-    moved = submit("legacy115b", "legacy_metadata", "--runtime-version", "1.15", "--python-version", "3.7",
-                   "--labels", "aiptrain-resolve-as-of=2021-01-31")
-    assert moved.returncode == 0, _logs(moved)[-4000:]
-    assert "Trainer packages resolve as of 2021-01-31 (the job's label aiptrain-resolve-as-of)" in job_log("legacy115b")
-    described = describe("legacy115b")
-    assert described["labels"] == {"aiptrain-resolve-as-of": "2021-01-31"}

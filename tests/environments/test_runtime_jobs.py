@@ -115,10 +115,13 @@ def test_runtime_1_10_without_python_version_runs_on_the_nearest_python_3(runtim
 
 def test_a_pin_the_runtime_python_cannot_take_fails_in_preparing_with_one_line(runtime_envs: Path,
                                                                                home: Path) -> None:
-    # pandas 1.4.1 (2022) is after runtime 1.15's day: the job is moved to today's index to meet it.
+    # pandas 1.4.1 (2022-02-12) is after runtime 1.15's day: the pin moves the job to its own day,
+    # and fails there as it failed on the service (Google's hp_tuning sample of 2022 pinned it).
     result = submit("py38pin", "pin_needs_py38", "--runtime-version", "1.15", "--python-version", "3.7",
-                    "--job-dir", "gs://envtests/py38", "--labels", "aiptrain-resolve-as-of=today")
+                    "--job-dir", "gs://envtests/py38")
     assert result.returncode == 10, _logs(result)[-4000:]
+    assert ("Trainer packages resolve as of 2022-02-12: the trainer pins pandas==1.4.1, published that day"
+            in _logs(result))
     message = describe("py38pin")["errorMessage"]
     assert message == ("Installing the trainer package pin_needs_py38_trainer-0.1.tar.gz failed: pandas==1.4.1 "
                        "needs Python >= 3.8; runtime 1.15 runs Python 3.7."), message

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -62,12 +63,12 @@ def _sdist(tmp_path: Path, name: str, requires: list[str]) -> Path:
 
 
 def _install(home: Path, packages: list[Path], runtime: Environment, day: ResolveDay, *,
-             site: str = "site") -> tuple[str | None, list[str]]:
+             site: str = "site", on_day: Callable[[ResolveDay], None] | None = None) -> tuple[str | None, list[str]]:
     """Install into `home/site`, with the install cache of `home`."""
     sink = RecordingSink()
     problem = install_packages([str(p) for p in packages], site_dir=home / site, storage_root=home / "storage",
                                python=runtime.python, base_env=dict(os.environ), run_token="era-test", sink=sink,
-                               stop=threading.Event(), kill_grace=3.0, environment=runtime, day=day)
+                               stop=threading.Event(), kill_grace=3.0, environment=runtime, day=day, on_day=on_day)
     return problem, sink.lines
 
 
@@ -129,7 +130,30 @@ def test_what_uv_refuses_the_runtimes_pip_installs_from_the_index_of_the_day(
                        "aiptrain-resolve-as-of=YYYY-MM-DD, or AIPTRAIN_RESOLVE_AS_OF).")
 
 
-def test_a_pin_published_after_the_day_fails_naming_when_it_came(small_runtime: Environment, tmp_path: Path) -> None:
+def test_a_pin_after_the_runtimes_day_moves_the_day_to_its_own(small_runtime: Environment, tmp_path: Path) -> None:
+    # tabulate 0.8.9 came on 2021-02-22, after the runtime's day: the service, which installed a
+    # trainer's requirements when the job was submitted, ran such a job after that day.
+    trainer = _sdist(tmp_path, "laterpin", ["tabulate==0.8.9", "pytz"])
+    runtime_day = ResolveDay(datetime.date(2020, 12, 19), "runtime small's day", pins_may_move=True)
+    told: list[ResolveDay] = []
+    problem, lines = _install(tmp_path, [trainer], small_runtime, runtime_day, on_day=told.append)
+    assert problem is None, "\n".join(lines)
+    assert _distributions(tmp_path / "site") == {"laterpin": "0.1", "tabulate": "0.8.9"}  # pytz: the runtime's
+    said = [line for line in lines if "resolve as of" in line]
+    assert said == ["Trainer packages resolve as of 2021-02-22: the trainer pins tabulate==0.8.9, published that "
+                    "day, after runtime small's day (2020-12-19). Nothing published later is installed; set the "
+                    "day with the label aiptrain-resolve-as-of or AIPTRAIN_RESOLVE_AS_OF."], said
+    assert [day.label for day in told] == ["2021-02-22"]
+    dates = install_cache.install_cache_dir(tmp_path) / ".release-dates" / "tabulate.json"
+    assert json.loads(dates.read_text())["releases"]["0.8.9"] == "2021-02-22"
+    # The next job of that package: the entry of the moved day.
+    problem, lines = _install(tmp_path, [trainer], small_runtime, runtime_day, site="again")
+    assert problem is None and "Reusing installed package(s)" in "\n".join(lines)
+    assert any(line.startswith("Reusing") and "resolved as of 2021-02-22" in line for line in lines), lines
+
+
+def test_a_pin_published_after_a_day_the_job_named_fails_naming_when_it_came(small_runtime: Environment,
+                                                                              tmp_path: Path) -> None:
     trainer = _sdist(tmp_path, "newpin", ["tabulate==0.8.9"])
     problem, _lines = _install(tmp_path, [trainer], small_runtime, DAY)
     assert problem == ("Installing the trainer package newpin-0.1.tar.gz failed: its requirement tabulate==0.8.9 was "

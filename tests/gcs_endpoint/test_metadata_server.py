@@ -199,3 +199,22 @@ def test_with_the_metadata_server_off_the_replicas_keep_the_submitters_credentia
     assert ReplicaSettings.from_env({}).metadata == "on"
     with pytest.raises(UsageError, match="AIPTRAIN_LOCAL_METADATA='maybe' is not one of on, off"):
         ReplicaSettings.from_env({"AIPTRAIN_LOCAL_METADATA": "maybe"})
+
+
+def test_an_idle_connection_is_closed_rather_than_holding_a_thread(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    import socket
+    import time
+
+    from aiptrain.gcs_endpoint import metadata as metadata_module
+
+    monkeypatch.setattr(metadata_module, "IDLE_SECONDS", 0.5, raising=False)
+    identity = vm_identity(PROJECT, "idle", "us-east1", None, load_catalog())
+    with metadata_module.MetadataServer(identity) as server:
+        host, port = server.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as idle:
+            started = time.monotonic()
+            assert idle.recv(1) == b""  # the server hung up (a timeout here: it waits forever)
+            assert time.monotonic() - started < 5
+        status, body, _ = _get(server.address, "/computeMetadata/v1/project/project-id", FLAVOR)
+        assert (status, body) == (200, PROJECT)  # a client that speaks is served as before

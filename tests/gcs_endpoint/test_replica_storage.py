@@ -23,8 +23,8 @@ from google.api_core import exceptions
 from google.cloud import storage  # type: ignore[import-untyped, unused-ignore]  # as in aiptrain/storage/gcs.py
 
 from aiptrain.gcs_endpoint.service import ReplicaStorage
-from aiptrain.gcs_endpoint.system_trust import TRUST_VARIABLE, system_bundles, trusting
 from aiptrain.replicas.processes import start_process
+from aiptrain.replicas.system_trust import TRUST_VARIABLE, system_bundles, trusting
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 
 __all__ = ["fake_gcs_server"]

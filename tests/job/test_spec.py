@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from aiptrain.errors import ValidationFailed
-from aiptrain.job.spec import Job, JobState, parse_job, parse_job_lenient
+from aiptrain.job.spec import Job, JobState, job_resource_name, parse_job, parse_job_lenient
 
 FULL_JOB = {
     "jobId": "census_1",
@@ -171,3 +171,7 @@ def test_every_parse_problem_has_a_hint() -> None:
     assert [p for p in problems if not (p.hint or "").strip()] == []
     hints = {p.path: p.hint for p in problems}
     assert hints["trainingInput.workerCount"] == "write a whole number, e.g. workerCount: 2"
+
+
+def test_a_job_s_resource_name_is_the_one_the_rest_calls_take() -> None:
+    assert job_resource_name("my-project", "train_1") == "projects/my-project/jobs/train_1"

@@ -5,11 +5,19 @@ from __future__ import annotations
 import pytest
 
 from aiptrain.job.spec import ROLES
-from aiptrain.job.task_names import TASK_PREFIX, ml_task_name, task_name, vertex_pool, vertex_task_name
+from aiptrain.job.task_names import (
+    TASK_PREFIX,
+    ml_task_name,
+    replica_of,
+    task_name,
+    vertex_pool,
+    vertex_task_name,
+)
 
 
-def test_every_role_has_a_prefix() -> None:
-    assert set(TASK_PREFIX) == {role.name for role in ROLES}
+def test_every_role_has_a_prefix_in_the_roles_order() -> None:
+    # The table's order numbers the Vertex pools, so it must be the service's order of roles.
+    assert list(TASK_PREFIX) == [role.name for role in ROLES]
 
 
 @pytest.mark.parametrize(("role", "index", "name", "pool"), [
@@ -42,3 +50,11 @@ def test_names_that_are_no_replica_of_a_role_stay_as_they_are(name: str) -> None
 @pytest.mark.parametrize("name", ["workerpool4-0", "workerpool-0", "workerpool1-x", "workerpool1", "pool1-0"])
 def test_names_that_are_no_vertex_pool_stay_as_they_are(name: str) -> None:
     assert ml_task_name(name) == name
+
+
+def test_a_replica_s_prefix_and_index_are_read_back_from_its_name() -> None:
+    for role in TASK_PREFIX:
+        assert replica_of(task_name(role, 12)) == (TASK_PREFIX[role], 12)
+    # Not a replica's: the service's own lines, Vertex pool names, a prefix no role has, no index.
+    for name in ("service", "workerpool1-0", "chief-replica-0", "worker-replica-", "worker-replica-x"):
+        assert replica_of(name) is None, name

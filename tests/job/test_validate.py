@@ -215,3 +215,27 @@ def test_reserved_bucket_names_get_a_rename(uri: str, suggestion: str) -> None:
     assert problem.path == "trainingInput.jobDir"
     assert problem.hint is not None and suggestion in problem.hint
     assert bucket_name_problem(suggestion.removeprefix("gs://")) is None
+
+
+@pytest.mark.parametrize("image", [
+    "--help", "-v", "Trainer", "gcr.io/p/My Image", "gcr.io/p/i:", "gcr.io/p/i;rm -rf /", "gcr.io//i", "i@sha256:xyz",
+    "/abs/path", "a" * 256,
+])
+def test_an_image_uri_that_is_not_a_reference_is_refused_naming_the_field(image: str) -> None:
+    problems = validate_job(parse_job(job(masterConfig={"imageUri": image}, pythonModule=None, packageUris=None)),
+                            CATALOG)
+    assert [p.path for p in problems] == ["trainingInput.masterConfig.imageUri"]
+    assert "is not an image reference" in problems[0].message and "REPOSITORY[:TAG]" in (problems[0].hint or "")
+    worker = job(scaleTier="CUSTOM", masterType="n1-standard-4", workerType="n1-standard-4", workerCount="1",
+                 masterConfig={"imageUri": "gcr.io/p/i"}, workerConfig={"imageUri": image},
+                 pythonModule=None, packageUris=None)
+    assert paths(worker) == {"trainingInput.workerConfig.imageUri"}
+
+
+@pytest.mark.parametrize("image", [
+    "busybox", "gcr.io/p/i", "localhost:5000/team/trainer:v1.2", "aiptrain-tests/shell:0a1b2c",
+    "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest", "my_org/my__image-x",
+    "gcr.io/p/i@sha256:" + "0" * 64, "gcr.io/p/i:tag@sha256:" + "a" * 64,
+])
+def test_image_references_pass(image: str) -> None:
+    assert paths(job(masterConfig={"imageUri": image}, pythonModule=None, packageUris=None)) == set()

@@ -189,15 +189,7 @@ def test_missing_bucket_is_not_found_naming_it(fake_gcs: FakeGcsServer, tmp_path
     assert error.exit_code == 1
     assert error.message == "bucket gs://no-such-bucket-here does not exist"
     assert error.hint is not None and "gcloud storage buckets create gs://no-such-bucket-here" in error.hint
-    with pytest.raises(NotFound, match="gs://no-such-bucket-here"):
-        store.check_bucket("no-such-bucket-here")
     assert store.stat("gs://no-such-bucket-here/a.bin") is None
-
-
-def test_check_bucket_passes_for_an_existing_bucket(fake_gcs: FakeGcsServer) -> None:
-    bucket = fake_gcs.make_bucket()
-    GcsObjectStore().check_bucket(bucket.removeprefix("gs://"))
-    GcsObjectStore().check_bucket(bucket)
 
 
 def test_permission_denied_names_the_bucket(
@@ -213,8 +205,6 @@ def test_permission_denied_names_the_bucket(
     assert error.message == f"permission denied on {bucket} while uploading {local} to {bucket}/a.bin: injected 403"
     assert "\n" not in error.message
     assert error.hint is not None and "roles/storage.objectAdmin" in error.hint
-    with pytest.raises(PermissionDenied):
-        fast_store().check_bucket(bucket.removeprefix("gs://"))
 
 
 # -- a faulty network --------------------------------------------------------------------------

@@ -273,15 +273,3 @@ def test_download_of_a_missing_object_is_not_found(store: LocalObjectStore, tmp_
         store.download("gs://bucket/missing", tmp_path / "x")
     assert caught.value.exit_code == 1
     assert not (tmp_path / "x").exists()
-
-
-def test_check_bucket_creates_the_bucket_directory(store: LocalObjectStore) -> None:
-    store.check_bucket("fresh-bucket")
-    store.check_bucket("gs://other-bucket/")
-    assert sorted(p.name for p in store.root.iterdir()) == ["fresh-bucket", "other-bucket"]
-
-
-def test_check_bucket_refuses_invalid_names(store: LocalObjectStore) -> None:
-    with pytest.raises(UsageError, match="not a valid bucket name"):
-        store.check_bucket("Not_Valid!")
-    assert not store.root.exists() or not any(store.root.iterdir())

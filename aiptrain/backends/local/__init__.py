@@ -7,6 +7,6 @@ run slot, prepares the runtime environment and runs the replica set in a `job_co
 `job_wait` is `jobs wait` without the job model; `local_train` the foreground `local train`;
 `layout` where a job's files live; `filters` the store's list filters.
 
-May import: `errors`, `paths`, `job`, `replicas`, `environments`, `gcs_endpoint`, `tuning`,
-`storage`, the `backends` protocol. The only folder that imports sqlite3.
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `replicas`, `environments`, `gcs_endpoint`,
+`tuning`, `storage`, the `backends` protocol. The only folder that imports sqlite3.
 """

@@ -124,8 +124,8 @@ class LocalBackend:
         """What the job ran in, as recorded when it was prepared; before that, what it will run in."""
         with self._store_errors():
             record = self.engine.store.get(self.project, job.job_id or "")
-        return (_runtime_notes(job, record.runtime_environment) + _share_notes(record.machine_share)
-                + self._run_limit_notes(record.state))
+        return (_runtime_notes(job, record.runtime_environment, record.runs_containers)
+                + _share_notes(record.machine_share) + self._run_limit_notes(record.state))
 
     def _run_limit_notes(self, state: JobState) -> list[str]:
         """The machine's limit on running jobs, for a job that waits for a slot or holds one."""
@@ -188,9 +188,14 @@ class LocalBackend:
             return self.engine.tail_cursor(self.project, job_id, count, after=after, task_name=task_name)
 
 
-def _runtime_notes(job: Job, recorded: dict[str, Any] | None) -> list[str]:
+def _runtime_notes(job: Job, recorded: dict[str, Any] | None, runs_containers: bool | None) -> list[str]:
+    """What the job ran in, once recorded; before that, the runtime it will run in, unless
+    PREPARING recorded that its replicas are containers (their image brings their runtime, which
+    their own notes say once they start)."""
     if recorded is not None:
         return ["", "Ran in:", *(f"  {line}" for line in recorded.get("notes", []))]
+    if runs_containers:
+        return []
     notes, warnings = _runtime_lines(job)
     return ["", *notes, *(f"warning: {warning}" for warning in warnings)] if notes else []
 

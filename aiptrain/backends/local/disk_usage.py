@@ -32,13 +32,14 @@ def uv_cache_dir() -> Path:
 
 def usage(home: Path, build_cache: Path) -> list[DiskPart]:
     """The parts under `home`, the package build cache `build_cache` and uv's cache."""
-    from aiptrain.backends.local.store import DB_NAME
     from aiptrain.environments.store import envs_dir
 
     layout = HomeLayout(home)
-    store = sum(tree_bytes(home / name) for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm"))
+    database = layout.jobs_db
+    store = sum(tree_bytes(path) for path in (database, database.with_name(f"{database.name}-wal"),
+                                              database.with_name(f"{database.name}-shm")))
     return [
-        DiskPart("job store (jobs, logs)", home / DB_NAME, store, "aiptrain local prune --older-than 30d"),
+        DiskPart("job store (jobs, logs)", database, store, "aiptrain local prune --older-than 30d"),
         DiskPart("job directories", layout.jobs, tree_bytes(layout.jobs, unshared_only=True),
                  "aiptrain local prune"),  # the installed packages they link are the cache's
         DiskPart("local storage (gs://)", layout.storage, tree_bytes(layout.storage),

@@ -25,6 +25,7 @@ from aiptrain.backends.local.store_errors import is_out_of_space, note
 from aiptrain.gcs_endpoint.service import host_endpoints, replica_base_environment
 from aiptrain.job.spec import Job, JobState, TrainingInput
 from aiptrain.job.tf_config import replica_tasks
+from aiptrain.paths import HomeLayout
 from aiptrain.replicas.cluster_plan import LocalPlan, trials_at_once
 from aiptrain.replicas.command import ProcessCommand, ReplicaCommand, for_every_replica
 from aiptrain.replicas.containers.endpoints import HostEndpoint
@@ -103,9 +104,6 @@ class JobContext:
     # The job's part of the machine: one set of replica shares per cluster running at once (a
     # tuning job's trials take a free set each); None runs replicas on the whole machine.
     share: JobShare | None = None
-    # Whether the replicas are containers: the one answer PREPARING gave (`Supervisor`), which
-    # every replica set follows.
-    runs_containers: bool = False
     # The container engine of a job whose replicas are containers, found at PREPARING.
     engine: Engine | None = None
 
@@ -117,8 +115,14 @@ class JobContext:
             self._free_lanes.put(lane)
 
     @property
+    def runs_containers(self) -> bool:
+        """Whether the replicas are containers: the one answer PREPARING recorded with the job
+        (`Supervisor`), which every replica set follows."""
+        return bool(self.record.runs_containers)
+
+    @property
     def storage_root(self) -> Path:
-        return self.home / "storage"
+        return HomeLayout(self.home).storage
 
     @property
     def training_input(self) -> TrainingInput:
@@ -266,7 +270,7 @@ class JobContext:
             self.engine, replicas, job_token=self.record.run_token, run_token=spec.run_token,
             endpoints=self.container_endpoints(), mounts=mounts, pull=self.container_settings.pulls,
             say=lambda line: self.say(line, trial_id=spec.trial_id),
-            trust_cache=self.home / "cache" / "container-trust", scratch_record=self.layout.scratch_record)
+            trust_cache=HomeLayout(self.home).container_trust_cache, scratch_record=self.layout.scratch_record)
         try:
             launcher.open()
         except ContainerSetupFailed as failed:

@@ -38,11 +38,11 @@ from aiptrain.backends.local.store_records import (
 )
 from aiptrain.backends.local.store_schema import ensure_schema
 from aiptrain.backends.local.store_slots import SlotClaim, SlotQueue
+from aiptrain.paths import HomeLayout
 from aiptrain.replicas.clock import job_time
 
 # What callers import from here, wherever its section defines it.
 __all__ = [
-    "DB_NAME",
     "JobLogEntry",
     "JobRecord",
     "JobSnapshot",
@@ -53,8 +53,6 @@ __all__ = [
     "StateChange",
     "insert_id_for",
 ]
-
-DB_NAME = "jobs.db"
 
 
 def _check_if_left_uncleanly(database: Path, users: UsersLock) -> None:
@@ -89,7 +87,7 @@ class JobStore(JobQueries, SlotQueue, LogQueries):
     """Typed access to jobs.db. Safe to share between threads (one connection per thread)."""
 
     def __init__(self, home: Path) -> None:
-        super().__init__(home / DB_NAME)
+        super().__init__(HomeLayout(home).jobs_db)
         self.home = home
         try:
             home.mkdir(parents=True, exist_ok=True)

@@ -166,6 +166,12 @@ class JobQueries(StoreConnection):
         with self._write() as tx:
             tx.execute("UPDATE jobs SET runtime_environment = ? WHERE key = ?", (json.dumps(environment), key))
 
+    def set_runs_containers(self, key: int, containers: bool) -> None:
+        """Record whether the job's replicas are containers: PREPARING's one answer, which every
+        later reader (the job's replica sets, `jobs describe`) takes from here."""
+        with self._write() as tx:
+            tx.execute("UPDATE jobs SET runs_containers = ? WHERE key = ?", (int(containers), key))
+
     def set_supervisor(self, key: int, pid: int, start_ticks: int | None) -> None:
         with self._write() as tx:
             tx.execute(

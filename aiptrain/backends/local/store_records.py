@@ -44,6 +44,9 @@ class JobRecord:
     runtime_environment: dict[str, Any] | None = None
     # Its part of the machine (cores, GPUs), claimed with its run slot (`try_acquire_slot`), else None.
     machine_share: dict[str, Any] | None = None
+    # Whether its replicas are containers, recorded when it was prepared (`set_runs_containers`);
+    # None before then (and for a job an earlier release prepared).
+    runs_containers: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -113,4 +116,5 @@ def job_record(row: sqlite3.Row) -> JobRecord:
         vertex_job_id=row["vertex_job_id"],
         runtime_environment=json.loads(row["runtime_environment"]) if row["runtime_environment"] else None,
         machine_share=json.loads(row["machine_share"]) if row["machine_share"] else None,
+        runs_containers=None if row["runs_containers"] is None else bool(row["runs_containers"]),
     )

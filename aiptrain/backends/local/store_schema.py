@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     vertex_job_id TEXT,
     runtime_environment TEXT,
     machine_share TEXT,
+    runs_containers INTEGER,
     UNIQUE (project, job_id)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs (project, key);
@@ -94,7 +95,7 @@ def ensure_schema(store: StoreConnection) -> None:
 # Columns added after the first release of the schema: (table, column, definition). A store made
 # before one of them gets it on its next open (CREATE TABLE IF NOT EXISTS leaves its table as is).
 _ADDED_COLUMNS = (("jobs", "vertex_job_id", "TEXT"), ("jobs", "runtime_environment", "TEXT"),
-                  ("jobs", "machine_share", "TEXT"))
+                  ("jobs", "machine_share", "TEXT"), ("jobs", "runs_containers", "INTEGER"))
 
 
 def _add_missing_columns(tx: Transaction) -> None:

@@ -54,6 +54,7 @@ from aiptrain.gcs_endpoint.service import job_metadata_server, replica_storage, 
 from aiptrain.job import era
 from aiptrain.job.catalog import Catalog, load_catalog
 from aiptrain.job.spec import JobState, TrainingInput
+from aiptrain.paths import HomeLayout
 from aiptrain.replicas.clock import utc_now
 from aiptrain.replicas.cluster_plan import plan_cluster
 from aiptrain.replicas.containers.cleanup import record_engine, remove_job_containers
@@ -189,8 +190,10 @@ class Supervisor:
             return
         engine: Engine | None = None
         needs_system_trust = False
-        # Asked once, here: every replica set of the job follows this answer (`JobContext`).
+        # Asked once, here, and recorded with the job: every replica set of the job follows this
+        # answer (`JobContext`), and `jobs describe` reads it.
         containers = runs_containers(training_input)
+        self.store.set_runs_containers(self.key, containers)
         if containers:  # the image brings its runtime: nothing to build or install
             engine = self._container_engine()
             if engine is None:
@@ -212,7 +215,7 @@ class Supervisor:
         identity = vm_identity(self.record.project, self.record.job_id, training_input.region,
                                training_input.service_account, catalog)
         with job_metadata_server(identity, self.home, self.say, enabled=settings.metadata == "on") as metadata, \
-                replica_storage(self.home, self.home / "storage", settings.gcs, self.say,
+                replica_storage(self.home, HomeLayout(self.home).storage, settings.gcs, self.say,
                                 extend_system_trust=needs_system_trust,
                                 metadata=metadata.server if metadata else None) as storage:
             context = JobContext(
@@ -228,7 +231,6 @@ class Supervisor:
                 storage=storage,
                 metadata=metadata,
                 share=share,
-                runs_containers=containers,
                 engine=engine,
             )
             self._finish(job_body_for(context.record)(context))
@@ -273,7 +275,7 @@ class Supervisor:
         problem = install_packages(
             list(training_input.package_uris or []),
             site_dir=self.layout.site_dir,
-            storage_root=self.home / "storage",
+            storage_root=HomeLayout(self.home).storage,
             python=settings.python,
             # pip's and uv's own leftovers of an install that is killed go with the job.
             base_env={**os.environ, "TMPDIR": str(self._job_tmpdir())},
@@ -283,6 +285,9 @@ class Supervisor:
             kill_grace=settings.kill_grace,
             environment=environment,
             day=day,
+            # The trainer's pins may date the job later: `jobs describe` says the day it ran as of.
+            on_day=lambda dated: self.store.set_runtime_environment(
+                self.key, ran_in(resolution, environment, settings, dated)),
         )
         if self.stop.is_set():
             self._finish(ReplicaSetOutcome(JobState.CANCELLED))

@@ -7,5 +7,5 @@
 - `logs`: Cloud Logging v2 reads, shared with the Vertex backend;
 - `local_token`: the bearer token of a `local serve` on this machine.
 
-May import: `errors`, `paths`, `job`, `backends` (the protocol).
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `backends` (the protocol).
 """

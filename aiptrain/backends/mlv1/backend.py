@@ -24,7 +24,7 @@ from aiptrain.backends.mlv1.client import (
 )
 from aiptrain.errors import AlreadyExists, EtagMismatch, NotFound, Problem
 from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.job.spec import Job, job_from_api, without_output_fields
+from aiptrain.job.spec import Job, job_from_api, job_resource_name, without_output_fields
 
 DEFAULT_ENDPOINT = "https://ml.googleapis.com/"
 # The resource types ml v1 training jobs logged under (gcloud queries both).
@@ -67,7 +67,7 @@ class MlV1Backend(RemoteBackendDefaults):
         return self._logging
 
     def _name(self, job_id: str) -> str:
-        return f"projects/{self.project}/jobs/{job_id}"
+        return job_resource_name(self.project, job_id)
 
     def unsupported(self, job: Job) -> list[Problem]:
         return []  # the endpoint speaks ml v1 itself; it refuses what it cannot run

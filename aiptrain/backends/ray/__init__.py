@@ -15,7 +15,7 @@
 | `preparation_log.py` | pure: PREPARING's lines (which node builds, who waits) and its failures, naming nodes |
 | `tuning_host.py` | the tuning study's host on the driver: trials as replica sets of actors |
 
-May import: `errors`, `paths`, `job`, `storage`, `replicas`, `environments`, `tuning`, the
-`backends` protocol. Only `client.py`, `driver.py`, `replica_host.py` and
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `storage`, `replicas`, `environments`,
+`tuning`, the `backends` protocol. Only `client.py`, `driver.py`, `replica_host.py` and
 `tuning_host.py` import `ray`, and only when called; never the local backend.
 """

@@ -5,6 +5,6 @@ the same for a HyperparameterTuningJob and its trials. Both are pure dictionarie
 the emulator's Vertex side serves with them. `backend.VertexBackend` makes the REST calls through
 the REST client of `backends.mlv1`.
 
-May import: `errors`, `paths`, `job`, `tuning`'s pure parts, the `backends` protocol, `backends.mlv1`
-(its REST client and log reads).
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `tuning` (its pure parts), the `backends`
+protocol, `backends.mlv1` (its REST client and log reads).
 """

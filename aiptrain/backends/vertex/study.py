@@ -42,12 +42,6 @@ from aiptrain.tuning.plan import DEFAULT_METRIC_TAG, maximizes
 from aiptrain.tuning.space import CategoricalParameter, IntegerParameter, Parameter, format_value, parameter_from_spec
 from aiptrain.tuning.trials import tuning_output
 
-_VALUE_SPEC = {
-    ParameterType.DOUBLE: "doubleValueSpec",
-    ParameterType.INTEGER: "integerValueSpec",
-    ParameterType.CATEGORICAL: "categoricalValueSpec",
-    ParameterType.DISCRETE: "discreteValueSpec",
-}
 _STOPPING_SPECS = ("medianAutomatedStoppingSpec", "decayCurveStoppingSpec", "convexAutomatedStoppingSpec")
 
 # Vertex Trial.state -> the state of an ml v1 HyperparameterOutput.

@@ -12,4 +12,11 @@ from elsewhere (`static/` is package data):
   (new lines as server-sent events);
 - the training curves: `summaries` (a job's event files) over `event_records` (their scalars,
   read without TensorFlow).
+
+A page words what differs by API from the job's own record (a job created as a Vertex AI job has
+its tasks named by worker pool), never from a backend's name.
+
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `replicas`, `environments`, `gcs_endpoint`,
+`tuning`, `storage`, `submit`, `backends`, `backends.local`, `backends.vertex`, as the rest of
+`emulator` may.
 """

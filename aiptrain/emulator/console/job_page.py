@@ -114,7 +114,7 @@ def _replicas(view: JobView) -> Html:
 def _task_name(view: JobView, task: str) -> Html:
     """The task as the engine and its log name it, and for a Vertex AI job as Vertex's logs do."""
     shown = tag("code", task)
-    pool = vertex_task_name(task) if view.backend == "vertex" else task
+    pool = vertex_task_name(task) if view.pool_task_names else task
     return join([shown, " ", tag("span", f"({pool})", class_="hint")]) if pool != task else shown
 
 

@@ -19,7 +19,7 @@ from aiptrain.emulator.console.summaries import Curves, SummaryReader, summary_r
 from aiptrain.emulator.errors import ApiError
 from aiptrain.emulator.services import Services
 from aiptrain.emulator.vertex_jobs import TUNING_JOBS
-from aiptrain.job.spec import Job
+from aiptrain.job.spec import Job, job_resource_name
 from aiptrain.replicas.log_capture import SERVICE_TASK
 
 
@@ -27,7 +27,8 @@ from aiptrain.replicas.log_capture import SERVICE_TASK
 class JobView:
     project: str
     job: Job
-    backend: str  # mlv1 | vertex
+    backend: str  # mlv1 | vertex: the API the job was created through, as the page shows it
+    pool_task_names: bool  # created as a Vertex AI job, whose logs name tasks by worker pool
     resource_name: str  # projects/P/jobs/ID, or the Vertex AI job's name
     resource: dict[str, Any]  # as its API returns it
     replicas: list[ReplicaRow]
@@ -44,7 +45,7 @@ def read_job(services: Services, summaries: SummaryReader, project: str, job_id:
     job = engine.get(project, job_id)
     record = engine.store.get(project, job_id)
     numeric_id = record.vertex_job_id
-    backend, name, resource = "mlv1", f"projects/{project}/jobs/{job_id}", mlv1_api.present_job(job)
+    backend, name, resource = "mlv1", job_resource_name(project, job_id), mlv1_api.present_job(job)
     vertex = services.vertex_job_by_numeric_id(numeric_id) if numeric_id else None
     if vertex is not None:
         backend, name = "vertex", services.vertex_name(vertex)
@@ -59,4 +60,5 @@ def read_job(services: Services, summaries: SummaryReader, project: str, job_id:
     root = summary_root(job.training_input.job_dir if job.training_input else None, services.storage_root)
     curves = summaries.curves(root) if root is not None and root.is_dir() else {}
     ran_in = list((record.runtime_environment or {}).get("notes", []))
-    return JobView(project, job, backend, name, resource, rows, share_lines(share), ran_in, tasks, root, curves)
+    return JobView(project, job, backend, vertex is not None, name, resource, rows, share_lines(share), ran_in, tasks,
+                   root, curves)

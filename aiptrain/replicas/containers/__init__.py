@@ -15,7 +15,11 @@ engine themselves.
   metadata server) reached from inside each replica's network namespace through a Unix socket
   that only the job's containers have;
 - `launcher`: the network, the containers and their labels, for one replica set;
-- `cleanup`: removing what a job created, also after its supervisor died.
+- `cleanup`: removing what a job created, also after its supervisor died, and what an engine
+  that had gone away could not remove, once it answers again.
 
-May import: `errors`, `paths`, `job`, and the rest of `replicas`. Never a backend.
+The only folder of aiptrain that runs Docker's or Podman's programs (tests/test_layers.py holds it).
+
+May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `storage`, and the rest of `replicas`. Never a
+backend.
 """

@@ -7,32 +7,45 @@ variables) is written into the job's files (`record_engine`), and whoever finds 
 supervisor dead (the local backend's reaper) removes everything with the job's label from that
 engine (`remove_job_containers`). A set's scratch directory on the host is a `scratch` one; the
 guard of an owner no reaper watches removes it too.
+
+An engine that was killed (or whose daemon is restarting) answers no removal, while the containers
+of a daemon that died can run on (their shims outlive it), and a daemon that comes back keeps the
+stopped ones and the network. So what could not be removed is noted, one file per label under the
+home's `container_leftovers` (`removed_or_noted`), and removed with the note when the engine
+answers again: at the next replica set's start on this machine, and at every job's end
+(`sweep_leftovers`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from aiptrain.replicas.containers.engine import Engine, EngineCallFailed
+from aiptrain.paths import HomeLayout
+from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine_answers
 from aiptrain.replicas.containers.labels import JOB_LABEL
 from aiptrain.replicas.scratch import remove_directories
 
 
-def remove_labelled(engine: Engine, label: str) -> None:
-    """Remove the containers (with their anonymous volumes), networks and volumes labelled `label`."""
-    containers = engine.output(["ps", "--all", "--quiet", "--filter", f"label={label}"], check=False).split()
-    if containers:
-        engine.run(["rm", "--force", "--volumes", *containers], check=False, timeout=300)
-    networks = engine.output(["network", "ls", "--quiet", "--filter", f"label={label}"], check=False).split()
-    if networks:
-        engine.run(["network", "rm", *networks], check=False)
-    volumes = engine.output(["volume", "ls", "--quiet", "--filter", f"label={label}"], check=False).split()
-    if volumes:
-        engine.run(["volume", "rm", "--force", *volumes], check=False)
+def remove_labelled(engine: Engine, label: str) -> bool:
+    """Remove the containers (with their anonymous volumes), networks and volumes labelled `label`;
+    False when the engine could not be asked or refused a removal."""
+    done = True
+    for kind, remove in (("container", ["rm", "--force", "--volumes"]), ("network", ["network", "rm"]),
+                         ("volume", ["volume", "rm", "--force"])):
+        listing = ["ps", "--all"] if kind == "container" else [kind, "ls"]
+        listed = engine.run([*listing, "--quiet", "--filter", f"label={label}"], check=False)
+        if listed.returncode != 0:
+            done = False
+            continue
+        found = listed.stdout.decode(errors="replace").split()
+        if found:
+            done = engine.run([*remove, "--", *found], check=False, timeout=300).returncode == 0 and done
+    return done
 
 
 def record_engine(path: Path, engine: Engine) -> None:
@@ -50,9 +63,58 @@ def remove_job_containers(path: Path, job_token: str) -> bool:
         engine = Engine.from_json(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError):
         return False
+    label = f"{JOB_LABEL}={job_token}"
     with contextlib.suppress(EngineCallFailed):
-        remove_labelled(engine, f"{JOB_LABEL}={job_token}")
+        removed = remove_labelled(engine, label)
+        removed_or_noted(engine, label, removed)
+        if removed:  # the engine answers: what earlier jobs left on it goes too
+            sweep_leftovers(engine)
     return True
+
+
+# -- what an engine that had gone away could not remove ----------------------------------------
+
+
+def _folder() -> Path:
+    return HomeLayout.of().container_leftovers
+
+
+def record_leftovers(engine: Engine, label: str) -> None:
+    """Note that what carries `label` on `engine` is still to be removed."""
+    folder = _folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (hashlib.sha256(f"{engine.to_json()}{label}".encode()).hexdigest()[:24] + ".json")
+    made = path.with_name(f"{path.name}.{os.getpid()}")
+    made.write_text(json.dumps({"engine": engine.to_json(), "label": label}))
+    os.replace(made, path)
+
+
+def sweep_leftovers(engine: Engine) -> int:
+    """Remove what the notes name on `engine` (which answers), and the notes; how many were swept."""
+    folder = _folder()
+    if not folder.is_dir():
+        return 0
+    swept = 0
+    for note in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(note.read_text())
+            noted, label = Engine.from_json(data["engine"]), str(data["label"])
+        except (OSError, ValueError, KeyError, TypeError):
+            note.unlink(missing_ok=True)  # unreadable: nothing can be done with it
+            continue
+        if noted != engine:
+            continue  # another engine's (another daemon): swept when that one is used
+        with contextlib.suppress(EngineCallFailed):
+            if remove_labelled(engine, label):
+                note.unlink(missing_ok=True)
+                swept += 1
+    return swept
+
+
+def removed_or_noted(engine: Engine, label: str, removed: bool) -> None:
+    """After a removal by `label`: when it failed because the engine is gone, note the leftovers."""
+    if not removed and not engine_answers(engine):
+        record_leftovers(engine, label)
 
 
 class RemovalGuard:

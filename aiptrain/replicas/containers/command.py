@@ -12,7 +12,14 @@ The command follows the service:
 - a tuning trial's parameters follow as flags, whichever of these applies.
 
 On the engine's command line a command becomes `--entrypoint FIRST IMAGE REST...` (Docker resets
-the image's CMD when the entrypoint is given), args become what follows the image.
+the image's CMD when the entrypoint is given), args become what follows the image; `--` goes before
+the image, so no image name or argument is ever read as an option of the engine.
+
+A replica is created without the engine's own copy of its output (`--log-driver none`: the output
+reaches the job through `start --attach`, and a copy would double the disk a chatty job uses,
+without a cap), with its host directories as `--mount`s (a path holding `:`, as an AIPTRAIN_HOME
+may, breaks `--volume HOST:INSIDE:MODE`), and with a ceiling on its processes and threads by its
+machine type (`pids_limit`).
 """
 
 from __future__ import annotations
@@ -41,8 +48,16 @@ class ContainerCommand:
 
     def engine_arguments(self) -> list[str]:
         """What follows the options of `docker create`: `[--entrypoint X] IMAGE ARGS...`."""
+        return [*self.engine_options(), *self.positional_arguments()]
+
+    def engine_options(self) -> list[str]:
+        """`--entrypoint X` when a command replaces the image's ENTRYPOINT."""
+        return [f"--entrypoint={self.command[0]}"] if self.command else []
+
+    def positional_arguments(self) -> list[str]:
+        """`IMAGE ARGS...`: what follows `--` on the engine's command line."""
         if self.command:
-            return [f"--entrypoint={self.command[0]}", self.image, *self.command[1:], *(self.args or ())]
+            return [self.image, *self.command[1:], *(self.args or ())]
         return [self.image, *(self.args or ())]
 
     def describe(self) -> str:
@@ -67,6 +82,23 @@ def container_command(
     return ContainerCommand(group.image_uri, None, tuple(given) if given else None)
 
 
+# The processes and threads one replica may hold (`--pids-limit`; the kernel's pids controller
+# counts threads too), by its machine type's vCPUs: room for TensorFlow's thread pools (a few
+# hundred threads a process on a big machine) and data-loader workers, none for a fork bomb. The
+# floor is Podman's own default; a machine type the catalog does not know gets the default.
+PIDS_PER_VCPU = 512
+PIDS_FLOOR = 2048
+PIDS_CEILING = 65536
+PIDS_DEFAULT = 4096
+
+
+def pids_limit(vcpus: int | None) -> int:
+    """The process ceiling of a replica whose machine type has `vcpus` (None: not known)."""
+    if not vcpus:
+        return PIDS_DEFAULT
+    return max(PIDS_FLOOR, min(PIDS_CEILING, PIDS_PER_VCPU * vcpus))
+
+
 @dataclass(frozen=True)
 class ContainerLimits:
     """A replica's share of the machine as the engine enforces it."""
@@ -75,6 +107,7 @@ class ContainerLimits:
     cpuset: tuple[int, ...] = ()  # --cpuset-cpus
     memory_bytes: int | None = None  # --memory
     gpus: tuple[int, ...] = ()  # device requests, by the host's GPU index
+    pids: int | None = None  # --pids-limit
 
     def engine_options(self, engine_kind: str) -> list[str]:
         options: list[str] = []
@@ -90,6 +123,8 @@ class ContainerLimits:
         elif self.gpus:
             # A device request, as `--gpus` makes it (the engine's CSV syntax needs the quotes).
             options += ["--gpus", '"device=' + ",".join(str(index) for index in self.gpus) + '"']
+        if self.pids:
+            options += ["--pids-limit", str(self.pids)]
         return options
 
 
@@ -98,14 +133,16 @@ def machine_limits(
     threads: int | None = None, pinned: Sequence[int] = (), gpus: Sequence[int] = (),
 ) -> ContainerLimits:
     """The limits of one replica of `group`: its share's cores (else its machine type's vCPUs),
-    its machine type's memory, both within what this machine has, and its share's GPUs."""
+    its machine type's memory, both within what this machine has, its share's GPUs, and the
+    process ceiling of its machine type."""
     machine = catalog.machine_types.get(group.machine_type or "")
     vcpus = threads or (machine.vcpus if machine is not None else 0)
     cpus = float(min(vcpus, cores)) if vcpus else None
     memory = int(machine.memory_gb * 1024**3) if machine is not None and machine.memory_gb else None
     if memory is not None and memory_bytes is not None:
         memory = min(memory, memory_bytes)
-    return ContainerLimits(cpus=cpus, cpuset=tuple(pinned), memory_bytes=memory, gpus=tuple(gpus))
+    return ContainerLimits(cpus=cpus, cpuset=tuple(pinned), memory_bytes=memory, gpus=tuple(gpus),
+                           pids=pids_limit(machine.vcpus if machine is not None else None))
 
 
 @dataclass(frozen=True)
@@ -140,11 +177,19 @@ def replica_create_arguments(
     which gives it its hostname, address and relays; or `host` on a Ray node), with `--init` (so
     SIGTERM reaches the trainer and zombies are reaped, as for a process replica), its limits, its
     variables from `env_file` and its mounts (host path -> container path, read-only unless the
-    container path ends in `:rw`)."""
-    options = ["create", "--pull", "missing" if pull else "never", "--init", "--name", name,
+    container path ends in `:rw`), without the engine's log copy."""
+    options = ["create", "--pull", "missing" if pull else "never", "--init", "--log-driver", "none", "--name", name,
                "--network", network, *label_options, *limits.engine_options(engine_kind),
                "--env-file", env_file]
     for host, inside in mounts.items():
         target, _, mode = inside.partition(":")
-        options += ["--volume", f"{host}:{target}:{mode or 'ro'}"]
-    return [*options, *extra_options, *command.engine_arguments()]
+        options += ["--mount", bind_mount(host, target, read_only=mode != "rw")]
+    return [*options, *extra_options, *command.engine_options(), "--", *command.positional_arguments()]
+
+
+def bind_mount(source: str, target: str, *, read_only: bool) -> str:
+    """A `--mount` value binding `source` at `target`. The engine reads it as one CSV record, so a
+    field holding a comma or a quote is quoted; a colon needs nothing."""
+    fields = ["type=bind", f"source={source}", f"target={target}", *(["readonly"] if read_only else [])]
+    return ",".join(f'"{field.replace(chr(34), chr(34) * 2)}"' if ("," in field or '"' in field) else field
+                    for field in fields)

@@ -31,6 +31,8 @@ ENGINE_HOST_VARIABLES = (
     "CONTAINER_HOST", "CONTAINER_CONNECTION", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
 )
 _CHECK_SECONDS = 20.0
+# Asking whether an engine that was in use still answers (a replica's client ended in error).
+_ANSWER_SECONDS = 10.0
 ENGINE_NAMES = {"docker": "Docker", "podman": "Podman"}
 _PODMAN_INITS = ("/usr/libexec/podman/catatonit", "/usr/bin/catatonit", "/usr/local/libexec/podman/catatonit")
 
@@ -142,6 +144,15 @@ def find_engine(settings: ContainerSettings | None = None) -> Engine:
     return _find_engine(chosen.engine, _current_engine_environment(), os.environ.get("PATH", ""))
 
 
+def engine_answers(engine: Engine, timeout: float = _ANSWER_SECONDS) -> bool:
+    """Whether the engine's daemon (Docker) or store (Podman) answers now."""
+    try:
+        _checked(engine, timeout)
+    except EngineUnavailable:
+        return False
+    return True
+
+
 @functools.cache
 def _find_engine(choice: str, environment: tuple[tuple[str, str], ...], _path: str) -> Engine:
     if choice not in ("auto", "docker", "podman"):
@@ -165,12 +176,12 @@ def _find_engine(choice: str, environment: tuple[tuple[str, str], ...], _path: s
     )
 
 
-def _checked(engine: Engine) -> Engine:
+def _checked(engine: Engine, timeout: float = _CHECK_SECONDS) -> Engine:
     """`engine` if its daemon (Docker) or its store (Podman) answers."""
     query = "{{.Server.Version}}" if engine.kind == "docker" else "{{.Client.Version}}"
     try:
         done = subprocess.run([engine.binary, "version", "--format", query], capture_output=True,
-                              timeout=_CHECK_SECONDS, env=engine.process_environment(), check=False)
+                              timeout=timeout, env=engine.process_environment(), check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise EngineUnavailable(f"{engine.name} ({engine.binary}) does not answer: {error}") from None
     version = done.stdout.decode(errors="replace").strip()

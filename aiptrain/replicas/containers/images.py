@@ -51,7 +51,7 @@ def runs_containers(training_input: TrainingInput, catalog: Catalog | None = Non
 
 
 def image_present(engine: Engine, image: str) -> bool:
-    return engine.run(["image", "inspect", "--format", "{{.Id}}", image], check=False).returncode == 0
+    return engine.run(["image", "inspect", "--format", "{{.Id}}", "--", image], check=False).returncode == 0
 
 
 def container_problems(

@@ -12,13 +12,17 @@ replicas as it does processes, so restarts, the primary's end and cancel follow 
   forwarding on, the replicas share one owner without a network (`--network none`) and listen on
   consecutive ports of its loopback instead.
 - **Replica.** Created once with `--init` (SIGTERM reaches the trainer; zombies are reaped), its
-  share of the machine (`--cpus`, `--cpuset-cpus`, `--memory`, GPU device requests), its
+  share of the machine (`--cpus`, `--cpuset-cpus`, `--memory`, GPU device requests, `--pids-limit`),
+  no log copy in the engine (`--log-driver none`: its output is attached), its
   variables (from a 0600 file, removed once the container exists) and its labels; started with
   `start --attach`, whose stdout and stderr are the replica's pipes and whose exit status is the
   container's. A restart starts the same container again (same hostname, same disk, as a VM
   restart). Stopping is the engine's `stop` (SIGTERM, SIGKILL after the grace period).
 - **End.** `close` removes every container and the network carrying the set's label; the job's
-  label is what the reaper sweeps after a supervisor that died (`cleanup`).
+  label is what the reaper sweeps after a supervisor that died (`cleanup`). An engine that went
+  away mid-job (its daemon killed) ends each replica's `start --attach` in error: the replica's
+  end then names the engine (`ContainerProcess.exit_reason`), and what could not be removed is
+  noted and removed when the engine answers again (`cleanup`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from aiptrain.replicas.containers.command import (
     ContainerCommand,
     ContainerLimits,
     ContainerNames,
+    bind_mount,
+    pids_limit,
     replica_create_arguments,
 )
 from aiptrain.replicas.containers.endpoints import (
@@ -50,7 +56,7 @@ from aiptrain.replicas.containers.endpoints import (
     HostRelays,
     container_environment,
 )
-from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine_message
+from aiptrain.replicas.containers.engine import Engine, EngineCallFailed, engine_answers, engine_message
 from aiptrain.replicas.containers.labels import RUN_LABEL, labels
 from aiptrain.replicas.containers.relay_image import ensure_relay_image
 from aiptrain.replicas.containers.relay_program import READY
@@ -89,9 +95,31 @@ class ImageFacts:
 
 @dataclass
 class ContainerProcess(ManagedProcess):
-    """A replica's `start --attach`: its pipes are the container's output, its status the container's."""
+    """A replica's `start --attach`: its pipes are the container's output, its status the container's,
+    unless the engine went away under it: then the status is the command line's own, and
+    `exit_reason` says what happened instead."""
 
     container: str = ""
+    engine: Engine | None = None
+    engine_lost: bool = False
+    _asked: bool = field(default=False, repr=False)
+
+    def reap(self) -> int:
+        returncode = super().reap()
+        # An exit of its own (not a stop's SIGTERM or SIGKILL, 128 + N): was it the engine's?
+        if 0 < returncode < 128 and self.engine is not None and not self._asked:
+            self._asked = True  # asked once: reap runs again from other threads
+            self.engine_lost = not engine_answers(self.engine)
+        return returncode
+
+    def exit_reason(self, returncode: int) -> str | None:
+        """How the replica ended, when its status does not say it (its engine went away)."""
+        if not self.engine_lost or self.engine is None:
+            return None
+        name = self.engine.name
+        return (f"lost its container engine: {name} stopped answering while it ran (its command line ended "
+                f"with status {returncode}, and the container was left unread); what the job created on "
+                f"{name} is removed once it answers again")
 
 
 class ContainerSetupFailed(EngineCallFailed):
@@ -171,7 +199,8 @@ class ContainerLauncher:
             for image in dict.fromkeys(replica.command.image for replica in self.replicas.values()):
                 self.images[image] = self._image_facts(image)
             if self.host_network:
-                return
+                return  # a Ray node's replica: its guard removes what it leaves (`cleanup.RemovalGuard`)
+            self._sweep_leftovers()
             self._extend_trust()
             relay_image = ensure_relay_image(self.engine)
             if self.endpoints:
@@ -186,6 +215,12 @@ class ContainerLauncher:
             message = error.message if isinstance(error, EngineCallFailed) else str(error)
             raise ContainerSetupFailed(message) from None
 
+    def _sweep_leftovers(self) -> None:
+        """What jobs that ended while this engine was away left on it (it answers now)."""
+        from aiptrain.replicas.containers.cleanup import sweep_leftovers
+
+        sweep_leftovers(self.engine)
+
     def _extend_trust(self) -> None:
         """Each image's system bundle with the endpoints' CA added (for TensorFlow before 2.4)."""
         certificates = [path for endpoint in self.endpoints for path in endpoint.trusted]
@@ -198,11 +233,11 @@ class ContainerLauncher:
                 self._trust[facts.image] = made
 
     def _image_facts(self, image: str) -> ImageFacts:
-        found = self.engine.run(["image", "inspect", image], check=False)
+        found = self.engine.run(["image", "inspect", "--", image], check=False)
         if found.returncode != 0 and self.pull:
             self.say(f"Pulling {image} ({self.engine.name}; AIPTRAIN_CONTAINER_PULL=missing).")
-            self.engine.run(["pull", image], timeout=3600)
-            found = self.engine.run(["image", "inspect", image])
+            self.engine.run(["pull", "--", image], timeout=3600)
+            found = self.engine.run(["image", "inspect", "--", image])
         if found.returncode != 0:
             raise EngineCallFailed(f"the image {image} is not on this machine's {self.engine.name} "
                                    f"({engine_message(found.stderr)})")
@@ -212,14 +247,15 @@ class ContainerLauncher:
 
     def _start_owners(self, relay_image: str, owners: list[str]) -> None:
         relays = [endpoint.relay_argument() for endpoint in self.endpoints]
-        volume = ["--volume", f"{self._relays.directory}:{SOCKETS_INSIDE}:ro"] if self._relays else []
+        volume = (["--mount", bind_mount(str(self._relays.directory), SOCKETS_INSIDE, read_only=True)]
+                  if self._relays else [])
         def create(owner: str) -> None:
             task = owner.removeprefix(self.names.prefix + "-").removesuffix("-net")
             network = (["--network", "none"] if self.shared_namespace else
                        ["--network", self.names.network, "--hostname", task, "--network-alias", task])
             self.engine.run(["create", "--pull", "never", "--name", owner, *network,
                              *labels(self.job_token, self.run_token, task, "network-owner"),
-                             *self.engine.create_options(), *volume, relay_image, *relays])
+                             *self.engine.create_options(), *volume, "--", relay_image, *relays])
             with self._lock:
                 self._created.add(owner)
 
@@ -272,7 +308,7 @@ class ContainerLauncher:
         popen = subprocess.Popen([self.engine.binary, "start", "--attach", name], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                                  env=self.engine.process_environment({TOKEN_VARIABLE: token}))
-        return ContainerProcess(popen, process_start_ticks(popen.pid), container=name)
+        return ContainerProcess(popen, process_start_ticks(popen.pid), container=name, engine=self.engine)
 
     def _owner_of(self, task_name: str) -> str:
         return self.names.network_owner("set" if self.shared_namespace else task_name)
@@ -289,13 +325,16 @@ class ContainerLauncher:
                                   f"{self.engine.name}'s environment files cannot carry")
                 file.write(f"{name}={value}\n")
         owner = self._owner_of(task_name)
-        share = " ".join(replica.limits.engine_options(self.engine.kind)) or "no limits"
+        limits = replica.limits
+        if limits.pids is None:  # a Ray replica's limits come from its request: its vCPUs set the ceiling
+            limits = dataclasses.replace(limits, pids=pids_limit(math.ceil(limits.cpus) if limits.cpus else None))
+        share = " ".join(limits.engine_options(self.engine.kind)) or "no limits"
         self.say(f"Creating the container of {task_name} ({self.names.replica(task_name)}): {share}.")
         try:
             self.engine.run(replica_create_arguments(
                 engine_kind=self.engine.kind, name=self.names.replica(task_name),
                 network="host" if self.host_network else f"container:{owner}",
-                command=replica.command, limits=replica.limits,
+                command=replica.command, limits=limits,
                 label_options=labels(self.job_token, self.run_token, task_name, "replica"),
                 env_file=str(env_file), mounts=mounts, pull=False, extra_options=self.engine.create_options(),
             ))
@@ -351,16 +390,18 @@ class ContainerLauncher:
 
     def close(self) -> None:
         """Remove every container and the network of the set, and the relays; idempotent."""
-        from aiptrain.replicas.containers.cleanup import remove_labelled
+        from aiptrain.replicas.containers.cleanup import remove_labelled, removed_or_noted
 
+        removed = True
         if self._created:
             done = self.engine.run(["rm", "--force", "--volumes", *sorted(self._created)], check=False, timeout=300)
             if done.returncode != 0:  # whatever was not removed by name goes by the set's label
-                remove_labelled(self.engine, f"{RUN_LABEL}={self.run_token}")
+                removed = remove_labelled(self.engine, f"{RUN_LABEL}={self.run_token}")
             self._created.clear()
         if self._network:
-            self.engine.run(["network", "rm", self.names.network], check=False)
+            removed = self.engine.run(["network", "rm", self.names.network], check=False).returncode == 0 and removed
             self._network = False
+        removed_or_noted(self.engine, f"{RUN_LABEL}={self.run_token}", removed)
         for client in self._owners.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 client.wait(timeout=10)

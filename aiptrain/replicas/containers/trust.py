@@ -1,7 +1,7 @@
 """An image's system CA bundle with the job's endpoints' CA added, mounted over the image's own.
 
 TensorFlow before 2.4 ignores CURL_CA_BUNDLE and trusts only the system's bundle: a process
-replica is shown an extended copy of this machine's in a mount namespace (`gcs_endpoint.system_trust`);
+replica is shown an extended copy of this machine's in a mount namespace (`replicas.system_trust`);
 a container is shown its *image's* bundle extended the same way, so that everything else it
 trusted it still trusts. The bundle is read once per image (a container created, not started,
 and copied from) and kept under the cache directory by the image's id.
@@ -24,7 +24,7 @@ BUNDLE_PATHS = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bun
 
 def _image_bundle(engine: Engine, image: str, name: str, label_options: Sequence[str]) -> tuple[str, bytes] | None:
     """(its path, its content) of the image's system bundle; None when it has none."""
-    created = engine.run(["create", "--pull", "never", "--name", name, *label_options, image], check=False)
+    created = engine.run(["create", "--pull", "never", "--name", name, *label_options, "--", image], check=False)
     if created.returncode != 0:
         return None
     try:

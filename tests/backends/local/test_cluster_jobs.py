@@ -40,6 +40,7 @@ def test_custom_cluster_replicas_get_the_service_contract(
     assert created.create_time and created.create_time.endswith("Z")
     done = wait_for_end(backend.engine, "contract")
     assert done.state == JobState.SUCCEEDED, done.error_message
+    assert backend.engine.store.get(backend.project, "contract").runs_containers is False  # recorded at PREPARING
     assert done.start_time and done.end_time and done.end_time.endswith("Z")
 
     reports = _reports(home, job_dir)

@@ -70,6 +70,7 @@ def test_a_basic_job_gets_what_the_service_gave_its_container(
     assert "JOB=basic UNBUFFERED=1" in said
     assert "gs: hello from the store" in said  # the job's storage endpoint, through the relay
     record = backend.engine.store.get(PROJECT, "basic")
+    assert record.runs_containers is True  # recorded at PREPARING
     assert not JobLayout.of(home, record.project, record.job_id, record.key).scratch_record.exists()
     quota = next(line for line in said if line.startswith("quota:")).split()
     cores = len(os.sched_getaffinity(0))
@@ -207,7 +208,7 @@ def test_a_dry_run_shows_each_replica_container_and_its_address(docker: SuiteDoc
     cores = min(len(os.sched_getaffinity(0)), 4)
     assert document["localContainers"][0] == (
         f"master-replica-0: {images['shell']} --epochs 3 --job-dir gs://out-bucket/shown "
-        f"[--cpus {cores} --memory {min(15 * 1024, _memory_mib())}m]")
+        f"[--cpus {cores} --memory {min(15 * 1024, _memory_mib())}m --pids-limit 2048]")
     assert document["localContainers"][1].startswith(f"worker-replica-0: {images['shell']} --epochs 3")
     assert document["tfConfig"]["worker-replica-0"]["cluster"] == {
         "master": ["master-replica-0:2222"], "worker": ["worker-replica-0:2222"]}

@@ -39,11 +39,11 @@ def _context(home: Path, training_input: dict[str, Any], *, runs_containers: boo
     record = JobRecord(key=1, project="p", job_id="commands", state=JobState.RUNNING,
                        job=Job(job_id="commands", training_input=parsed), holds_slot=True, cancel_requested=False,
                        supervisor_pid=None, supervisor_start_ticks=None, run_token="tok", created_epoch=0.0,
-                       vertex_job_id=vertex_job_id)
+                       vertex_job_id=vertex_job_id, runs_containers=runs_containers)
     return JobContext(store=cast(Any, None), record=record, home=home, layout=JobLayout.of(home, "p", "commands", 1),
                       settings=ReplicaSettings(max_running=1, python="/envs/tf/bin/python"),
                       plan=LocalPlan(resolve_cluster(parsed, load_catalog()), []), sink=cast(Any, None),
-                      stop=threading.Event(), tmpdir=home, runs_containers=runs_containers)
+                      stop=threading.Event(), tmpdir=home)
 
 
 def test_a_job_prepared_as_containers_gives_each_replica_its_container_command(tmp_path: Path) -> None:

@@ -55,6 +55,18 @@ def tuning(**param: object) -> dict[str, object]:
     return {"trainingInput": {"hyperparameters": {"goal": "MAXIMIZE", "maxTrials": 2, "params": [spec]}}}
 
 
+def container_config(extra: dict[str, object]) -> Argv:
+    """A custom-container job (no package) whose --config adds `extra` to a CUSTOM trainingInput."""
+    def build(tmp: Path, pkg: Path) -> list[str]:
+        path = tmp / "config.yaml"
+        path.write_text(yaml.safe_dump({"trainingInput": {
+            "scaleTier": "CUSTOM", "masterType": "n1-standard-4", "workerType": "n1-standard-4", "workerCount": 1,
+            "masterConfig": {"imageUri": "gcr.io/p/i"}, **extra}}))
+        return ["jobs", "submit", "training", "img_job", "--region", "us-central1", "--config", str(path)]
+
+    return build
+
+
 def command(*argv: str) -> Argv:
     return lambda tmp, pkg: list(argv)
 
@@ -152,6 +164,15 @@ INVOCATIONS: list[tuple[str, Argv, dict[str, str], int, str]] = [
     ("serve-token-and-token-file", lambda tmp, pkg: ["local", "serve", "--token", "t", "--token-file",
                                                      str(_empty(tmp))], {}, 2, "--token-file"),
     ("serve-remote-without-token", command("local", "serve", "--host", "0.0.0.0"), {}, 2, "loopback"),
+    # An image URI that is no image reference would reach the engine's command line as an option.
+    ("image-uri-an-option", command("jobs", "submit", "training", "img_job", "--region", "us-central1",
+                                    "--master-image-uri=--help"), {}, 2,
+     "masterConfig.imageUri: '--help' is not an image reference"),
+    ("image-uri-with-space", command("jobs", "submit", "training", "img_job", "--region", "us-central1",
+                                     "--master-image-uri", "gcr.io/p/My Image"), {}, 2,
+     "masterConfig.imageUri: 'gcr.io/p/My Image' is not an image reference"),
+    ("worker-image-uri-an-option", container_config({"workerConfig": {"imageUri": "-v"}}), {}, 2,
+     "workerConfig.imageUri: '-v' is not an image reference"),
 ]
 
 

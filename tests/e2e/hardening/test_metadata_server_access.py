@@ -1,11 +1,15 @@
 """The job's metadata server answers its own user only: another user of the machine (`nobody`,
 through `setpriv`) gets no token, project or service account from it, directly or through the
-storage endpoint's proxy; the same requests from this test's own user are answered."""
+storage endpoint's proxy; the same requests from this test's own user are answered. Another
+user's idle connections are turned away as they are accepted: they cannot hold the threads of the
+process that runs the job."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,3 +74,27 @@ def test_the_jobs_own_user_gets_its_token(servers: tuple[JobMetadata, ReplicaSto
     for name in ("token", "token-through-proxy"):
         status, body = answers[name]
         assert status == 200 and servers[0].server.tokens.accepts(json.loads(body)["access_token"])
+
+
+IDLE_CROWD = r'''
+import socket, sys, time
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30) for _ in range(int(sys.argv[2]))]
+print("open", flush=True)
+time.sleep(120)
+'''
+
+
+def test_another_users_idle_connections_hold_no_threads(servers: tuple[JobMetadata, ReplicaStorage]) -> None:
+    metadata, _ = servers
+    before = threading.active_count()
+    crowd = subprocess.Popen([*_as_nobody(), SYSTEM_PYTHON, "-c", IDLE_CROWD,
+                              metadata.server.address.rsplit(":", 1)[1], "100"],
+                             stdout=subprocess.PIPE, text=True, cwd="/")
+    try:
+        assert crowd.stdout is not None and crowd.stdout.readline().strip() == "open"
+        time.sleep(2)  # the server has accepted them all by now
+        assert threading.active_count() - before <= 3, f"{threading.active_count() - before} threads more"
+    finally:
+        crowd.kill()
+        crowd.wait()
+    assert _ask(servers)["project"] == [200, "guarded-project"]  # and the job's own user is still served

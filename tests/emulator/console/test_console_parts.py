@@ -16,11 +16,14 @@ import pytest
 
 from aiptrain.backends.local.store import insert_id_for
 from aiptrain.emulator.console.html import Html, tag
+from aiptrain.emulator.console.job_page import _task_name
+from aiptrain.emulator.console.job_view import JobView
 from aiptrain.emulator.console.log_pages import LogFilter, cursor_text, page_before, parse_cursor
 from aiptrain.emulator.console.summaries import SummaryReader
 from aiptrain.emulator.console.svg_charts import TrialPoint, curves_chart, objective_chart
 from aiptrain.emulator.tokens import csrf_token, new_session, session_is_valid
 from aiptrain.job.logs import LogCursor, LogEntry
+from aiptrain.job.spec import Job
 
 
 def test_a_session_cookie_is_signed_by_the_token_and_never_shows_it() -> None:
@@ -132,3 +135,12 @@ def test_the_summary_reader_reads_what_tensorflow_writes(tmp_path: Path) -> None
     chart = curves_chart("loss", curves["loss"])
     assert chart.count("<polyline") == 1 and 'data-run="logs/train"' in chart
     assert chart.count('<circle') == 1 and "logs/validation: 0.75 at step 4" in chart
+
+
+@pytest.mark.parametrize(("pool_task_names", "shown"), [(True, "(workerpool1-2)"), (False, None)])
+def test_a_task_is_worded_by_worker_pool_from_the_jobs_record_not_the_backends_name(
+        pool_task_names: bool, shown: str | None) -> None:
+    # "vertex" on both: only the record's fact (created as a Vertex AI job) decides the wording.
+    view = JobView("p", Job(job_id="j"), "vertex", pool_task_names, "projects/p/jobs/j", {}, [], [], [], [], None, {})
+    worded = _task_name(view, "worker-replica-2")
+    assert ("<code>worker-replica-2</code>" in worded) and ((shown in worded) if shown else "workerpool" not in worded)

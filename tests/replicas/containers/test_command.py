@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from aiptrain.errors import UsageError
@@ -76,12 +78,12 @@ def test_limits_come_from_the_share_or_the_machine_type_within_this_machine() ->
     catalog = load_catalog()
     _, groups = _groups(masterConfig={"imageUri": "i"})  # n1-standard-4: 4 vCPUs, 15 GB
     by_type = machine_limits(groups[0], catalog, cores=2, memory_bytes=8 * 1024**3)
-    assert by_type == ContainerLimits(cpus=2.0, memory_bytes=8 * 1024**3)
+    assert by_type == ContainerLimits(cpus=2.0, memory_bytes=8 * 1024**3, pids=2048)
     roomy = machine_limits(groups[0], catalog, cores=64, memory_bytes=None, threads=3, pinned=(4, 5, 6), gpus=(1,))
-    assert roomy == ContainerLimits(cpus=3.0, cpuset=(4, 5, 6), memory_bytes=15 * 1024**3, gpus=(1,))
+    assert roomy == ContainerLimits(cpus=3.0, cpuset=(4, 5, 6), memory_bytes=15 * 1024**3, gpus=(1,), pids=2048)
     assert roomy.engine_options("docker") == ["--cpus", "3", "--cpuset-cpus", "4,5,6", "--memory", "15360m",
-                                              "--gpus", '"device=1"']
-    assert roomy.engine_options("podman")[-2:] == ["--device", "nvidia.com/gpu=1"]
+                                              "--gpus", '"device=1"', "--pids-limit", "2048"]
+    assert roomy.engine_options("podman")[-4:-2] == ["--device", "nvidia.com/gpu=1"]
     assert ContainerLimits().engine_options("docker") == []
 
 
@@ -97,10 +99,34 @@ def test_a_replica_is_created_in_its_owner_namespace_with_init_labels_limits_and
         engine_kind="docker", name="n-master-replica-0", network="container:n-master-replica-0-net",
         command=ContainerCommand("gcr.io/p/t:1", None, ("--a",)), limits=ContainerLimits(cpus=1.0),
         label_options=["--label", "aiptrain.job=j"], env_file="/e", mounts={"/h/ca.pem": "/run/ca.pem"}, pull=False)
-    assert arguments == ["create", "--pull", "never", "--init", "--name", "n-master-replica-0",
+    assert arguments == ["create", "--pull", "never", "--init", "--log-driver", "none", "--name", "n-master-replica-0",
                          "--network", "container:n-master-replica-0-net", "--label", "aiptrain.job=j",
-                         "--cpus", "1", "--env-file", "/e", "--volume", "/h/ca.pem:/run/ca.pem:ro",
-                         "gcr.io/p/t:1", "--a"]
+                         "--cpus", "1", "--env-file", "/e",
+                         "--mount", "type=bind,source=/h/ca.pem,target=/run/ca.pem,readonly",
+                         "--", "gcr.io/p/t:1", "--a"]
+
+
+def test_mounts_from_paths_holding_colons_or_commas_stay_one_field_each() -> None:
+    arguments = replica_create_arguments(
+        engine_kind="docker", name="n", network="none", command=ContainerCommand("i", ("--help",), None),
+        limits=ContainerLimits(), label_options=[], env_file="/e", pull=False,
+        mounts={"/home/me/a:b/work": "/tmp/hypertune:rw", "/x,y/ca.pem": "/run/ca.pem"})
+    assert "--volume" not in arguments
+    mounts = [arguments[i + 1] for i, option in enumerate(arguments) if option == "--mount"]
+    assert mounts == ["type=bind,source=/home/me/a:b/work,target=/tmp/hypertune",
+                      'type=bind,"source=/x,y/ca.pem",target=/run/ca.pem,readonly']
+    # The entrypoint is an option; what follows `--` is never read as one, whatever the image's name.
+    assert arguments[-3:] == ["--entrypoint=--help", "--", "i"]
+
+
+@pytest.mark.parametrize(("machine_type", "pids"), [
+    ("n1-standard-4", 2048), ("n1-standard-16", 8192), ("n1-highcpu-96", 49152), ("no-such-type", 4096)])
+def test_a_replicas_process_limit_follows_its_machine_type(machine_type: str, pids: int) -> None:
+    _, groups = _groups(masterConfig={"imageUri": "i"})
+    group = dataclasses.replace(groups[0], machine_type=machine_type)
+    limits = machine_limits(group, load_catalog(), cores=2, memory_bytes=None)
+    assert limits.pids == pids
+    assert limits.engine_options("docker")[-2:] == ["--pids-limit", str(pids)]
 
 
 def test_settings_refuse_what_they_do_not_know() -> None:

@@ -114,3 +114,28 @@ def test_the_guard_of_an_owner_killed_with_sigkill_removes_its_containers_and_sc
         owner.wait()
     wait_until(lambda: not scratch.exists(), 60, "the guard to remove the scratch directory")
     assert docker.output("ps", "--all", "--filter", f"label={label}", "--quiet") == ""
+
+
+def test_a_replica_keeps_no_engine_log_has_a_process_limit_and_mounts_a_path_with_a_colon(
+    docker: SuiteDocker, images: SuiteImages, tmp_path: Path,
+) -> None:
+    """What an AIPTRAIN_HOME holding `:` gives a replica's mounts, what its output costs the
+    engine (nothing: it is attached, not logged), and the ceiling on its processes."""
+    shared = tmp_path / "home:with:colons" / "data"
+    shared.mkdir(parents=True)
+    (shared / "f").write_text("through the colon\n")
+    script = ("cat /data/f; cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max; "
+              "seq 1 2000 | while read n; do echo line $n; done >/dev/null")
+    replica = ReplicaContainer("master-replica-0", ContainerCommand(images["shell"], None, (script,)),
+                               ContainerLimits(cpus=1.0))  # as a Ray replica's: no ceiling given, one by its vCPUs
+    launcher = ContainerLauncher(find_engine(), [replica], job_token="mounttest", run_token="mounttest/run",
+                                 mounts={str(shared): "/data"})
+    with launcher:
+        process = launcher.start("master-replica-0", replica.command, {}, tmp_path)
+        assert isinstance(process, ManagedProcess)
+        output, errors = process.popen.communicate(timeout=120)
+        assert process.reap() == 0, errors
+        assert output.decode().split() == ["through", "the", "colon", "2048"]
+        name = launcher.names.replica("master-replica-0")
+        host = json.loads(docker.output("inspect", "--format", "{{json .HostConfig}}", name))
+        assert (host["LogConfig"]["Type"], host["PidsLimit"]) == ("none", 2048)
