@@ -104,7 +104,7 @@ bench: $(STAMP) container-packages
 # The generated page of the manual: docs/reference/cli.md, from the click commands and the submit flag
 # table (tests/docs fails while it is stale).
 docs: $(STAMP)
-	$(BIN)/python -m aiptrain.cli.reference docs/reference/cli.md
+	$(BIN)/python -m aiptrain._cli.reference docs/reference/cli.md
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .venv-py3.* build dist *.egg-info

@@ -8,7 +8,7 @@ As a library (docs/python-api.md):
     ended = aiptrain.wait("my_job")
 
 `submit`, `dry_run`, `get`, `list`, `cancel`, `wait`, `logs` and `Client` (one backend and project for them
-all) come from aiptrain.api.client, and `Job`, `JobState` and `LogEntry` (what they return) from
+all) come from aiptrain._api.client, and `Job`, `JobState` and `LogEntry` (what they return) from
 aiptrain.job, each loaded on first use so that `import aiptrain` stays light; errors are the
 `AiptrainError` family (aiptrain.errors).
 
@@ -32,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aiptrain.api.client import (
+    from aiptrain._api.client import (
         AiptrainWarning,
         Client,
         WaitTimedOut,
@@ -44,10 +44,10 @@ if TYPE_CHECKING:
         submit,
         wait,
     )
+    from aiptrain._job.logs import LogEntry
+    from aiptrain._job.spec import Job
+    from aiptrain._job.state import JobState
     from aiptrain.errors import AiptrainError, JobAlreadyFinished, NotFound, UsageError, ValidationFailed
-    from aiptrain.job.logs import LogEntry
-    from aiptrain.job.spec import Job
-    from aiptrain.job.state import JobState
 
 __version__ = "0.1.0"
 __all__ = ["AiptrainError", "AiptrainWarning", "Client", "Job", "JobAlreadyFinished", "JobState", "LogEntry",
@@ -60,7 +60,7 @@ _ERRORS = frozenset({"AiptrainError", "JobAlreadyFinished", "NotFound", "UsageEr
 
 class _Package(types.ModuleType):
     """`aiptrain.submit` is the function even once the subpackage aiptrain.submit is imported
-    (the import system binds a subpackage on its parent; `from aiptrain.submit import ...` finds
+    (the import system binds a subpackage on its parent; `from aiptrain._submit import ...` finds
     it in sys.modules all the same)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -74,7 +74,7 @@ sys.modules[__name__].__class__ = _Package
 
 def __getattr__(name: str) -> Any:
     if name in _API:
-        from aiptrain.api import client
+        from aiptrain._api import client
 
         return getattr(client, name)
     if name in _ERRORS:
@@ -82,15 +82,15 @@ def __getattr__(name: str) -> Any:
 
         return getattr(errors, name)
     if name == "Job":
-        from aiptrain.job.spec import Job
+        from aiptrain._job.spec import Job
 
         return Job
     if name == "JobState":
-        from aiptrain.job.state import JobState
+        from aiptrain._job.state import JobState
 
         return JobState
     if name == "LogEntry":
-        from aiptrain.job.logs import LogEntry
+        from aiptrain._job.logs import LogEntry
 
         return LogEntry
     raise AttributeError(f"module 'aiptrain' has no attribute {name!r}")

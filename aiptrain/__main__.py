@@ -1,3 +1,3 @@
-from aiptrain.cli.main import main
+from aiptrain._cli.main import main
 
 main()

@@ -137,11 +137,11 @@ def stop_jobs_in(home: Path, grace: float = 15.0) -> list[str]:
     """Cancel every unfinished job of a home; kill what is left of them after `grace` seconds."""
     if not (home / "jobs.db").exists():
         return []
-    from aiptrain.backends.local.engine import LocalEngine
-    from aiptrain.backends.local.reaper import kill_job_processes
-    from aiptrain.replicas.processes import is_running
+    from aiptrain._backends.local.job_engine import LocalJobEngine
+    from aiptrain._backends.local.reaper import kill_job_processes
+    from aiptrain._replicas.processes import is_running
 
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     try:
         active = engine.store.active_jobs()
         for record in active:

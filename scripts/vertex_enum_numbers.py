@@ -77,7 +77,7 @@ def enum_numbers(document: dict[str, Any]) -> dict[str, dict[str, int]]:
 
 
 def main() -> None:
-    from aiptrain.emulator.discovery import discovery_document
+    from aiptrain._emulator.discovery import discovery_document
 
     OUTPUT.write_text(json.dumps(enum_numbers(discovery_document("aiplatform", "v1")), indent=1) + "\n")
     print(f"wrote {OUTPUT.relative_to(REPO)}")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.cache_eviction import MAX_AGE_SETTING, mark_used, remove_unused
+from aiptrain._cache_eviction import MAX_AGE_SETTING, mark_used, remove_unused
+from aiptrain._packaging import build_package
 from aiptrain.errors import UsageError
-from aiptrain.packaging import build_package
 from tests.packaging.test_packaging import project
 
 DAY = 86400

@@ -51,7 +51,7 @@ ALLOWED: dict[str, set[str]] = {
 # Single modules a layer may use across its line, each with the reason.
 EXCEPTIONS: dict[str, set[str]] = {
     # Every dry-run shows the Vertex AI body the job becomes; the translation is pure.
-    "submit": {"aiptrain.backends.vertex.study"},
+    "submit": {"aiptrain._backends.vertex.study"},
 }
 
 
@@ -116,9 +116,9 @@ def test_every_folder_imports_only_the_layers_it_may() -> None:
 
 def test_the_check_sees_a_crossing() -> None:
     # The shared replica core importing the local store is exactly what must be caught.
-    assert layer_of("aiptrain.backends.local.store") == "backends.local"
+    assert layer_of("aiptrain._backends.local.store") == "backends.local"
     assert "backends.local" not in ALLOWED["replicas"]
-    assert layer_of("aiptrain.replicas.replica_set") == "replicas"
+    assert layer_of("aiptrain._replicas.replica_set") == "replicas"
 
 
 def stated_imports(text: str) -> set[str] | None:
@@ -330,7 +330,7 @@ import sys
 
 class Blocked:
     def find_spec(self, name, path=None, target=None):
-        if name in ("sqlite3", "_sqlite3") or name.startswith("aiptrain.backends.local"):
+        if name in ("sqlite3", "_sqlite3") or name.startswith("aiptrain._backends.local"):
             raise ImportError(f"{name} is blocked: a Ray node must not need it")
         return None
 
@@ -339,13 +339,13 @@ sys.meta_path.insert(0, Blocked())
 
 
 @pytest.mark.parametrize("module", [
-    "aiptrain.backends.ray.backend",
-    "aiptrain.backends.ray.driver",
-    "aiptrain.backends.ray.replica_host",
-    "aiptrain.backends.ray.tuning_host",
-    "aiptrain.replicas.replica_set",
-    "aiptrain.environments.preparation",
-    "aiptrain.tuning.job",
+    "aiptrain._backends.ray.backend",
+    "aiptrain._backends.ray.driver",
+    "aiptrain._backends.ray.replica_host",
+    "aiptrain._backends.ray.tuning_host",
+    "aiptrain._replicas.replica_set",
+    "aiptrain._environments.preparation",
+    "aiptrain._tuning.tuning_run",
 ])
 def test_what_a_ray_node_runs_imports_without_the_sqlite_store(module: str) -> None:
     code = _BLOCKING_FINDER + f"import {module}\nprint('imported')\n"
@@ -355,7 +355,7 @@ def test_what_a_ray_node_runs_imports_without_the_sqlite_store(module: str) -> N
 
 
 def test_the_blocking_finder_really_blocks() -> None:
-    code = _BLOCKING_FINDER + "import aiptrain.backends.local.store\n"
+    code = _BLOCKING_FINDER + "import aiptrain._backends.local.store\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode != 0
     assert "blocked" in done.stderr

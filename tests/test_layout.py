@@ -1,7 +1,7 @@
 """tests/ mirrors aiptrain/: whoever changes `aiptrain/X/` finds what guards it in `tests/X/`.
 
 - Every package of aiptrain/ (a folder with an `__init__.py`, but the data shipped in aiptrain/data)
-  has its tests folder at the same place: `aiptrain/job/` -> `tests/job/`, `aiptrain/backends/ray/`
+  has its tests folder at the same place: `aiptrain/_job/` -> `tests/job/`, `aiptrain/_backends/ray/`
   -> `tests/backends/ray/`.
 - Every folder of tests/ names a package of aiptrain/, or is one of the folders that guard no single
   package (`NOT_A_PACKAGE`); inside a layer's folder, the folders of a package that has packages of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiptrain.loopback import is_loopback_host, is_loopback_url
+from aiptrain._loopback import is_loopback_host, is_loopback_url
 
 HOSTS = [
     ("localhost", True),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.paths import HomeLayout, aiptrain_home, serve_token_path
+from aiptrain._paths import HomeLayout, aiptrain_home, serve_token_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -96,13 +96,13 @@ def test_only_the_layout_joins_a_part_to_the_home() -> None:
     found: dict[str, list[int]] = {}
     for path in _python_files():
         relative = str(path.relative_to(REPO))
-        if relative == "aiptrain/paths.py":
+        if relative == "aiptrain/_paths.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         lines = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.BinOp) and _joins_a_home(node)]
         if lines:
             found[relative] = lines
-    assert not found, f"use aiptrain.paths.HomeLayout instead: {found}"
+    assert not found, f"use aiptrain._paths.HomeLayout instead: {found}"
 
 
 def test_the_scan_finds_a_home_joined_by_hand() -> None:
@@ -132,6 +132,6 @@ def test_only_aiptrain_home_reads_the_setting() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if any(_reads_the_home_setting(node) for node in ast.walk(tree)):
             readers.add(str(path.relative_to(REPO)))
-    assert readers == {"aiptrain/paths.py"}
+    assert readers == {"aiptrain/_paths.py"}
     assert _reads_the_home_setting(ast.parse('os.environ.get("AIPTRAIN_HOME", "~")').body[0].value)  # type: ignore[attr-defined]
     assert not _reads_the_home_setting(ast.parse('env["AIPTRAIN_HOME"] = "x"').body[0].targets[0])  # type: ignore[attr-defined]

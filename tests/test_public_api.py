@@ -71,8 +71,8 @@ A `LogEntry` (`aiptrain.LogEntry`) has ...
 
 ```python
 import aiptrain
-from aiptrain.job.spec import JobState
+from aiptrain._job.spec import JobState
 ended = aiptrain.wait("x")
 ```
 """
-    assert page_names(page) == {"get", "LogEntry", "wait", "aiptrain.job.spec"}
+    assert page_names(page) == {"get", "LogEntry", "wait", "aiptrain._job.spec"}

@@ -108,7 +108,7 @@ _MARKS = ("Job QUEUED.", "Job PREPARING.", "Job RUNNING.", "Job completed succes
 
 def service_marks(home: Path, job_id: str) -> dict[str, float]:
     """Unix times of the job's lifecycle log lines (microsecond timestamps, unlike startTime)."""
-    from aiptrain.backends.local.store import JobStore
+    from aiptrain._backends.local.store import JobStore
 
     store = JobStore(home)
     try:

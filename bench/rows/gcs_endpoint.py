@@ -40,8 +40,8 @@ _NOTES = ("1 MB = 10^6 bytes. One TensorFlow process, sides alternating, the fir
 
 def _measure(ctx: BenchContext, python: Path, mode: str, amount: int, runs: int, home: Path,
              folder: Path) -> tuple[dict[str, dict[str, list[float]]], str]:
-    from aiptrain.gcs_endpoint.service import ReplicaStorage
-    from aiptrain.replicas.processes import start_process
+    from aiptrain._gcs_endpoint.service import ReplicaStorage
+    from aiptrain._replicas.processes import start_process
 
     argv = [str(python), str(SCRIPT), mode, str(folder), f"gs://{BUCKET}/{folder.name}", str(amount), str(runs)]
     with ReplicaStorage(home, home / "storage") as storage:
@@ -58,9 +58,9 @@ def _measure(ctx: BenchContext, python: Path, mode: str, amount: int, runs: int,
 
 
 def _runtime_1_15_python(ctx: BenchContext) -> Path:
-    from aiptrain.environments.resolution import resolve_version
-    from aiptrain.environments.store import EnvironmentStore
-    from aiptrain.job.catalog import load_catalog
+    from aiptrain._environments.resolution import resolve_version
+    from aiptrain._environments.store import EnvironmentStore
+    from aiptrain._job.catalog import load_catalog
 
     resolution = resolve_version("1.15", load_catalog(), python="3.7")
     if resolution is None or resolution.interpreter is None:

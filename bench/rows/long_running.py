@@ -52,9 +52,9 @@ BATCH = 20_000
 
 def fill_job(home: Path, job_id: str, lines: int, width: int) -> None:
     """A SUCCEEDED job whose log holds `lines` lines of `width` characters, 1 ms apart."""
-    from aiptrain.backends.local.store import JobStore, PendingLine
-    from aiptrain.job.spec import Job, JobState
-    from aiptrain.replicas.clock import utc_now
+    from aiptrain._backends.local.store import JobStore, PendingLine
+    from aiptrain._job.spec import Job, JobState
+    from aiptrain._replicas.clock import utc_now
 
     store = JobStore(home)
     try:
@@ -197,9 +197,9 @@ def _gcloud_newest_row(ctx: BenchContext, lines: int, large_home: Path, small_ho
 
 _SUBMIT_QUEUE = """
 import sys
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.job.spec import as_new_job
-engine = LocalEngine()
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import as_new_job
+engine = LocalJobEngine()
 template = engine.get("local-project", "holder")
 for index in range(int(sys.argv[1])):
     job = as_new_job(template)
@@ -221,8 +221,8 @@ def _resident_mb(pid: int) -> float:
 
 
 def _supervisors_mb(home: Path) -> float:
-    from aiptrain.backends.local.store import JobStore
-    from aiptrain.replicas.processes import is_running
+    from aiptrain._backends.local.store import JobStore
+    from aiptrain._replicas.processes import is_running
 
     store = JobStore(home)
     try:

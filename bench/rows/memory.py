@@ -69,7 +69,7 @@ def cli_submit(ctx: BenchContext, home: Path | None, floors: list[float]) -> flo
 
 def idle_supervisor(ctx: BenchContext, home: Path) -> float:
     """VmHWM of the supervisor of a RUNNING job whose replica sleeps."""
-    from aiptrain.backends.local.store import JobStore
+    from aiptrain._backends.local.store import JobStore
 
     env = isolated_env(home)
     job_id = f"idle_{next(_job_numbers)}"

@@ -43,7 +43,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
             row.status = "not measured"
             row.notes = "google-cloud-aiplatform is not installed (the `test` extra)."
         return rows
-    from aiptrain.packaging import build_package
+    from aiptrain._packaging import build_package
 
     home = ctx.cleanup.new_home("proxy")
     base = isolated_env(home)

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aiptrain.environments.store import EnvironmentStore
+from aiptrain._environments.store import EnvironmentStore
 from bench.context import BenchContext
 from bench.environment import REPO, aiptrain_command, isolated_env, run_checked, time_command
 from bench.harness import RowResult, alternate, paired_row, ratio_max

@@ -29,9 +29,9 @@ def job_id(index: int) -> str:
 
 def fill_store(home: Path, count: int) -> None:
     """`count` SUCCEEDED jobs, oldest first, each with its transitions and log lines."""
-    from aiptrain.backends.local.store import JobStore, PendingLine
-    from aiptrain.job.spec import Job, JobState
-    from aiptrain.replicas.clock import utc_now
+    from aiptrain._backends.local.store import JobStore, PendingLine
+    from aiptrain._job.spec import Job, JobState
+    from aiptrain._replicas.clock import utc_now
 
     store = JobStore(home)
     try:

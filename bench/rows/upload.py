@@ -70,7 +70,7 @@ def plain_client() -> Any:
 
 
 def aiptrain_stage(files: list[Path], bucket: str, store: Any) -> list[Any]:
-    from aiptrain.submit.staging import execute_uploads, plan_uploads
+    from aiptrain._submit.staging import execute_uploads, plan_uploads
 
     return execute_uploads(plan_uploads(files, bucket, store, check_existing=True), store)
 
@@ -94,7 +94,7 @@ def _delete_bucket_objects(client: Any, bucket: str) -> None:
 
 def one_digest_pass(path: Path) -> float:
     """Seconds for one `digest_file` pass (sha256 + crc32c) over `path`, median of 3."""
-    from aiptrain.storage.base import digest_file
+    from aiptrain._storage.base import digest_file
 
     samples = []
     for _ in range(3):
@@ -105,7 +105,7 @@ def one_digest_pass(path: Path) -> float:
 
 
 def measure_throughput(ctx: BenchContext, server: FakeGcsServer, payload: Path) -> Paired:
-    from aiptrain.storage.gcs import GcsObjectStore
+    from aiptrain._storage.gcs import GcsObjectStore
 
     store = GcsObjectStore(project="bench")
     client = plain_client()
@@ -142,7 +142,7 @@ class Resubmits:
 
 
 def measure_resubmit(ctx: BenchContext, files: list[Path]) -> Resubmits:
-    from aiptrain.storage.gcs import GcsObjectStore
+    from aiptrain._storage.gcs import GcsObjectStore
 
     result = Resubmits([], [], [], [])
     with counted_fake_gcs() as (server, relay), emulator_host(server.endpoint):
@@ -164,7 +164,7 @@ def measure_resubmit(ctx: BenchContext, files: list[Path]) -> Resubmits:
 
 
 def run(ctx: BenchContext) -> list[RowResult]:
-    from aiptrain.packaging import build_package
+    from aiptrain._packaging import build_package
 
     payload = write_payload(ctx.scratch / "upload")
     digest_seconds = one_digest_pass(payload)
@@ -175,7 +175,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
     files = [sdist, payload]
     resubmits = measure_resubmit(ctx, files)
 
-    staging_call = ("aiptrain.submit.staging.execute_uploads(plan_uploads([FILE], BUCKET, "
+    staging_call = ("aiptrain._submit.staging.execute_uploads(plan_uploads([FILE], BUCKET, "
                     "GcsObjectStore(), check_existing=True), store)  # bench/rows/upload.py")
     plain_call = "client.bucket(BUCKET).blob(NAME).upload_from_filename(FILE)  # google-cloud-storage"
     total = sum(f.stat().st_size for f in files)

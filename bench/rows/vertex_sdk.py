@@ -30,7 +30,7 @@ def run(ctx: BenchContext) -> list[RowResult]:
         row.status = "not measured"
         row.notes = "google-cloud-aiplatform is not installed (the `test` extra)."
         return [row]
-    from aiptrain.packaging import build_package
+    from aiptrain._packaging import build_package
 
     home = ctx.cleanup.new_home("vertex-sdk")
     env = isolated_env(home)

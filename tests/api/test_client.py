@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import aiptrain
-from aiptrain.job.logs import LogEntry
-from aiptrain.job.spec import JobState
+from aiptrain._job.logs import LogEntry
+from aiptrain._job.spec import JobState
 from tests.fixtures.emulator import REPO, Emulator
 
 

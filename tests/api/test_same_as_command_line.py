@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 import aiptrain
-from aiptrain.cli.main import report_error, root
+from aiptrain._cli.main import report_error, root
 
 # A remote package: no build, nothing staged, so each row costs only its validation and plan.
 PACKAGE = "gs://aiptrain-test/trainer-0.1.tar.gz"

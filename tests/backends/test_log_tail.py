@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
-from aiptrain.backends.base import LOG_PAGE, Backend, read_through_tail
-from aiptrain.job.logs import LogCursor, LogEntry
+from aiptrain._backends.base import LOG_PAGE, Backend, read_through_tail
+from aiptrain._job.logs import LogCursor, LogEntry
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

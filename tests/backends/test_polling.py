@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from aiptrain.backends.polling import AdaptivePoller
+from aiptrain._backends.polling import AdaptivePoller
 
 
 def poller(fast: float, ceiling: float) -> AdaptivePoller:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
 
 GOOD = ["--package-path", "{pkg}", "--module-name", "trainer.task", "--region", "us-central1"]
 

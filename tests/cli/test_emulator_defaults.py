@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from aiptrain.backends import BACKENDS, DEFAULT_LOCAL_PROJECT
-from aiptrain.cli.local import console, serve
-from aiptrain.emulator.defaults import DEFAULT_HOST, DEFAULT_PORT
+from aiptrain._backends import BACKENDS, DEFAULT_LOCAL_PROJECT
+from aiptrain._cli.local import console, serve
+from aiptrain._emulator.defaults import DEFAULT_HOST, DEFAULT_PORT
 
 
 def defaults(command: click.Command) -> dict[str, object]:

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from aiptrain.cli.formats import render
-from aiptrain.job.projection import Format, parse_format
+from aiptrain._cli.formats import render
+from aiptrain._job.projection import Format, parse_format
 from tests.job.test_projection import JOBS
 
 

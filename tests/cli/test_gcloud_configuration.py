@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.cli.gcloud_properties import PROPERTIES, read_properties
+from aiptrain._cli.gcloud_properties import PROPERTIES, read_properties
 from aiptrain.errors import UsageError
 
 GCLOUD = shutil.which("gcloud")

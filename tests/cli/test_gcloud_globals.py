@@ -10,9 +10,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from aiptrain.backends.base import RequestOptions
-from aiptrain.backends.mlv1.client import with_request_options
-from aiptrain.cli.main import root
+from aiptrain._backends.base import RequestOptions
+from aiptrain._backends.mlv1.client import with_request_options
+from aiptrain._cli.main import root
 from tests.fixtures.emulator import running_emulator
 
 

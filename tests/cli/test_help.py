@@ -8,14 +8,14 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
 
 FORBIDDEN = ("googleapiclient", "google.cloud.storage", "google.auth", "tensorflow", "pydantic", "uvicorn",
-             "starlette", "optuna", "aiptrain.job.spec", "ray.")
+             "starlette", "optuna", "aiptrain._job.spec", "ray.")
 
 PROBE = """
 import sys
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
 try:
     root.main(args={args!r}, prog_name="aiptrain")
 except SystemExit:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
 
 
 def submit_args(job_id: str, package: Path, *extra: str, mode: str = "ok") -> list[str]:

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from aiptrain.cli.output import format_log_entry, table
-from aiptrain.cli.progress import progress_bar_factory
-from aiptrain.job.logs import LogEntry
+from aiptrain._cli.output import format_log_entry, table
+from aiptrain._cli.progress import progress_bar_factory
+from aiptrain._job.logs import LogEntry
 
 ENTRY = LogEntry(timestamp=datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), insert_id="0001", severity="ERROR",
                  task_name="worker-replica-1", message="Traceback:\n  boom", trial_id="3")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
 from tests.fixtures.tensorboard import LOSSES, get_json, losses, summary_trainer, tensorboard_command
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from aiptrain.cli.main import root
-from aiptrain.cli.topic import TOPICS
+from aiptrain._cli.main import root
+from aiptrain._cli.topic import TOPICS
 from tests.fixtures.wheel import build_wheel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,12 +59,12 @@ def test_the_format_and_filter_help_point_at_the_topics_not_a_readme() -> None:
 def test_topic_imports_nothing_heavy() -> None:
     # Namespace packages' .pth files (google-cloud-aiplatform's) may load `google` at start-up:
     # count only what the command adds.
-    probe = ("import sys\nbefore = set(sys.modules)\nfrom aiptrain.cli.main import root\n"
+    probe = ("import sys\nbefore = set(sys.modules)\nfrom aiptrain._cli.main import root\n"
              "try:\n    root.main(args=['topic', 'filters'], prog_name='aiptrain')\nexcept SystemExit:\n    pass\n"
              "print('\\n'.join(sorted(set(sys.modules) - before)))\n")
     output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     loaded = set(output.split())
-    assert "aiptrain.cli.topic" in loaded
+    assert "aiptrain._cli.topic" in loaded
     assert sorted(name for name in loaded if name.startswith(("google", "pydantic", "yaml", "aiptrain.job"))) == []
 
 

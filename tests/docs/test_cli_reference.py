@@ -6,9 +6,9 @@ import difflib
 
 import click
 
-from aiptrain.cli import reference
-from aiptrain.cli.main import root
-from aiptrain.submit.flags import SUBMIT_FLAGS
+from aiptrain._cli import reference
+from aiptrain._cli.main import root
+from aiptrain._submit.flags import SUBMIT_FLAGS
 from tests.docs.manual import DOCS
 
 PAGE = DOCS / "reference" / "cli.md"
@@ -46,7 +46,7 @@ def test_the_reference_names_every_command_and_every_submit_flag() -> None:
 
 def test_a_changed_help_text_makes_the_page_stale(monkeypatch) -> None:
     # The check above can fail: a help text edited in the code no longer matches the page.
-    from aiptrain.cli.jobs import list_jobs
+    from aiptrain._cli.jobs import list_jobs
 
     option = next(param for param in list_jobs.params if param.name == "limit")
     monkeypatch.setattr(option, "help", "At most this many jobs, newest first.")

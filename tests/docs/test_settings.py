@@ -52,6 +52,6 @@ def test_every_row_says_what_the_setting_does_its_default_and_who_reads_it() -> 
 def test_the_scan_finds_the_ways_the_code_names_a_setting() -> None:
     # os.environ.get("..."), click's envvar=, and a module constant (TOKEN_VARIABLE = "...").
     found = names_in_code()
-    assert "aiptrain/paths.py" in found["AIPTRAIN_HOME"]
-    assert "aiptrain/cli/jobs.py" in found["AIPTRAIN_STORAGE"]
-    assert "aiptrain/replicas/processes.py" in found["AIPTRAIN_RUN_TOKEN"]
+    assert "aiptrain/_paths.py" in found["AIPTRAIN_HOME"]
+    assert "aiptrain/_cli/jobs.py" in found["AIPTRAIN_STORAGE"]
+    assert "aiptrain/_replicas/processes.py" in found["AIPTRAIN_RUN_TOKEN"]

@@ -10,9 +10,9 @@ from types import ModuleType
 
 import pytest
 
-from aiptrain.emulator.discovery import discovery_document
-from aiptrain.emulator.schema import SchemaValidator
-from aiptrain.emulator.services import enum_numbers
+from aiptrain._emulator.discovery import discovery_document
+from aiptrain._emulator.schema import SchemaValidator
+from aiptrain._emulator.services import enum_numbers
 
 pytest.importorskip("google.cloud.aiplatform_v1")
 REPO = Path(__file__).resolve().parents[2]

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.cli.main import root
-from aiptrain.emulator.gcloud_config import render_configuration, write_configuration
-from aiptrain.emulator.ml_units import consumed_ml_units
-from aiptrain.emulator.projects import ProjectDirectory, project_number_for
+from aiptrain._cli.main import root
+from aiptrain._emulator.gcloud_config import render_configuration, write_configuration
+from aiptrain._emulator.ml_units import consumed_ml_units
+from aiptrain._emulator.projects import ProjectDirectory, project_number_for
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import Job
 from aiptrain.errors import UsageError
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import Job
 
 
 def parsed(text: str) -> configparser.ConfigParser:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from googleapiclient.errors import HttpError
 
-from aiptrain.emulator.projects import project_number_for
+from aiptrain._emulator.projects import project_number_for
 from tests.emulator.test_plain_client import body, client, error_of, finished
 from tests.fixtures.emulator import Emulator
 

@@ -12,10 +12,10 @@ import urllib.request
 from datetime import timedelta
 from pathlib import Path
 
-from aiptrain.backends.local.store import JobStore, PendingLine
-from aiptrain.job.spec import Job
-from aiptrain.job.state import JobState
-from aiptrain.replicas.clock import utc_now
+from aiptrain._backends.local.store import JobStore, PendingLine
+from aiptrain._job.spec import Job
+from aiptrain._job.state import JobState
+from aiptrain._replicas.clock import utc_now
 from tests.fixtures.emulator import running_emulator
 
 PROJECT = "scale-project"

@@ -16,7 +16,7 @@ import pytest
 from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
-from aiptrain.emulator.projects import project_number_for
+from aiptrain._emulator.projects import project_number_for
 from tests.fixtures.emulator import TERMINAL, Emulator, wait_until
 
 PROJECT = "plain-project"

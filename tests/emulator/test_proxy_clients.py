@@ -107,7 +107,7 @@ print(json.dumps({"name": job.resource_name, "state": job.state.name,
     assert answer["state"] == "JOB_STATE_SUCCEEDED", answer
     assert answer["transport"].lower().endswith(f"{transport}transport"), answer
     numeric_id = answer["name"].rsplit("/", 1)[1]
-    from aiptrain.emulator.services import make_services
+    from aiptrain._emulator.services import make_services
 
     assert make_services(served.engine()).custom_jobs.by_numeric_id(numeric_id) is not None
 
@@ -145,7 +145,7 @@ def test_gcloud_submits_an_ml_job_creates_a_custom_job_and_reads_logs(served: Em
     local_project = client_environment(served)["CLOUDSDK_CORE_PROJECT"]
     assert served.engine().get(local_project, "ci_job_1").state.value == "SUCCEEDED"
     assert "job-dir=" in done.stdout  # the trainer's line, read back by `gcloud logging read`
-    from aiptrain.emulator.services import make_services
+    from aiptrain._emulator.services import make_services
 
     created = make_services(served.engine()).custom_jobs.list(local_project, "us-central1")
     assert [record.request.get("displayName") for record in created] == ["ci"]

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.mlv1 import logs as _logs
-from aiptrain.emulator.query import FilterError, parse_filter, timestamp_ns
+from aiptrain._backends.mlv1 import logs as _logs
+from aiptrain._emulator.query import FilterError, parse_filter, timestamp_ns
+from aiptrain._job.filter_syntax import And, Not, Or, Term
+from aiptrain._job.filters import parse_filter as parse_gcloud_filter
+from aiptrain._job.logs import LogCursor
 from aiptrain.errors import UsageError
-from aiptrain.job.filter_syntax import And, Not, Or, Term
-from aiptrain.job.filters import parse_filter as parse_gcloud_filter
-from aiptrain.job.logs import LogCursor
 
 
 def entry(ts: str, insert_id: str, task: str = "master-replica-0", job: str = "j1") -> dict[str, Any]:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from aiptrain.emulator.discovery import discovery_document
-from aiptrain.emulator.schema import SchemaValidator, Violation
+from aiptrain._emulator.discovery import discovery_document
+from aiptrain._emulator.schema import SchemaValidator, Violation
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiptrain.emulator.serve import base_url, check_bind, serve
+from aiptrain._emulator.serve import base_url, check_bind, serve
 from aiptrain.errors import UsageError
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiptrain.emulator.vertex_jobs import CUSTOM_JOBS, TUNING_JOBS, VertexJobRecord, vertex_job_name
+from aiptrain._emulator.vertex_jobs import CUSTOM_JOBS, TUNING_JOBS, VertexJobRecord, vertex_job_name
 
 
 def test_the_resource_name_of_a_job() -> None:

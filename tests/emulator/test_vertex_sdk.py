@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from aiptrain.packaging import build_package
+from aiptrain._packaging import build_package
 from tests.fixtures.emulator import Emulator, make_trainer_project, running_emulator, wait_until
 from tests.fixtures.sdk_over_grpc import run_over_grpc
 

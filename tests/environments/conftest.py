@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.environments.resolution import resolve_version
-from aiptrain.environments.store import Environment, EnvironmentStore
-from aiptrain.job.catalog import load_catalog
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._environments.resolution import resolve_version
+from aiptrain._environments.store import Environment, EnvironmentStore
+from aiptrain._job.catalog import load_catalog
 from tests.fixtures.engine import engine, home, quick_settings
 from tests.fixtures.held_index import held_index
 from tests.fixtures.local_jobs import package_uri, trainer_sdist
@@ -51,7 +51,7 @@ def built_environment(shared_envs_dir: Path) -> Environment:
 
 @pytest.fixture
 def runtime_envs(monkeypatch: pytest.MonkeyPatch, shared_envs_dir: Path, built_environment: Environment,
-                 engine: LocalEngine) -> Path:
+                 engine: LocalJobEngine) -> Path:
     """Jobs of this test run in the session's runtime environments (not the test interpreter);
     whatever they started is killed at teardown (`engine`)."""
     monkeypatch.delenv("AIPTRAIN_LOCAL_PYTHON", raising=False)

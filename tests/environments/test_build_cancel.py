@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.environments.store import BuildCancelled, Environment, EnvironmentStore
-from aiptrain.job.spec import JobState
-from aiptrain.replicas.processes import TOKEN_VARIABLE, tokened_processes
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._environments.store import BuildCancelled, Environment, EnvironmentStore
+from aiptrain._job.spec import JobState
+from aiptrain._replicas.processes import TOKEN_VARIABLE, tokened_processes
 from tests.fixtures.engine import wait_until
 from tests.fixtures.held_index import HeldIndex
 
@@ -65,7 +65,7 @@ def test_a_build_stopped_half_way_publishes_nothing_and_the_next_build_succeeds(
 
 
 def test_a_job_cancelled_while_its_environment_builds_ends_cancelled_and_leaves_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: LocalEngine, held_index: HeldIndex) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: LocalJobEngine, held_index: HeldIndex) -> None:
     envs = tmp_path / "envs"
     monkeypatch.delenv("AIPTRAIN_LOCAL_PYTHON", raising=False)
     monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(envs))
@@ -94,7 +94,7 @@ def test_a_build_killed_by_a_signal_says_so(tmp_path: Path, held_index: HeldInde
     import os
     import signal
 
-    from aiptrain.environments.store import EnvironmentBuildFailed
+    from aiptrain._environments.store import EnvironmentBuildFailed
 
     store = EnvironmentStore(tmp_path / "envs")
     outcome: list[Environment | BaseException] = []

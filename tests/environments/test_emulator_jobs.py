@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from googleapiclient import discovery
 
-from aiptrain.environments.store import Environment
-from aiptrain.packaging import build_package
+from aiptrain._environments.store import Environment
+from aiptrain._packaging import build_package
 from tests.fixtures.emulator import TERMINAL, running_emulator, wait_until
 
 from .conftest import TRAINERS

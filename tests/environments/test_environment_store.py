@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.environments.resolution import RuntimeResolution, resolve_version
-from aiptrain.environments.store import EnvironmentBuildFailed, EnvironmentStore
-from aiptrain.job.catalog import load_catalog
+from aiptrain._environments.resolution import RuntimeResolution, resolve_version
+from aiptrain._environments.store import EnvironmentBuildFailed, EnvironmentStore
+from aiptrain._job.catalog import load_catalog
 
 from .conftest import aiptrain
 

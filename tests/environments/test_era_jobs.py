@@ -14,7 +14,7 @@ import pytest
 from .conftest import aiptrain, describe, job_log, submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.runtime_envs]
-PROJECT_NUMBER = "217212046978"  # of `local-project` (aiptrain.job.project_id.project_number_for)
+PROJECT_NUMBER = "217212046978"  # of `local-project` (aiptrain._job.project_id.project_number_for)
 
 
 def _report(home: Path, *parts: str) -> dict[str, Any]:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.environments import install_cache
-from aiptrain.environments.preparation import install_packages
-from aiptrain.job.spec import JobState
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._environments import install_cache
+from aiptrain._environments.preparation import install_packages
+from aiptrain._job.spec import JobState
+from aiptrain._packaging import build_package
 from tests.fixtures.local_jobs import PROJECT, TRAINERS, make_job, training_input, wait_for_end
 
 
@@ -67,12 +67,12 @@ def stage(home: Path, package: Path, name: str | None = None) -> str:
     return f"gs://staging/packages/{target.name}"
 
 
-def service_lines(engine: LocalEngine, job_id: str) -> list[str]:
+def service_lines(engine: LocalJobEngine, job_id: str) -> list[str]:
     return [e.message for e in engine.logs(PROJECT, job_id) if e.task_name == "service"]
 
 
 def test_a_second_job_with_the_same_package_reuses_the_install(
-    engine: LocalEngine, home: Path, package_uri: str
+    engine: LocalJobEngine, home: Path, package_uri: str
 ) -> None:
     engine.submit(PROJECT, make_job("first", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/first")))
     assert wait_for_end(engine, "first").state == JobState.SUCCEEDED

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from aiptrain.environments.pip_config import pip_settings
-from aiptrain.environments.uv import uv_binary, uv_environment
+from aiptrain._environments.pip_config import pip_settings
+from aiptrain._environments.uv import uv_binary, uv_environment
 
 
 def _home_with(tmp_path: Path, user_conf: str) -> dict[str, str]:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from googleapiclient import discovery
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._packaging import build_package
 from tests.fixtures.emulator import running_emulator, wait_until
 
 from .conftest import TRAINERS, describe, submit
@@ -25,7 +25,7 @@ SKLEARN = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.0-23:latest"
 
 
 @pytest.fixture
-def image_envs(monkeypatch: pytest.MonkeyPatch, shared_envs_dir: Path, engine: LocalEngine) -> Path:
+def image_envs(monkeypatch: pytest.MonkeyPatch, shared_envs_dir: Path, engine: LocalJobEngine) -> Path:
     """The session's environments directory, replicas in built environments, and no engine at all."""
     monkeypatch.delenv("AIPTRAIN_LOCAL_PYTHON", raising=False)
     monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(shared_envs_dir))

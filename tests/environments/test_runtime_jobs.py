@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.environments import interpreters
-from aiptrain.environments.store import Environment
+from aiptrain._environments import interpreters
+from aiptrain._environments.store import Environment
 
 from .conftest import TRAINERS, aiptrain, describe, job_log, submit, wait_for_end
 

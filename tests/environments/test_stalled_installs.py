@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.environments.preparation import _Install
-from aiptrain.environments.stall import SETTING, StallWatch, stall_limit
-from aiptrain.environments.store import EnvironmentBuildFailed, EnvironmentStore
+from aiptrain._environments.preparation import _Install
+from aiptrain._environments.stall import SETTING, StallWatch, stall_limit
+from aiptrain._environments.store import EnvironmentBuildFailed, EnvironmentStore
+from aiptrain._replicas.processes import TOKEN_VARIABLE, tokened_processes
 from aiptrain.errors import UsageError
-from aiptrain.replicas.processes import TOKEN_VARIABLE, tokened_processes
 from tests.fixtures.held_index import HeldIndex
 
 from .test_build_cancel import published

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.environments import install_cache
-from aiptrain.environments.dated_index import DatedIndex
-from aiptrain.environments.interpreters import find
-from aiptrain.environments.preparation import install_packages
-from aiptrain.environments.store import Environment, uv_config_text
-from aiptrain.environments.uv import uv_binary, uv_environment
-from aiptrain.job.era import ResolveDay
-from aiptrain.packaging import build_package
+from aiptrain._environments import install_cache
+from aiptrain._environments.dated_index import DatedIndex
+from aiptrain._environments.interpreters import find
+from aiptrain._environments.preparation import install_packages
+from aiptrain._environments.store import Environment, uv_config_text
+from aiptrain._environments.uv import uv_binary, uv_environment
+from aiptrain._job.era import ResolveDay
+from aiptrain._packaging import build_package
 
 from .test_install_cache import RecordingSink
 

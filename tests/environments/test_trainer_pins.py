@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.environments.release_dates import DatesUnavailable, ReleaseDates
-from aiptrain.environments.trainer_pins import Pin, day_with_pins, exact_pins
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.era import SERVICE_END, resolve_day
+from aiptrain._environments.release_dates import DatesUnavailable, ReleaseDates
+from aiptrain._environments.trainer_pins import Pin, day_with_pins, exact_pins
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.era import SERVICE_END, resolve_day
 
 # What the index on loopback holds: project -> [(file name, upload time)].
 RELEASES = {

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.gcs_endpoint.service import UPSTREAM_VARIABLE
-from aiptrain.job.spec import JobState
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._gcs_endpoint.service import UPSTREAM_VARIABLE
+from aiptrain._job.spec import JobState
+from aiptrain._packaging import build_package
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input, wait_for_end
 
@@ -36,7 +36,7 @@ def world_package(home: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_a_trainer_that_builds_gs_paths_from_a_bucket_flag_runs_unchanged(
-    engine: LocalEngine, home: Path, world_package: str
+    engine: LocalJobEngine, home: Path, world_package: str
 ) -> None:
     data = home / "storage" / "babyweight" / "world" / "data"
     data.mkdir(parents=True)
@@ -73,7 +73,7 @@ def test_a_trainer_that_builds_gs_paths_from_a_bucket_flag_runs_unchanged(
 
 
 def test_with_a_gcs_emulator_as_the_jobs_storage_the_trainer_reads_and_writes_it(
-    engine: LocalEngine, home: Path, world_package: str, fake_gcs_server: FakeGcsServer,
+    engine: LocalJobEngine, home: Path, world_package: str, fake_gcs_server: FakeGcsServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # What `aiptrain local serve` sets for its jobs when its clients stage into a GCS emulator.

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.job.spec import JobState
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
+from aiptrain._packaging import build_package
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input, wait_for_end
 
 TRAINERS = Path(__file__).parent / "trainers"
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_trainer_that_calls_gsutil_cp_reads_and_writes_the_local_store(
-    engine: LocalEngine, home: Path, tmp_path: Path
+    engine: LocalJobEngine, home: Path, tmp_path: Path
 ) -> None:
     assert shutil.which("gsutil"), "the Google Cloud CLI (gsutil) is installed on every machine of this project"
     built = build_package(TRAINERS / "gsutilcp", cache_dir=tmp_path / "sdist")

@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 
-from aiptrain.errors import UsageError
-from aiptrain.gcs_endpoint.metadata import vm_identity
-from aiptrain.gcs_endpoint.service import (
+from aiptrain._gcs_endpoint.metadata import vm_identity
+from aiptrain._gcs_endpoint.service import (
     JobMetadata,
     ReplicaStorage,
     host_endpoints,
@@ -28,9 +27,10 @@ from aiptrain.gcs_endpoint.service import (
     replica_base_environment,
     replica_storage,
 )
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.project_id import project_number_for
-from aiptrain.replicas.settings import ReplicaSettings
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.project_id import project_number_for
+from aiptrain._replicas.settings import ReplicaSettings
+from aiptrain.errors import UsageError
 
 PROJECT = "era-project"
 
@@ -206,7 +206,7 @@ def test_an_idle_connection_is_closed_rather_than_holding_a_thread(monkeypatch: 
     import socket
     import time
 
-    from aiptrain.gcs_endpoint import metadata as metadata_module
+    from aiptrain._gcs_endpoint import metadata as metadata_module
 
     monkeypatch.setattr(metadata_module, "IDLE_SECONDS", 0.5, raising=False)
     identity = vm_identity(PROJECT, "idle", "us-east1", None, load_catalog())

@@ -20,11 +20,11 @@ from typing import Any
 import google_crc32c
 import pytest
 from google.api_core import exceptions
-from google.cloud import storage  # type: ignore[import-untyped, unused-ignore]  # as in aiptrain/storage/gcs.py
+from google.cloud import storage  # type: ignore[import-untyped, unused-ignore]  # as in aiptrain/_storage/gcs.py
 
-from aiptrain.gcs_endpoint.service import ReplicaStorage
-from aiptrain.replicas.processes import start_process
-from aiptrain.replicas.system_trust import TRUST_VARIABLE, system_bundles, trusting
+from aiptrain._gcs_endpoint.service import ReplicaStorage
+from aiptrain._replicas.processes import start_process
+from aiptrain._replicas.system_trust import TRUST_VARIABLE, system_bundles, trusting
 from tests.fixtures.gcs import FakeGcsServer, fake_gcs_server
 
 __all__ = ["fake_gcs_server"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import AcceleratorType, ScaleTier
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import AcceleratorType, ScaleTier
 
 DATA = Path(__file__).resolve().parents[2] / "aiptrain" / "data"
 UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"  # an enum's zero value, never an accelerator of a job
@@ -23,7 +23,7 @@ def test_the_catalogs_accelerators_are_the_accelerator_enum() -> None:
 
 
 def test_the_enums_are_the_services() -> None:
-    from aiptrain.emulator.discovery import discovery_document
+    from aiptrain._emulator.discovery import discovery_document
 
     schemas = discovery_document("ml", "v1")["schemas"]
     assert schemas["GoogleCloudMlV1__TrainingInput"]["properties"]["scaleTier"]["enum"] == list(ScaleTier)

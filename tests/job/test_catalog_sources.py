@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import TrainingInput, parse_job
-from aiptrain.job.validate import runtime_warnings, validate_job
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import TrainingInput, parse_job
+from aiptrain._job.validate import runtime_warnings, validate_job
 
 CATALOG = load_catalog()
 _SOURCE_KEY = re.compile(r"\b(RNA|RN|VX|GC|API-old|API-new|TF2|ERR|VERSIONING|PR24|PyPI|R-img)\b")

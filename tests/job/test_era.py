@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from aiptrain.job import era
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import parse_job
-from aiptrain.job.validate import validate_job
+from aiptrain._job import era
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import parse_job
+from aiptrain._job.validate import validate_job
 
 CATALOG = load_catalog()
 RUNTIME = CATALOG.runtimes["1.15"]

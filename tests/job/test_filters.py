@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from aiptrain._job.filter_syntax import And, Not, Or, Term
+from aiptrain._job.filters import parse_filter
 from aiptrain.errors import UsageError
-from aiptrain.job.filter_syntax import And, Not, Or, Term
-from aiptrain.job.filters import parse_filter
 
 JOBS: list[dict[str, Any]] = [
     {"jobId": "census_1", "state": "FAILED", "labels": {"team": "nlp", "env": "dev"},

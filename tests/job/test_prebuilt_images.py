@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import datetime
 
-from aiptrain.environments.resolution import resolve_runtime
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import TrainingInput
-from aiptrain.replicas.containers.images import runs_containers
+from aiptrain._environments.resolution import resolve_runtime
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import TrainingInput
+from aiptrain._replicas.containers.images import runs_containers
 
 PYTORCH = "gcr.io/cloud-ml-public/training/pytorch-xla.1-6"
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from aiptrain._job.projection import Key, Transform, flatten_resources, parse_format
 from aiptrain.errors import UsageError
-from aiptrain.job.projection import Key, Transform, flatten_resources, parse_format
 
 JOBS: list[dict[str, Any]] = [
     {"jobId": "census_b", "state": "FAILED", "labels": {"team": "nlp", "env": "dev"},

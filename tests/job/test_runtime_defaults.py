@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import ReplicaConfig, TrainingInput
-from aiptrain.job.validate import runtime_warnings
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import ReplicaConfig, TrainingInput
+from aiptrain._job.validate import runtime_warnings
 from tests.fixtures.tiny_trainer import trainer
 
 __all__ = ["trainer"]  # the fixture

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
+from aiptrain._job.spec import Job, JobState, job_resource_name, parse_job, parse_job_lenient
 from aiptrain.errors import ValidationFailed
-from aiptrain.job.spec import Job, JobState, job_resource_name, parse_job, parse_job_lenient
 
 FULL_JOB = {
     "jobId": "census_1",

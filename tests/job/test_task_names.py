@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aiptrain.job.spec import ROLES
-from aiptrain.job.task_names import (
+from aiptrain._job.spec import ROLES
+from aiptrain._job.task_names import (
     TASK_PREFIX,
     ml_task_name,
     replica_of,

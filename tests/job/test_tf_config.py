@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
-from aiptrain.job.spec import Job
-from aiptrain.job.tf_config import (
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import resolve_cluster
+from aiptrain._job.spec import Job
+from aiptrain._job.tf_config import (
     PLACEHOLDER_ADDRESS,
     cluster_specs_for,
     replica_environment,
     tf_configs_for,
 )
-from aiptrain.replicas.ports import consecutive_addresses, free_addresses, free_ports
+from aiptrain._replicas.ports import consecutive_addresses, free_addresses, free_ports
 
 
 def _job(**inputs: object) -> Job:
@@ -151,10 +151,10 @@ def test_start_port_layout_follows_gcloud() -> None:
 
 
 def test_pre_built_pytorch_replicas_get_torch_distributed_rendezvous_variables() -> None:
-    from aiptrain.job.catalog import load_catalog
-    from aiptrain.job.cluster import resolve_cluster
-    from aiptrain.job.spec import TrainingInput
-    from aiptrain.job.tf_config import pytorch_variables
+    from aiptrain._job.catalog import load_catalog
+    from aiptrain._job.cluster import resolve_cluster
+    from aiptrain._job.spec import TrainingInput
+    from aiptrain._job.tf_config import pytorch_variables
 
     training_input = TrainingInput.model_validate({
         "scaleTier": "CUSTOM", "masterType": "n1-standard-4", "workerType": "n1-standard-4", "workerCount": "2",

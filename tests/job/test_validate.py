@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import parse_job
-from aiptrain.job.validate import bucket_name_problem, suggest_job_id, validate_job
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import parse_job
+from aiptrain._job.validate import bucket_name_problem, suggest_job_id, validate_job
 
 CATALOG = load_catalog()
 

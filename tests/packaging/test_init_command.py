@@ -10,9 +10,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from aiptrain.cli.init import init
-from aiptrain.cli.main import root
-from aiptrain.packaging.template import TEMPLATE_ENTRIES, init_project, template_root
+from aiptrain._cli.init import init
+from aiptrain._cli.main import root
+from aiptrain._packaging.template import TEMPLATE_ENTRIES, init_project, template_root
 from tests.fixtures.template import REPO_ROOT, TEMPLATE_DIR, trainer_environment
 
 
@@ -94,7 +94,7 @@ def test_wheel_ships_the_template(tmp_path):
         [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(site), str(wheel)],
         env=env, check=True, capture_output=True, timeout=300,
     )
-    probe = "from aiptrain.packaging.template import template_root; print(template_root())"
+    probe = "from aiptrain._packaging.template import template_root; print(template_root())"
     found = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, env={**env, "PYTHONPATH": str(site)},
         capture_output=True, text=True, timeout=60, check=True,

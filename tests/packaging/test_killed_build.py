@@ -11,7 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from aiptrain.packaging import build_package
+from aiptrain._packaging import build_package
 
 SLOW_SETUP = textwrap.dedent("""
     import os, time
@@ -33,7 +33,7 @@ def _project(root: Path) -> Path:
 
 
 def _build_in_a_process(package: Path, cache: Path, temp: Path, *, slow: bool) -> subprocess.Popen[bytes]:
-    script = "import sys; from pathlib import Path; from aiptrain.packaging import build_package; " \
+    script = "import sys; from pathlib import Path; from aiptrain._packaging import build_package; " \
              "build_package(Path(sys.argv[1]), cache_dir=Path(sys.argv[2]))"
     env = {**os.environ, "TMPDIR": str(temp), **({"SLOW_BUILD": "1"} if slow else {})}
     return subprocess.Popen([sys.executable, "-c", script, str(package), str(cache)], env=env,
@@ -79,7 +79,7 @@ def test_a_staging_directory_of_a_killed_build_is_swept_from_the_cache(tmp_path:
     # A process that made its staging directory the way a build does, then was killed.
     maker = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import sys, tempfile
-        from aiptrain.packaging.leftovers import STAGING_PREFIX, owned_prefix
+        from aiptrain._packaging.leftovers import STAGING_PREFIX, owned_prefix
         staged = tempfile.mkdtemp(dir=sys.argv[1], prefix=owned_prefix(STAGING_PREFIX))
         open(staged + "/trainer-0.1.tar.gz", "wb").write(b"x" * 4096)
         print(staged, flush=True)

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.errors import UsageError, ValidationFailed
-from aiptrain.packaging import (
+from aiptrain._packaging import (
     REPRODUCIBLE_MTIME,
     BuiltPackage,
     build_package,
@@ -24,8 +23,9 @@ from aiptrain.packaging import (
     check_package_path,
     collect_sources,
 )
-from aiptrain.packaging import cache as packaging_cache
-from aiptrain.packaging import sources as packaging_sources
+from aiptrain._packaging import cache as packaging_cache
+from aiptrain._packaging import sources as packaging_sources
+from aiptrain.errors import UsageError, ValidationFailed
 
 PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "projects"
 
@@ -367,7 +367,7 @@ def test_a_cache_hit_imports_no_build_machinery(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from aiptrain.packaging import build_package\n"
+        "from aiptrain._packaging import build_package\n"
         f"built = build_package(Path({str(package_dir)!r}), cache_dir=Path({str(tmp_path / 'cache')!r}))\n"
         "assert built.reused_from_cache\n"
         "heavy = ['importlib.metadata', 'tarfile', 'gzip', 'subprocess', 'email.parser', 'tomllib', 'shutil',\n"

@@ -4,11 +4,11 @@ What a capped job then runs is in tests/backends/local/test_cluster_jobs.py."""
 
 from __future__ import annotations
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
-from aiptrain.job.spec import TrainingInput
-from aiptrain.replicas.cluster_plan import plan_cluster, shrink_to_cap, total_replicas
-from aiptrain.replicas.settings import ReplicaSettings
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import resolve_cluster
+from aiptrain._job.spec import TrainingInput
+from aiptrain._replicas.cluster_plan import plan_cluster, shrink_to_cap, total_replicas
+from aiptrain._replicas.settings import ReplicaSettings
 
 
 def test_replica_cap_shrinks_big_tiers_and_says_so() -> None:

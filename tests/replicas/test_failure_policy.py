@@ -5,7 +5,7 @@ tests/backends/local/test_failure_policy.py."""
 
 from __future__ import annotations
 
-from aiptrain.replicas.replica_set import failure_message, is_retryable, service_replica_name
+from aiptrain._replicas.replica_set import failure_message, is_retryable, service_replica_name
 
 
 def test_retryable_means_killed() -> None:

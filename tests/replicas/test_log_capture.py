@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiptrain.replicas.log_capture import LineClassifier
+from aiptrain._replicas.log_capture import LineClassifier
 
 
 @pytest.mark.parametrize(

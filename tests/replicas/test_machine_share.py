@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
-from aiptrain.job.spec import Job, TrainingInput
-from aiptrain.replicas.cluster_plan import local_problems, plan_cluster, trial_lanes, trials_at_once
-from aiptrain.replicas.machine_share import (
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import resolve_cluster
+from aiptrain._job.spec import Job, TrainingInput
+from aiptrain._replicas.cluster_plan import local_problems, plan_cluster, trial_lanes, trials_at_once
+from aiptrain._replicas.machine_share import (
     Gpu,
     GpuWait,
     JobShare,
@@ -24,8 +24,8 @@ from aiptrain.replicas.machine_share import (
     replica_asks,
     share_job,
 )
-from aiptrain.replicas.settings import ReplicaSettings
-from aiptrain.replicas.this_machine import find_gpus, parse_gpu_list, visible_to_user
+from aiptrain._replicas.settings import ReplicaSettings
+from aiptrain._replicas.this_machine import find_gpus, parse_gpu_list, visible_to_user
 
 STANDARD_1 = [8, 8, 8, 8, 8, 4, 4, 4]  # master, 4 workers (n1-highcpu-8), 3 ps (n1-standard-4)
 

@@ -9,15 +9,15 @@ import os
 import sys
 from pathlib import Path
 
-from aiptrain.replicas.command import ProcessCommand
-from aiptrain.replicas.replica_set import LocalLauncher
-from aiptrain.replicas.this_machine import usable_cores
+from aiptrain._replicas.command import ProcessCommand
+from aiptrain._replicas.replica_set import ProcessLauncher
+from aiptrain._replicas.this_machine import usable_cores
 
 
 def test_a_replica_starts_pinned_to_its_cores(tmp_path: Path) -> None:
     """The launcher pins the replica before its first thread starts: every thread it makes inherits that."""
     last = usable_cores()[-1]
-    launcher = LocalLauncher({"master-replica-0": (last,)})
+    launcher = ProcessLauncher({"master-replica-0": (last,)})
     probe = ("import json, os, threading; seen = []\n"
              "thread = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))\n"
              "thread.start(); thread.join(); print(json.dumps([sorted(os.sched_getaffinity(0)), seen[0]]))")

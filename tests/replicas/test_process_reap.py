@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from aiptrain.replicas.processes import ManagedProcess, start_process
+from aiptrain._replicas.processes import ManagedProcess, start_process
 
 
 def _reap_from_threads(process: ManagedProcess, count: int) -> list[object]:

@@ -10,14 +10,14 @@ from typing import IO
 
 import pytest
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
-from aiptrain.job.spec import Job, JobState, TrainingInput
-from aiptrain.replicas.command import ProcessCommand, ReplicaCommand, for_every_replica
-from aiptrain.replicas.containers.command import ContainerCommand
-from aiptrain.replicas.log_capture import CallbackSink
-from aiptrain.replicas.replica_set import (
-    LocalLauncher,
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import resolve_cluster
+from aiptrain._job.spec import Job, JobState, TrainingInput
+from aiptrain._replicas.command import ProcessCommand, ReplicaCommand, for_every_replica
+from aiptrain._replicas.containers.command import ContainerCommand
+from aiptrain._replicas.log_capture import CallbackSink
+from aiptrain._replicas.replica_set import (
+    ProcessLauncher,
     ReplicaPolicy,
     ReplicaProcess,
     ReplicaSetSpec,
@@ -125,4 +125,4 @@ def test_every_replica_of_a_trainer_package_runs_one_command() -> None:
 
 def test_each_launcher_refuses_the_other_kind_of_command(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="container launcher"):
-        LocalLauncher().start("master-replica-0", ContainerCommand("gcr.io/p/t:1"), {}, tmp_path)
+        ProcessLauncher().start("master-replica-0", ContainerCommand("gcr.io/p/t:1"), {}, tmp_path)

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain._packaging import build_package
+from aiptrain._storage import base as storage_base
+from aiptrain._storage import gcs
+from aiptrain._storage.base import LocalDigests, ObjectStore, digest_file
+from aiptrain._storage.gcs import GcsObjectStore
+from aiptrain._submit import staging
+from aiptrain._submit.staging import execute_uploads, plan_uploads
 from aiptrain.errors import NotFound, OperationalError, PermissionDenied
-from aiptrain.packaging import build_package
-from aiptrain.storage import base as storage_base
-from aiptrain.storage import gcs
-from aiptrain.storage.base import LocalDigests, ObjectStore, digest_file
-from aiptrain.storage.gcs import GcsObjectStore
-from aiptrain.submit import staging
-from aiptrain.submit.staging import execute_uploads, plan_uploads
 from tests.fixtures.gcs import FakeGcsServer, FaultyProxy
 
 PROJECTS = Path(__file__).resolve().parents[1] / "fixtures" / "projects"

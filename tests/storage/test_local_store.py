@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from aiptrain._storage import base, local
+from aiptrain._storage.base import LocalDigests, ObjectInfo, ObjectStore, digest_file
+from aiptrain._storage.local import LocalObjectStore, default_storage_root, local_path_for
 from aiptrain.errors import NotFound, OperationalError, UsageError
-from aiptrain.storage import base, local
-from aiptrain.storage.base import LocalDigests, ObjectInfo, ObjectStore, digest_file
-from aiptrain.storage.local import LocalObjectStore, default_storage_root, local_path_for
 
 
 @pytest.fixture

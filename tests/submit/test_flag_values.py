@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from aiptrain._job.catalog import load_catalog
+from aiptrain._submit.flag_values import PARSERS, build_submit_options, parse_storage
+from aiptrain._submit.flags import Kind
+from aiptrain._submit.submission import Accelerator
 from aiptrain.errors import ProblemList
-from aiptrain.job.catalog import load_catalog
-from aiptrain.submit.flag_values import PARSERS, build_submit_options, parse_storage
-from aiptrain.submit.flags import Kind
-from aiptrain.submit.submission import Accelerator
 
 
 def build(values: dict[str, Any], project: str | None = "my-project") -> tuple[Any, list[str]]:

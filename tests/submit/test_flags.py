@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
+from aiptrain._job.catalog import load_catalog
+from aiptrain._submit import flags
 from aiptrain.errors import ProblemList
-from aiptrain.job.catalog import load_catalog
-from aiptrain.submit import flags
 
 
 @pytest.mark.parametrize("call", [

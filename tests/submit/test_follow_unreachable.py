@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.mlv1.backend import MlV1Backend
-from aiptrain.backends.polling import AdaptivePoller
-from aiptrain.job.logs import LogEntry
-from aiptrain.job.spec import JobState, parse_job
-from aiptrain.submit.follow import follow_job
+from aiptrain._backends.base import BackendSettings
+from aiptrain._backends.mlv1.backend import MlV1Backend
+from aiptrain._backends.polling import AdaptivePoller
+from aiptrain._job.logs import LogEntry
+from aiptrain._job.spec import JobState, parse_job
+from aiptrain._submit.follow import follow_job
 from tests.fixtures.emulator import REPO, running_emulator, wait_until
 
 PROJECT = "ci-project"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiptrain.submit.submission import Accelerator, SubmitOptions, merge_job
+from aiptrain._submit.submission import Accelerator, SubmitOptions, merge_job
 
 CONFIG = {
     "jobId": "from_config",
@@ -86,8 +86,8 @@ def test_config_is_not_mutated() -> None:
 def test_one_flag_table_drives_options_and_fields() -> None:
     import dataclasses
 
-    from aiptrain.job.spec import ReplicaConfig, TrainingInput, field_aliases
-    from aiptrain.submit.flags import OPTION_FLAGS, SUBMIT_FLAGS
+    from aiptrain._job.spec import ReplicaConfig, TrainingInput, field_aliases
+    from aiptrain._submit.flags import OPTION_FLAGS, SUBMIT_FLAGS
 
     # Not flags: the positional job ID and user args, the region's resolution, and the Python API's job body.
     own = {"job_id", "region", "default_region", "user_args", "config_body"}

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.errors import OperationalError, ValidationFailed
-from aiptrain.storage import base
-from aiptrain.storage import local as local_store
-from aiptrain.storage.base import LocalDigests, ObjectInfo, ProgressCallback
-from aiptrain.storage.local import LocalObjectStore
-from aiptrain.submit import staging
-from aiptrain.submit.staging import (
+from aiptrain._storage import base
+from aiptrain._storage import local as local_store
+from aiptrain._storage.base import LocalDigests, ObjectInfo, ProgressCallback
+from aiptrain._storage.local import LocalObjectStore
+from aiptrain._submit import staging
+from aiptrain._submit.staging import (
     UploadPlan,
     UploadResult,
     check_package_entries,
@@ -24,6 +23,7 @@ from aiptrain.submit.staging import (
     plan_uploads,
     staging_uri,
 )
+from aiptrain.errors import OperationalError, ValidationFailed
 
 
 @pytest.fixture

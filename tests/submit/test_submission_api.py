@@ -14,12 +14,12 @@ PROJECT_DIR = REPO / "tests" / "fixtures" / "projects" / "with_setup_py"
 SCRIPT = """
 import json, sys
 from pathlib import Path
-from aiptrain.backends import get_backend
-from aiptrain.backends.base import BackendSettings
-from aiptrain.job.catalog import load_catalog
+from aiptrain._backends import get_backend
+from aiptrain._backends.base import BackendSettings
+from aiptrain._job.catalog import load_catalog
 from aiptrain.errors import ValidationFailed
-from aiptrain.storage import open_store
-from aiptrain.submit.submission import SubmitOptions, dry_run_document, submit
+from aiptrain._storage import open_store
+from aiptrain._submit.submission import SubmitOptions, dry_run_document, submit
 
 package = Path(sys.argv[1])
 backend = get_backend("local", BackendSettings(project="ci"))

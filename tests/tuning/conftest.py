@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.packaging import build_package
+from aiptrain._packaging import build_package
 from tests.fixtures.engine import engine, home, quick_settings
 from tests.tuning.harness import TRAINERS
 

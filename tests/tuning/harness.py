@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.job.spec import HyperparameterOutput, Job, JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import HyperparameterOutput, Job, JobState
 from tests.fixtures.engine import kill_everything, max_overlap, wait_until
 
 __all__ = ["kill_everything", "max_overlap", "wait_until"]
@@ -34,19 +34,19 @@ def tuning_job(job_id: str, package_uri: str, hyperparameters: dict[str, Any], *
     return Job.model_validate({"jobId": job_id, "trainingInput": data})
 
 
-def job_log(engine: LocalEngine, job_id: str) -> str:
+def job_log(engine: LocalJobEngine, job_id: str) -> str:
     return "\n".join(f"  {e.severity} {e.task_name} [{e.trial_id or ''}] {e.message}"
                      for e in engine.logs(PROJECT, job_id))
 
 
-def wait_for_end(engine: LocalEngine, job_id: str, timeout: float = 120.0) -> Job:
+def wait_for_end(engine: LocalJobEngine, job_id: str, timeout: float = 120.0) -> Job:
     try:
         return wait_until(lambda: _ended(engine, job_id), timeout, f"job {job_id} to end")
     except AssertionError:
         raise AssertionError(f"job {job_id} did not end; its log:\n{job_log(engine, job_id)}") from None
 
 
-def _ended(engine: LocalEngine, job_id: str) -> Job | None:
+def _ended(engine: LocalJobEngine, job_id: str) -> Job | None:
     job = engine.get(PROJECT, job_id)
     return job if job.state in TERMINAL else None
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.local.backend import LocalBackend
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.cli.main import root
-from aiptrain.cli.summary import summarize_job
-from aiptrain.job.spec import HyperparameterOutput, Job, JobState
-from aiptrain.tuning.trials import objective_of
+from aiptrain._backends.base import BackendSettings
+from aiptrain._backends.local.backend import LocalBackend
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._cli.main import root
+from aiptrain._cli.summary import summarize_job
+from aiptrain._job.spec import HyperparameterOutput, Job, JobState
+from aiptrain._tuning.trials import objective_of
 from tests.tuning.harness import (
     PROJECT,
     job_log,
@@ -60,7 +60,7 @@ def trials_by_id(job: Job) -> dict[str, HyperparameterOutput]:
 
 
 def test_grid_runs_every_combination_once_with_the_services_arguments(
-        engine: LocalEngine, package_uri: str, home: Path) -> None:
+        engine: LocalJobEngine, package_uri: str, home: Path) -> None:
     engine.submit(PROJECT, tuning_job("grid", package_uri, GRID_2_BY_3, args=["--steps", "2"]))
     job = wait_for_end(engine, "grid")
     assert job.state == JobState.SUCCEEDED, job_log(engine, "grid")
@@ -126,7 +126,7 @@ SEARCH_PARAMS = [
 
 
 def test_random_and_bayesian_searches_run_at_most_max_parallel_trials_at_once(
-        engine: LocalEngine, package_uri: str, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        engine: LocalJobEngine, package_uri: str, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_MAX_RUNNING", "2")  # both jobs at once
     for job_id, algorithm, goal in (("random", "RANDOM_SEARCH", "MAXIMIZE"),
                                     ("bayes", "ALGORITHM_UNSPECIFIED", "MINIMIZE")):
@@ -152,7 +152,7 @@ def test_random_and_bayesian_searches_run_at_most_max_parallel_trials_at_once(
 
 
 def test_too_many_failed_trials_fail_the_job_and_fewer_do_not(
-        engine: LocalEngine, package_uri: str, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        engine: LocalJobEngine, package_uri: str, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_MAX_RUNNING", "3")
     modes = {"parameterName": "mode", "type": "CATEGORICAL", "categoricalValues": ["fail-a", "fail-b", "ok"]}
     engine.submit(PROJECT, tuning_job("failing", package_uri, {
@@ -186,7 +186,7 @@ def test_too_many_failed_trials_fail_the_job_and_fewer_do_not(
 
 
 def test_a_trial_falling_behind_the_median_is_stopped_early(
-        engine: LocalEngine, package_uri: str, home: Path) -> None:
+        engine: LocalJobEngine, package_uri: str, home: Path) -> None:
     engine.submit(PROJECT, tuning_job("early", package_uri, {
         "goal": "MAXIMIZE", "algorithm": "GRID_SEARCH", "maxTrials": 4, "enableTrialEarlyStopping": True,
         "params": [{"parameterName": "mode", "type": "CATEGORICAL",
@@ -212,7 +212,7 @@ def test_a_trial_falling_behind_the_median_is_stopped_early(
 
 
 def test_resume_reuses_the_finished_trials_of_an_earlier_job(
-        engine: LocalEngine, package_uri: str, home: Path) -> None:
+        engine: LocalJobEngine, package_uri: str, home: Path) -> None:
     engine.submit(PROJECT, tuning_job("first", package_uri, {**GRID_2_BY_3, "maxTrials": 3}))
     first = wait_for_end(engine, "first")
     assert first.state == JobState.SUCCEEDED, job_log(engine, "first")
@@ -261,7 +261,7 @@ def test_resume_reuses_the_finished_trials_of_an_earlier_job(
     assert problem.path == path and "their results do not compare" in problem.message
 
 
-def test_cancel_stops_every_running_trial(engine: LocalEngine, package_uri: str, home: Path) -> None:
+def test_cancel_stops_every_running_trial(engine: LocalJobEngine, package_uri: str, home: Path) -> None:
     engine.submit(PROJECT, tuning_job("cancelled", package_uri, {
         "maxTrials": 4, "maxParallelTrials": 2, "params": SEARCH_PARAMS}, args=["--mode", "stall"]))
 

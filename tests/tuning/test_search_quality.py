@@ -11,10 +11,10 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from aiptrain.job.spec import HyperparameterSpec
-from aiptrain.tuning.ask_tell import PastTrial, Search, SearchSettings
-from aiptrain.tuning.plan import TuningPlan
-from aiptrain.tuning.search import make_search
+from aiptrain._job.spec import HyperparameterSpec
+from aiptrain._tuning.ask_tell import PastTrial, Search, SearchSettings
+from aiptrain._tuning.plan import TuningPlan
+from aiptrain._tuning.search import make_search
 from tests.tuning.trainers.hptrainer.objective import objective
 
 OPTIMUM = objective(0.3, 2, "b", 1e-3)

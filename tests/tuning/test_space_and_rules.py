@@ -12,14 +12,14 @@ from typing import Any, cast
 
 import pytest
 
-from aiptrain.job.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, JobState
-from aiptrain.tuning.ask_tell import PastTrial, SearchSettings
-from aiptrain.tuning.early_stopping import MedianStoppingRule
-from aiptrain.tuning.grid import GridSearch
-from aiptrain.tuning.metrics import MetricFile, MetricReport
-from aiptrain.tuning.plan import DEFAULT_METRIC_TAG, TuningPlan, default_failed_trials_limit
-from aiptrain.tuning.search import make_search
-from aiptrain.tuning.space import (
+from aiptrain._job.spec import FinalMetric, HyperparameterOutput, HyperparameterSpec, JobState
+from aiptrain._tuning.ask_tell import PastTrial, SearchSettings
+from aiptrain._tuning.early_stopping import MedianStoppingRule
+from aiptrain._tuning.grid import GridSearch
+from aiptrain._tuning.metrics import MetricFile, MetricReport
+from aiptrain._tuning.plan import DEFAULT_METRIC_TAG, TuningPlan, default_failed_trials_limit
+from aiptrain._tuning.search import make_search
+from aiptrain._tuning.space import (
     DiscreteParameter,
     DoubleParameter,
     IntegerParameter,
@@ -31,7 +31,7 @@ from aiptrain.tuning.space import (
     parse_value,
     to_coordinate,
 )
-from aiptrain.tuning.trials import best_first, tuning_output
+from aiptrain._tuning.trials import best_first, tuning_output
 
 REPO = Path(__file__).resolve().parents[2]
 

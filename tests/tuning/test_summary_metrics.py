@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.job.spec import JobState
-from aiptrain.tuning.metrics import SummaryReadError, read_summary_metric
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
+from aiptrain._tuning.metrics import SummaryReadError, read_summary_metric
 from tests.tuning.harness import PROJECT, TRAINERS, job_log, trials_of, tuning_job, wait_for_end
 
 pytestmark = pytest.mark.slow
@@ -22,7 +22,7 @@ def _final(x: float) -> float:
 
 
 def test_trials_that_only_write_summaries_are_ranked_by_the_last_value(
-    engine: LocalEngine, package_uri: str
+    engine: LocalJobEngine, package_uri: str
 ) -> None:
     spec = {
         "goal": "MAXIMIZE", "hyperparameterMetricTag": "accuracy", "algorithm": "GRID_SEARCH",

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.cli.main import root
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._cli.main import root
+from aiptrain._job.spec import JobState
 from tests.tuning.harness import PROJECT, job_log, trials_of
 
 pytestmark = pytest.mark.slow
@@ -55,7 +55,7 @@ def test_template_tuned_for_four_trials(digits: Path, tmp_path: Path, home: Path
         "--train-steps", str(TRAIN_STEPS), "--checkpoint-steps", "15", "--log-steps", "15",
         "--throttle-secs", "0",
     ], catch_exceptions=False)
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     assert result.exit_code == 0, job_log(engine, "tuned")[-6000:]
 
     job = engine.get(PROJECT, "tuned")

@@ -17,20 +17,20 @@ from click.testing import CliRunner
 from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
-from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.mlv1.backend import MlV1Backend
-from aiptrain.backends.polling import AdaptivePoller
-from aiptrain.backends.vertex.backend import VertexBackend
-from aiptrain.backends.vertex.study import hyperparameter_tuning_job_to_job, job_to_hyperparameter_tuning_job
-from aiptrain.backends.vertex.translate import vertex_problems
-from aiptrain.cli.main import root
-from aiptrain.emulator.discovery import discovery_document
-from aiptrain.emulator.schema import SchemaValidator
+from aiptrain._backends.base import BackendSettings
+from aiptrain._backends.mlv1.backend import MlV1Backend
+from aiptrain._backends.polling import AdaptivePoller
+from aiptrain._backends.vertex.backend import VertexBackend
+from aiptrain._backends.vertex.study import hyperparameter_tuning_job_to_job, job_to_hyperparameter_tuning_job
+from aiptrain._backends.vertex.translate import vertex_problems
+from aiptrain._cli.main import root
+from aiptrain._emulator.discovery import discovery_document
+from aiptrain._emulator.schema import SchemaValidator
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import Job, JobState, parse_job
+from aiptrain._submit.follow import follow_job
+from aiptrain._tuning.trials import objective_of
 from aiptrain.errors import AlreadyExists, ValidationFailed
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import Job, JobState, parse_job
-from aiptrain.submit.follow import follow_job
-from aiptrain.tuning.trials import objective_of
 from tests.fixtures.emulator import Emulator, running_emulator
 from tests.tuning.harness import trials_of, tuning_job
 from tests.tuning.trainers.hptrainer.objective import objective

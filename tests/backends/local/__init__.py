@@ -1,1 +1,1 @@
-"""Tests of the local backend (aiptrain.backends.local), with real supervisors and replica processes."""
+"""Tests of the local backend (aiptrain._backends.local), with real supervisors and replica processes."""

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.local.backend import LocalBackend
-from aiptrain.job.spec import Job, JobState, TrainingInput
+from aiptrain._backends.local.backend import LocalBackend
+from aiptrain._job.spec import Job, JobState, TrainingInput
 from tests.fixtures.local_jobs import local_dir, make_job, training_input, wait_for_end
 
 

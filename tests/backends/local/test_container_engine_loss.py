@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.backend import LocalBackend
-from aiptrain.job.spec import JobState
-from aiptrain.paths import HomeLayout
+from aiptrain._backends.local.backend import LocalBackend
+from aiptrain._job.spec import JobState
+from aiptrain._paths import HomeLayout
 from tests.backends.local.test_container_jobs import container_input, lines, on_daemon
 from tests.fixtures.containers import SuiteDocker, SuiteImages
 from tests.fixtures.engine_relay import relayed_engine
@@ -52,8 +52,8 @@ def test_a_home_whose_path_holds_colons_runs_container_jobs(
     docker: SuiteDocker, images: SuiteImages, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The replica's mounts (the endpoints' CA under the home) hold the home's `:`s, as the manual allows."""
-    from aiptrain.backends import get_backend
-    from aiptrain.backends.base import BackendSettings
+    from aiptrain._backends import get_backend
+    from aiptrain._backends.base import BackendSettings
     from tests.fixtures.local_jobs import PROJECT, kill_everything
 
     colon_home = tmp_path / "home:with:colons"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.local.backend import LocalBackend
-from aiptrain.backends.local.layout import JobLayout
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.backend import LocalBackend
+from aiptrain._backends.local.layout import JobLayout
+from aiptrain._job.spec import JobState
 from tests.fixtures.containers import SuiteDocker, SuiteImages
 from tests.fixtures.local_jobs import PROJECT, make_job, wait_for_end, wait_until
 
@@ -179,7 +179,7 @@ def test_an_image_that_is_not_here_is_refused_at_submit_and_nothing_is_created(
 ) -> None:
     from click.testing import CliRunner
 
-    from aiptrain.cli.main import root
+    from aiptrain._cli.main import root
 
     before = docker.output("ps", "--all", "--quiet")
     result = CliRunner().invoke(root, ["--project", "test-project", "jobs", "submit", "training", "absent",
@@ -196,7 +196,7 @@ def test_an_image_that_is_not_here_is_refused_at_submit_and_nothing_is_created(
 def test_a_dry_run_shows_each_replica_container_and_its_address(docker: SuiteDocker, images: SuiteImages) -> None:
     from click.testing import CliRunner
 
-    from aiptrain.cli.main import root
+    from aiptrain._cli.main import root
 
     result = CliRunner().invoke(root, [
         "--project", "test-project", "--format", "json", "jobs", "submit", "training", "shown", "--dry-run",
@@ -254,7 +254,7 @@ def test_the_image_system_bundle_trusts_the_storage_endpoint_too(
     count, last_line = lines(backend, "trust")[:2]
     image_count = Path(bundle).read_text().count("BEGIN CERTIFICATE")  # the image copied this machine's
     assert int(count) == image_count + 1
-    from aiptrain.gcs_endpoint.certificates import storage_identity
+    from aiptrain._gcs_endpoint.certificates import storage_identity
 
     ca = storage_identity(home).ca_path.read_text().strip().splitlines()
     assert last_line == ca[-2]

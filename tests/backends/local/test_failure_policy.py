@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
 from tests.fixtures.local_jobs import PROJECT, local_dir, make_job, read_pid, training_input, wait_for_end
 
 
-def _service_lines(engine: LocalEngine, job_id: str) -> list[str]:
+def _service_lines(engine: LocalJobEngine, job_id: str) -> list[str]:
     return [entry.message for entry in engine.logs(PROJECT, job_id, task_name="service")]
 
 
 def test_a_crash_on_import_fails_a_standard_1_job_in_one_attempt_naming_the_master(
-    engine: LocalEngine, package_uri: str
+    engine: LocalJobEngine, package_uri: str
 ) -> None:
     inputs = training_input(package_uri, "tfcfg.import_crash", job_dir="gs://out/import_crash")
     for key in ("masterType",):
@@ -34,7 +34,7 @@ def test_a_crash_on_import_fails_a_standard_1_job_in_one_attempt_naming_the_mast
 
 
 def test_a_workers_own_error_ends_the_job_at_once_naming_that_worker(
-    engine: LocalEngine, home: Path, package_uri: str
+    engine: LocalJobEngine, home: Path, package_uri: str
 ) -> None:
     job_dir = "gs://out/worker_bug"
     engine.submit(PROJECT, make_job("worker_bug", training_input(

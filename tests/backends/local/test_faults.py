@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
+from aiptrain._replicas.processes import is_running
+from aiptrain._replicas.replica_set import ReplicaPolicy
 from aiptrain.errors import JobAlreadyFinished
-from aiptrain.job.spec import JobState
-from aiptrain.replicas.processes import is_running
-from aiptrain.replicas.replica_set import ReplicaPolicy
 from tests.fixtures.engine import max_overlap
 from tests.fixtures.local_jobs import (
     PROJECT,
@@ -30,7 +30,7 @@ from tests.fixtures.local_jobs import (
 )
 
 
-def _control_job(engine: LocalEngine, package_uri: str, job_id: str, *, args: list[str] | None = None,
+def _control_job(engine: LocalJobEngine, package_uri: str, job_id: str, *, args: list[str] | None = None,
                  workers: int = 1) -> str:
     job_dir = f"gs://out/{job_id}"
     engine.submit(PROJECT, make_job(job_id, training_input(package_uri, "tfcfg.control", job_dir=job_dir,
@@ -44,11 +44,11 @@ def _release(directory: Path) -> None:
     (directory / "release").touch()
 
 
-def _messages(engine: LocalEngine, job_id: str, task_name: str | None = None) -> list[str]:
+def _messages(engine: LocalJobEngine, job_id: str, task_name: str | None = None) -> list[str]:
     return [entry.message for entry in engine.logs(PROJECT, job_id, task_name=task_name)]
 
 
-def test_killed_worker_is_restarted_and_the_job_succeeds(engine: LocalEngine, home: Path, package_uri: str) -> None:
+def test_killed_worker_is_restarted_and_the_job_succeeds(engine: LocalJobEngine, home: Path, package_uri: str) -> None:
     directory = local_dir(home, _control_job(engine, package_uri, "restart_worker"))
     first = read_pid(directory / "pids" / "worker-replica-0")
     read_pid(directory / "pids" / "master-replica-0")
@@ -71,7 +71,7 @@ def test_killed_worker_is_restarted_and_the_job_succeeds(engine: LocalEngine, ho
 
 
 def test_worker_out_of_restarts_fails_the_job_naming_it(
-    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+    engine: LocalJobEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_MAX_RESTARTS", "1")
     directory = local_dir(home, _control_job(engine, package_uri, "flaky_worker"))
@@ -89,7 +89,7 @@ def test_worker_out_of_restarts_fails_the_job_naming_it(
 
 
 def test_restarts_back_off_doubling_each_time(
-    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+    engine: LocalJobEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_RESTART_DELAY", "1.5")
     directory = local_dir(home, _control_job(engine, package_uri, "backoff"))
@@ -115,7 +115,7 @@ def test_restarts_back_off_doubling_each_time(
 
 
 def test_a_primary_that_fails_because_a_peer_died_restarts_the_whole_cluster(
-    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+    engine: LocalJobEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_RESTART_DELAY", "0.2")
     directory = local_dir(home, _control_job(engine, package_uri, "gang", args=["--fail-if-peer-dies"]))
@@ -141,7 +141,7 @@ def test_a_primary_that_fails_because_a_peer_died_restarts_the_whole_cluster(
 
 
 def test_a_primary_failing_with_no_peer_failure_still_fails_the_job(
-    engine: LocalEngine, home: Path, package_uri: str
+    engine: LocalJobEngine, home: Path, package_uri: str
 ) -> None:
     directory = local_dir(home, _control_job(engine, package_uri, "own_fault", args=["--exit-code", "4"]))
     read_pid(directory / "pids" / "worker-replica-0")
@@ -159,7 +159,7 @@ def test_restart_delays_are_capped() -> None:
 
 
 def test_killed_master_fails_the_job_naming_it_and_the_signal(
-    engine: LocalEngine, home: Path, package_uri: str
+    engine: LocalJobEngine, home: Path, package_uri: str
 ) -> None:
     directory = local_dir(home, _control_job(engine, package_uri, "kill_master", args=["--escapee"]))
     master = read_pid(directory / "pids" / "master-replica-0")
@@ -174,7 +174,7 @@ def test_killed_master_fails_the_job_naming_it_and_the_signal(
     assert wait_until(lambda: not token_processes(engine, "kill_master"), 10, "no tokened process")
 
 
-def test_failing_master_reports_its_whole_traceback(engine: LocalEngine, home: Path, package_uri: str) -> None:
+def test_failing_master_reports_its_whole_traceback(engine: LocalJobEngine, home: Path, package_uri: str) -> None:
     directory = local_dir(home, _control_job(engine, package_uri, "boom", workers=0,
                                              args=["--fail-with", "the data file is corrupt"]))
     _release(directory)
@@ -191,7 +191,7 @@ def test_failing_master_reports_its_whole_traceback(engine: LocalEngine, home: P
     assert errors[-1].message == "RuntimeError: the data file is corrupt"
 
 
-def test_non_zero_exit_is_reported_with_its_status(engine: LocalEngine, home: Path, package_uri: str) -> None:
+def test_non_zero_exit_is_reported_with_its_status(engine: LocalJobEngine, home: Path, package_uri: str) -> None:
     directory = local_dir(home, _control_job(engine, package_uri, "exit_three", workers=0,
                                              args=["--exit-code", "3"]))
     _release(directory)
@@ -203,7 +203,7 @@ def test_non_zero_exit_is_reported_with_its_status(engine: LocalEngine, home: Pa
 
 
 def test_killed_supervisor_fails_the_job_on_next_get_and_leaves_no_process(
-    engine: LocalEngine, home: Path, package_uri: str
+    engine: LocalJobEngine, home: Path, package_uri: str
 ) -> None:
     directory = local_dir(home, _control_job(engine, package_uri, "orphaned", args=["--escapee"]))
     pids = [read_pid(directory / "pids" / name) for name in ("master-replica-0", "worker-replica-0")]
@@ -221,7 +221,7 @@ def test_killed_supervisor_fails_the_job_on_next_get_and_leaves_no_process(
     assert engine.get(PROJECT, "orphaned").state == JobState.FAILED  # and it stays that way
 
 
-def test_cancel_stops_a_running_job_and_every_process(engine: LocalEngine, home: Path, package_uri: str) -> None:
+def test_cancel_stops_a_running_job_and_every_process(engine: LocalJobEngine, home: Path, package_uri: str) -> None:
     directory = local_dir(home, _control_job(engine, package_uri, "to_cancel", args=["--escapee"]))
     pids = [read_pid(directory / "pids" / name) for name in ("master-replica-0", "worker-replica-0")]
     pids.append(read_pid(directory / "escapees" / "worker-replica-0"))
@@ -239,7 +239,7 @@ def test_cancel_stops_a_running_job_and_every_process(engine: LocalEngine, home:
 
 
 def test_cancel_a_queued_job(
-    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+    engine: LocalJobEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_MAX_RUNNING", "1")
     blocker = local_dir(home, _control_job(engine, package_uri, "blocker", workers=0))
@@ -258,7 +258,7 @@ def test_cancel_a_queued_job(
 
 
 def test_at_most_the_limit_of_jobs_run_at_once(
-    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+    engine: LocalJobEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_MAX_RUNNING", "2")
     ids = [f"batch_{index:02d}" for index in range(20)]
@@ -282,7 +282,7 @@ def test_at_most_the_limit_of_jobs_run_at_once(
     assert max_overlap(slots) <= 2
 
 
-def test_evaluator_may_finish_its_last_evaluation(engine: LocalEngine, home: Path, package_uri: str) -> None:
+def test_evaluator_may_finish_its_last_evaluation(engine: LocalJobEngine, home: Path, package_uri: str) -> None:
     engine.submit(PROJECT, make_job("evaluated", training_input(package_uri, "tfcfg.evaluate_last",
                                                                 job_dir="gs://out/evaluated", evaluators=1)))
     done = wait_for_end(engine, "evaluated")
@@ -295,7 +295,7 @@ def test_evaluator_may_finish_its_last_evaluation(engine: LocalEngine, home: Pat
 
 
 def test_evaluator_grace_is_bounded(
-    engine: LocalEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
+    engine: LocalJobEngine, home: Path, package_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_EVALUATOR_GRACE", "1")
     engine.submit(PROJECT, make_job("hung_eval", training_input(
@@ -311,7 +311,7 @@ def test_evaluator_grace_is_bounded(
 
 @pytest.mark.parametrize("outcome", ["cancel", "success"])
 def test_a_setsid_grandchild_without_the_run_token_dies_with_the_job(
-    engine: LocalEngine, home: Path, package_uri: str, outcome: str
+    engine: LocalJobEngine, home: Path, package_uri: str, outcome: str
 ) -> None:
     job_id = f"hidden_{outcome}"
     directory = local_dir(home, _control_job(engine, package_uri, job_id, args=["--hidden-escapee"], workers=0))
@@ -331,13 +331,13 @@ def test_a_setsid_grandchild_without_the_run_token_dies_with_the_job(
 
 
 def test_a_job_whose_submitter_died_before_starting_its_supervisor_is_started_by_the_next_engine(
-    engine: LocalEngine, home: Path, package_uri: str
+    engine: LocalJobEngine, home: Path, package_uri: str
 ) -> None:
     # What a submitter killed between storing the job and starting its supervisor leaves behind.
     job = make_job("orphaned", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/orphaned"))
     record = engine.store.insert_job(PROJECT, job, "orphanedtoken")
     assert record.supervisor_pid is None
-    LocalEngine(home)  # any later command: its start-up sweep starts the supervisor at once
+    LocalJobEngine(home)  # any later command: its start-up sweep starts the supervisor at once
     assert engine.store.get_by_key(record.key).supervisor_pid is not None
     assert wait_for_end(engine, "orphaned").state == JobState.SUCCEEDED
     messages = _messages(engine, "orphaned")
@@ -345,14 +345,14 @@ def test_a_job_whose_submitter_died_before_starting_its_supervisor_is_started_by
 
 
 def test_the_sweep_leaves_a_job_alone_while_its_submitter_is_starting_it(
-    engine: LocalEngine, home: Path, package_uri: str
+    engine: LocalJobEngine, home: Path, package_uri: str
 ) -> None:
-    from aiptrain.backends.local.launch import launch_lock
+    from aiptrain._backends.local.launch import launch_lock
 
     job = make_job("being_started", training_input(package_uri, "tfcfg.quick", job_dir="gs://out/being_started"))
     with launch_lock(home, "startingtoken"):
         record = engine.store.insert_job(PROJECT, job, "startingtoken")
-        assert LocalEngine(home).recover_unlaunched() == []
+        assert LocalJobEngine(home).recover_unlaunched() == []
         assert engine.store.get_by_key(record.key).supervisor_pid is None
     assert engine.recover_unlaunched() == ["being_started"]  # the lock is free: its submitter is gone
     assert wait_for_end(engine, "being_started").state == JobState.SUCCEEDED

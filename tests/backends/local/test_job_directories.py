@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.layout import path_list_entry
+from aiptrain._backends.local.layout import path_list_entry
 
 TASK = """
 import importlib.util

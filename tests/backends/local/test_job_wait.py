@@ -11,15 +11,15 @@ from pathlib import Path
 
 import yaml
 
-from aiptrain.backends.local.store import JobStore
-from aiptrain.job.spec import Job
-from aiptrain.job.state import JobState
+from aiptrain._backends.local.store import JobStore
+from aiptrain._job.spec import Job
+from aiptrain._job.state import JobState
 
 PROJECT = "local-project"
 AIPTRAIN = str(Path(sys.executable).parent / "aiptrain")
 PROBE = """
 import sys
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
 code = 0
 try:
     root.main(args={args!r}, prog_name="aiptrain")
@@ -56,8 +56,8 @@ def test_waiting_for_a_finished_job_loads_no_job_model(isolated_environment: Pat
     assert probe.returncode == 0, probe.stderr
     assert yaml.safe_load(probe.stdout)["state"] == "SUCCEEDED"
     loaded = set(probe.stderr.split())
-    assert "aiptrain.backends.local.job_wait" in loaded  # the probe really waited locally
-    assert sorted(name for name in loaded if name.startswith(("pydantic", "aiptrain.job.spec"))) == []
+    assert "aiptrain._backends.local.job_wait" in loaded  # the probe really waited locally
+    assert sorted(name for name in loaded if name.startswith(("pydantic", "aiptrain._job.spec"))) == []
 
 
 def test_a_job_whose_supervisor_died_is_failed_by_wait(isolated_environment: Path) -> None:

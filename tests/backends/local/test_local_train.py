@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import aiptrain
-from aiptrain.backends.local.local_train import local_train_groups, run_local_training
-from aiptrain.replicas.ports import free_ports
+from aiptrain._backends.local.local_train import local_train_groups, run_local_training
+from aiptrain._replicas.ports import free_ports
 from tests.fixtures.local_jobs import TRAINERS, processes_gone, read_pid, wait_until
 
 PACKAGE = TRAINERS / "tfcfg"
@@ -142,7 +142,7 @@ def test_missing_module_returns_python_s_status(tmp_path: Path, module: str) -> 
 def test_ctrl_c_stops_every_replica(tmp_path: Path) -> None:
     script = (
         "import sys; from pathlib import Path\n"
-        "from aiptrain.backends.local.local_train import run_local_training\n"
+        "from aiptrain._backends.local.local_train import run_local_training\n"
         f"run_local_training(Path({str(PACKAGE)!r}), 'tfcfg.announce', job_dir={str(tmp_path)!r},\n"
         "    user_args=['--expect', '99'], distributed=True, worker_count=1, parameter_server_count=1,\n"
         "    evaluator_count=0, start_port=None, out=sys.stdout, err=sys.stderr)\n"

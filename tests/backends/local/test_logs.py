@@ -6,14 +6,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.logs import LogCursor, LogEntry
+from aiptrain._job.spec import JobState
 from tests.fixtures.engine import state_of
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input, wait_for_end
 
 
-def test_job_log_has_severities_task_names_and_lifecycle(engine: LocalEngine, package_uri: str) -> None:
+def test_job_log_has_severities_task_names_and_lifecycle(engine: LocalJobEngine, package_uri: str) -> None:
     engine.submit(PROJECT, make_job("chatty", training_input(package_uri, "tfcfg.chatter", workers=1,
                                                               job_dir="gs://out/chatty")))
     done = wait_for_end(engine, "chatty")
@@ -44,7 +44,7 @@ def test_job_log_has_severities_task_names_and_lifecycle(engine: LocalEngine, pa
     assert worker_only and {e.task_name for e in worker_only} == {"worker-replica-0"}
 
 
-def test_cursor_reads_return_only_new_entries_and_lines_arrive_fast(engine: LocalEngine, package_uri: str) -> None:
+def test_cursor_reads_return_only_new_entries_and_lines_arrive_fast(engine: LocalJobEngine, package_uri: str) -> None:
     engine.submit(PROJECT, make_job("ticker", training_input(package_uri, "tfcfg.chatter", args=["--ticks", "15"])))
     seen: list[LogEntry] = []
     delays: list[float] = []
@@ -69,7 +69,7 @@ def test_cursor_reads_return_only_new_entries_and_lines_arrive_fast(engine: Loca
     assert max(delays) < 1.0, delays
 
 
-def test_a_finished_job_already_shows_its_last_lines(engine: LocalEngine, package_uri: str) -> None:
+def test_a_finished_job_already_shows_its_last_lines(engine: LocalJobEngine, package_uri: str) -> None:
     engine.submit(PROJECT, make_job("last_lines", training_input(package_uri, "tfcfg.chatter")))
     # Watch as closely as a follower would: the moment the state is final, the lines must be there.
     while not state_of(engine.get(PROJECT, "last_lines")).is_terminal:

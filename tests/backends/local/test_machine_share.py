@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.backends.local.backend import LocalBackend
-from aiptrain.cli.main import root
-from aiptrain.job.spec import JobState
-from aiptrain.replicas.machine_share import cpu_counts, pinned_cores
-from aiptrain.replicas.this_machine import usable_cores
+from aiptrain._backends.local.backend import LocalBackend
+from aiptrain._cli.main import root
+from aiptrain._job.spec import JobState
+from aiptrain._replicas.machine_share import cpu_counts, pinned_cores
+from aiptrain._replicas.this_machine import usable_cores
 from tests.fixtures.local_jobs import (
     TRAINERS,
     local_dir,

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from aiptrain.backends.local.engine import LocalEngine
+from aiptrain._backends.local.job_engine import LocalJobEngine
 from tests.fixtures.engine import kill_everything, wait_until
 from tests.fixtures.large_logs import finished_job_with_lines
 
@@ -22,7 +22,7 @@ def _aiptrain(*argv: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=240, env={**os.environ})
 
 
-def _state(engine: LocalEngine, job_id: str) -> str:
+def _state(engine: LocalJobEngine, job_id: str) -> str:
     return str(engine.get(PROJECT, job_id).state)
 
 
@@ -38,7 +38,7 @@ def test_prune_shrinks_the_store_and_spares_the_running_job(trainer: Path, home:
     submitted = _aiptrain("jobs", "submit", "training", "running", "--package-path", str(trainer), "--module-name",
                           "trainer.task", "--region", "us-central1", "--async", "--", "sleep")
     assert submitted.returncode == 0, submitted.stderr
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     try:
         wait_until(lambda: _state(engine, "running") == "RUNNING", timeout=120, what="it to run")
         training_input = engine.get(PROJECT, "running").training_input
@@ -75,7 +75,7 @@ def test_a_named_running_job_is_refused(trainer: Path, home: Path) -> None:
     submitted = _aiptrain("jobs", "submit", "training", "busy", "--package-path", str(trainer), "--module-name",
                           "trainer.task", "--region", "us-central1", "--async", "--", "sleep")
     assert submitted.returncode == 0, submitted.stderr
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     try:
         refused = _aiptrain("local", "prune", "busy")
         assert refused.returncode != 0

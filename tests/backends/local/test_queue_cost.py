@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.job.spec import as_new_job
-from aiptrain.replicas.processes import is_running
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import as_new_job
+from aiptrain._replicas.processes import is_running
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "queue-project"
@@ -30,7 +30,7 @@ def _resident_bytes(pid: int) -> int:
     return 0
 
 
-def _live_supervisors(engine: LocalEngine) -> list[int]:
+def _live_supervisors(engine: LocalJobEngine) -> list[int]:
     rows = engine.store.connection().execute("SELECT supervisor_pid, supervisor_start_ticks FROM jobs").fetchall()
     return [pid for pid, ticks in rows if pid and is_running(pid, ticks)]
 
@@ -43,7 +43,7 @@ def test_queued_jobs_have_no_process_and_drain_in_order(trainer: Path, home: Pat
                            "us-central1", "--async", "--", "sleep"], capture_output=True, text=True, timeout=240,
                           env={**os.environ})
     assert held.returncode == 0, held.stderr
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     try:
         wait_until(lambda: str(engine.get(PROJECT, "holder").state) == "RUNNING", timeout=120, what="it to run")
         template = engine.get(PROJECT, "holder")

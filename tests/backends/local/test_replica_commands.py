@@ -9,17 +9,17 @@ from typing import Any, cast
 
 import pytest
 
-from aiptrain.backends.local.job_context import JobContext
-from aiptrain.backends.local.layout import JobLayout
-from aiptrain.backends.local.store import JobRecord
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
-from aiptrain.job.spec import Job, JobState, TrainingInput
-from aiptrain.replicas.cluster_plan import LocalPlan
-from aiptrain.replicas.command import ProcessCommand
-from aiptrain.replicas.containers import images
-from aiptrain.replicas.containers.command import ContainerCommand
-from aiptrain.replicas.settings import ReplicaSettings
+from aiptrain._backends.local.job_context import JobContext
+from aiptrain._backends.local.layout import JobLayout
+from aiptrain._backends.local.store import JobRecord
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import resolve_cluster
+from aiptrain._job.spec import Job, JobState, TrainingInput
+from aiptrain._replicas.cluster_plan import LocalPlan
+from aiptrain._replicas.command import ProcessCommand
+from aiptrain._replicas.containers import images
+from aiptrain._replicas.containers.command import ContainerCommand
+from aiptrain._replicas.settings import ReplicaSettings
 
 _IMAGE_JOB = {"scaleTier": "BASIC", "masterConfig": {"imageUri": "gcr.io/p/t:1"}, "args": ["--epochs", "3"]}
 _MODULE_JOB = {"scaleTier": "STANDARD_1", "pythonModule": "trainer.task", "args": ["--epochs", "3"]}

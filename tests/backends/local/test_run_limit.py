@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiptrain.backends.local.engine import LocalEngine
+from aiptrain._backends.local.job_engine import LocalJobEngine
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "limit-project"
@@ -37,7 +37,7 @@ def _describe(job_id: str) -> dict[str, str]:
 
 
 def test_mixed_limits_keep_first_come_first_served(trainer: Path, home: Path) -> None:
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     try:
         _submit("holder", trainer, "sleep", 1)
         wait_until(lambda: _describe("holder")["state"] == "RUNNING", timeout=120, what="the first job to run")

@@ -10,18 +10,18 @@ from typing import Any, cast
 
 import pytest
 
-from aiptrain.backends.local.backend import LocalBackend
-from aiptrain.backends.local.job_context import JobContext
-from aiptrain.backends.local.layout import JobLayout
-from aiptrain.backends.local.store import JobStore
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
-from aiptrain.job.spec import Job, JobState
-from aiptrain.replicas.cluster_plan import LocalPlan
-from aiptrain.replicas.command import ProcessCommand
-from aiptrain.replicas.containers import images
-from aiptrain.replicas.containers.command import ContainerCommand
-from aiptrain.replicas.settings import ReplicaSettings
+from aiptrain._backends.local.backend import LocalBackend
+from aiptrain._backends.local.job_context import JobContext
+from aiptrain._backends.local.layout import JobLayout
+from aiptrain._backends.local.store import JobStore
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import resolve_cluster
+from aiptrain._job.spec import Job, JobState
+from aiptrain._replicas.cluster_plan import LocalPlan
+from aiptrain._replicas.command import ProcessCommand
+from aiptrain._replicas.containers import images
+from aiptrain._replicas.containers.command import ContainerCommand
+from aiptrain._replicas.settings import ReplicaSettings
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input
 
 # The jobs table as the release before this record made it (every later table comes with the schema).

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.backends.local.filters import compile_filter
-from aiptrain.backends.local.store import JobStore, PendingLine
+from aiptrain._backends.local.filters import compile_filter
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._backends.local.store import JobStore, PendingLine
+from aiptrain._job.filters import parse_filter
+from aiptrain._job.spec import Job, JobState, TrainingInput
 from aiptrain.errors import AlreadyExists, NotFound, UsageError
-from aiptrain.job.filters import parse_filter
-from aiptrain.job.spec import Job, JobState, TrainingInput
 from tests.fixtures.local_jobs import PROJECT, make_job, training_input
 from tests.job.test_filters import JOBS as FILTER_JOBS
 from tests.job.test_filters import TABLE as FILTER_TABLE
@@ -32,7 +32,7 @@ def _stored(store: JobStore, job_id: str, state: JobState = JobState.SUCCEEDED, 
     return record.key
 
 
-def test_concurrent_submits_of_one_id_give_one_job(engine: LocalEngine, package_uri: str) -> None:
+def test_concurrent_submits_of_one_id_give_one_job(engine: LocalJobEngine, package_uri: str) -> None:
     barrier = threading.Barrier(8)
     results: list[str] = []
 
@@ -97,7 +97,7 @@ def test_store_file_is_private_and_in_wal_mode(home: Path) -> None:
 
 
 def test_list_pages_newest_first_and_filters(home: Path) -> None:
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     store = engine.store
     for index in range(5):
         _stored(store, f"census_{index}", JobState.FAILED if index % 2 else JobState.SUCCEEDED, team="nlp")
@@ -120,16 +120,16 @@ def test_list_pages_newest_first_and_filters(home: Path) -> None:
 @pytest.mark.parametrize("bad", ["state=NOPE", "jobId census", "(jobId:a", "jobId:a AND state=FAILED OR jobId:b"])
 def test_bad_filters_are_usage_errors(home: Path, bad: str) -> None:
     with pytest.raises(UsageError):
-        LocalEngine(home).list(PROJECT, filter=bad)
+        LocalJobEngine(home).list(PROJECT, filter=bad)
 
 
 def test_bad_page_token_is_a_usage_error(home: Path) -> None:
     with pytest.raises(UsageError):
-        LocalEngine(home).list(PROJECT, page_token="garbage!")
+        LocalJobEngine(home).list(PROJECT, page_token="garbage!")
 
 
 def test_ten_thousand_jobs_list_and_describe_use_indexes_only(home: Path) -> None:
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     for index in range(10_000):
         _stored(engine.store, f"job_{index:05d}", JobState.SUCCEEDED)
     engine.store.append_logs(engine.store.get(PROJECT, "job_00001").key,
@@ -202,7 +202,7 @@ def test_slot_acquisition_is_race_free_across_processes(home: Path) -> None:
 
 
 def test_queue_position_counts_waiting_jobs_ahead(home: Path) -> None:
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     keys = [_stored(engine.store, f"q_{index}", JobState.QUEUED) for index in range(3)]
     assert engine.store.try_acquire_slot(keys[0], 1)
     assert engine.store.get_by_key(keys[0]).job.job_position == 0
@@ -270,7 +270,7 @@ def test_a_store_made_before_the_vertex_column_gains_it_and_keeps_its_jobs(tmp_p
 def test_the_sql_a_filter_becomes_keeps_every_match(tmp_path: Path, expression: str, expected: list[str]) -> None:
     """The store narrows a listing with what SQL can say of a filter; it must never drop a match
     (the engine applies the whole filter afterwards, so the listing is exact)."""
-    engine = LocalEngine(tmp_path)
+    engine = LocalJobEngine(tmp_path)
     for resource in FILTER_JOBS:
         record = engine.store.insert_job(PROJECT, Job.model_validate({"jobId": resource["jobId"],
                                                                       "labels": resource.get("labels")}), "t")

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "death-project"
@@ -40,7 +40,7 @@ def test_a_supervisor_killed_after_the_primary_exited_0_leaves_the_job_succeeded
                                 "--region", "us-central1", "--config", str(config), "--async"],
                                capture_output=True, text=True, timeout=240, env=env)
     assert submitted.returncode == 0, submitted.stderr
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     try:
         wait_until(lambda: any("Waiting up to" in entry.message for entry in engine.logs(PROJECT, "after_exit")),
                    timeout=120, what="the primary to exit and the evaluator's grace to start")

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.replicas.processes import is_running
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._replicas.processes import is_running
 from tests.fixtures.engine import kill_everything, wait_until
 
 PROJECT = "local-project"
 @pytest.fixture
-def engine(isolated_environment: Path) -> Iterator[LocalEngine]:
-    engine = LocalEngine(isolated_environment)
+def engine(isolated_environment: Path) -> Iterator[LocalJobEngine]:
+    engine = LocalJobEngine(isolated_environment)
     yield engine
     kill_everything(engine)
 
@@ -40,7 +40,7 @@ def submit_holding_a_pipe(job_id: str, package: Path, env: dict[str, str]) -> in
     return reader
 
 
-def supervisor_of(engine: LocalEngine, job_id: str) -> int:
+def supervisor_of(engine: LocalJobEngine, job_id: str) -> int:
     pid = wait_until(lambda: engine.processes(PROJECT, job_id).supervisor_pid, 60, "the supervisor's pid")
     assert isinstance(pid, int) and is_running(pid)
     return pid
@@ -59,12 +59,12 @@ def check_detached(pid: int, reader: int, home: Path, job_id: str) -> None:
     assert os.readlink(fd / "1") == os.readlink(fd / "2") == str(log)
 
 
-def test_the_command_forks_the_supervisor(engine: LocalEngine, isolated_environment: Path, trainer: Path) -> None:
+def test_the_command_forks_the_supervisor(engine: LocalJobEngine, isolated_environment: Path, trainer: Path) -> None:
     reader = submit_holding_a_pipe("forked", trainer, dict(os.environ))
     pid = supervisor_of(engine, "forked")
     check_detached(pid, reader, isolated_environment, "forked")
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert cmdline[:5] == [b"aiptrain.backends.local.supervisor", b"--home", str(isolated_environment).encode(),
+    assert cmdline[:5] == [b"aiptrain._backends.local.supervisor", b"--home", str(isolated_environment).encode(),
                            b"--job-key", str(engine.store.get(PROJECT, "forked").key).encode()]
     engine.cancel(PROJECT, "forked")  # the supervisor answers SIGTERM like an exec'd one
     done = wait_until(lambda: engine.get(PROJECT, "forked").state == "CANCELLED", 60, "CANCELLED")
@@ -72,11 +72,11 @@ def test_the_command_forks_the_supervisor(engine: LocalEngine, isolated_environm
 
 
 def test_a_command_holding_a_secret_execs_the_supervisor_without_it(
-        engine: LocalEngine, isolated_environment: Path, trainer: Path) -> None:
+        engine: LocalJobEngine, isolated_environment: Path, trainer: Path) -> None:
     # A forked process would keep showing the command's environment in /proc/PID/environ.
     reader = submit_holding_a_pipe("execd", trainer, {**os.environ, "AIPTRAIN_API_TOKEN": "s3cret-token"})
     pid = supervisor_of(engine, "execd")
     check_detached(pid, reader, isolated_environment, "execd")
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert cmdline[1:3] == [b"-m", b"aiptrain.backends.local.supervisor"]
+    assert cmdline[1:3] == [b"-m", b"aiptrain._backends.local.supervisor"]
     assert b"s3cret-token" not in Path(f"/proc/{pid}/environ").read_bytes()

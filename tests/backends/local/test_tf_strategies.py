@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._job.spec import JobState
 from tests.fixtures.local_jobs import (
     PROJECT,
     local_dir,
@@ -22,7 +22,7 @@ from tests.fixtures.local_jobs import (
 pytestmark = pytest.mark.slow
 
 
-def test_multi_worker_mirrored_strategy(engine: LocalEngine, home: Path, package_uri: str) -> None:
+def test_multi_worker_mirrored_strategy(engine: LocalJobEngine, home: Path, package_uri: str) -> None:
     engine.submit(PROJECT, make_job("mwms", training_input(package_uri, "tfcfg.mwms", job_dir="gs://out/mwms",
                                                            workers=1)))
     done = wait_for_end(engine, "mwms", timeout=300)
@@ -33,7 +33,7 @@ def test_multi_worker_mirrored_strategy(engine: LocalEngine, home: Path, package
     assert wait_until(lambda: not token_processes(engine, "mwms"), 15, "every process to end")
 
 
-def test_parameter_server_strategy(engine: LocalEngine, home: Path, package_uri: str) -> None:
+def test_parameter_server_strategy(engine: LocalJobEngine, home: Path, package_uri: str) -> None:
     engine.submit(PROJECT, make_job("psjob", training_input(package_uri, "tfcfg.ps", job_dir="gs://out/ps",
                                                             workers=2, parameter_servers=1)))
     done = wait_for_end(engine, "psjob", timeout=300)

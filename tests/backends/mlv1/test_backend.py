@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.mlv1.backend import MlV1Backend
+from aiptrain._backends.mlv1.backend import MlV1Backend
+from aiptrain._job.spec import JobState
 from aiptrain.errors import AlreadyExists, NotFound, ValidationFailed
-from aiptrain.job.spec import JobState
 from tests.fixtures.backend_jobs import (
     LOCAL_PACKAGE,
     client_home,

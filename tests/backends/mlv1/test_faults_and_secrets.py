@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.mlv1.backend import MlV1Backend
-from aiptrain.backends.mlv1.client import ServiceUnavailable, redact, retry_after_seconds
-from aiptrain.backends.polling import AdaptivePoller
+from aiptrain._backends.base import BackendSettings
+from aiptrain._backends.mlv1.backend import MlV1Backend
+from aiptrain._backends.mlv1.client import ServiceUnavailable, redact, retry_after_seconds
+from aiptrain._backends.polling import AdaptivePoller
+from aiptrain._job.logs import LogEntry
+from aiptrain._job.spec import JobState, parse_job
+from aiptrain._submit.follow import follow_job
 from aiptrain.errors import PermissionDenied, TransientError
-from aiptrain.job.logs import LogEntry
-from aiptrain.job.spec import JobState, parse_job
-from aiptrain.submit.follow import follow_job
 from tests.fixtures.emulator import Emulator, running_emulator
 
 PROJECT = "fault-project"

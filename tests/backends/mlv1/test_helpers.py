@@ -10,15 +10,16 @@ import httplib2
 import pytest
 from googleapiclient.errors import HttpError
 
-from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.mlv1 import logs as _logs
-from aiptrain.backends.mlv1.backend import MlV1Backend
-from aiptrain.backends.mlv1.client import (
+from aiptrain._backends.base import BackendSettings
+from aiptrain._backends.mlv1 import logs as _logs
+from aiptrain._backends.mlv1.backend import MlV1Backend
+from aiptrain._backends.mlv1.client import (
     ServiceUnavailable,
     resolve_endpoint,
     translate_http_error,
 )
-from aiptrain.backends.vertex.backend import VertexBackend
+from aiptrain._backends.vertex.backend import VertexBackend
+from aiptrain._job.logs import LogCursor
 from aiptrain.errors import (
     AlreadyExists,
     NotFound,
@@ -27,7 +28,6 @@ from aiptrain.errors import (
     UsageError,
     ValidationFailed,
 )
-from aiptrain.job.logs import LogCursor
 
 
 def test_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:

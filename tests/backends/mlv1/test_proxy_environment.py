@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.mlv1.client import _proxy_for
+from aiptrain._backends.mlv1.client import _proxy_for
 from tests.fixtures.emulator import Emulator
 from tests.fixtures.proxy import RecordingProxy
 

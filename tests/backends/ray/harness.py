@@ -8,9 +8,9 @@ import sys
 import time
 from collections.abc import Callable
 
-from aiptrain.backends.base import BackendSettings
-from aiptrain.backends.ray.backend import RayBackend
-from aiptrain.backends.ray.driver import actor_name
+from aiptrain._backends.base import BackendSettings
+from aiptrain._backends.ray.backend import RayBackend
+from aiptrain._backends.ray.driver import actor_name
 from tests.backends.ray.cluster import RayCluster
 from tests.fixtures.timed_run import run_or_explain
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import aiptrain
-from aiptrain.job.logs import LogEntry
-from aiptrain.job.spec import JobState
+from aiptrain._job.logs import LogEntry
+from aiptrain._job.spec import JobState
 from tests.backends.ray.cluster import RayCluster
 from tests.backends.ray.harness import wait_until
 

@@ -19,8 +19,8 @@ from tests.fixtures.emulator import REPO
 # The driver's own arrangement: its printer, its stop event, its CancelSignal.
 CHILD = textwrap.dedent('''
     import sys, threading
-    from aiptrain.backends.ray.cancel_signal import CancelSignal
-    from aiptrain.backends.ray.driver import LinePrinter
+    from aiptrain._backends.ray.cancel_signal import CancelSignal
+    from aiptrain._backends.ray.driver import LinePrinter
 
     stop = threading.Event()
     CancelSignal(LinePrinter().say, stop).install()
@@ -32,8 +32,8 @@ CHILD = textwrap.dedent('''
 # SIGTERM while the main thread prints a line (the printer's lock held), as the driver mostly is.
 MID_LINE = textwrap.dedent('''
     import os, signal, threading, time
-    from aiptrain.backends.ray.cancel_signal import CancelSignal
-    from aiptrain.backends.ray.driver import LinePrinter
+    from aiptrain._backends.ray.cancel_signal import CancelSignal
+    from aiptrain._backends.ray.driver import LinePrinter
 
     printer = LinePrinter()
     stop = threading.Event()

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.ray import replica_host
-from aiptrain.backends.ray.driver import Driver, LinePrinter, RaySetRun
-from aiptrain.backends.ray.replica_host import RayLauncher, ReplicaHost
-from aiptrain.job.spec import Job, TrainingInput
-from aiptrain.replicas.command import ProcessCommand, ReplicaCommand
-from aiptrain.replicas.containers import images
-from aiptrain.replicas.containers.command import ContainerCommand
+from aiptrain._backends.ray import replica_host
+from aiptrain._backends.ray.driver import Driver, LinePrinter, RaySetRun
+from aiptrain._backends.ray.replica_host import RayNodeLauncher, ReplicaHost
+from aiptrain._job.spec import Job, TrainingInput
+from aiptrain._replicas.command import ProcessCommand, ReplicaCommand
+from aiptrain._replicas.containers import images
+from aiptrain._replicas.containers.command import ContainerCommand
 
 _ADDRESSES = {"master": ["10.0.0.1:2222"]}
 
@@ -75,7 +75,7 @@ def test_a_container_replica_s_command_reaches_its_actor_as_the_driver_made_it(
 
     monkeypatch.setattr(ray, "get", lambda answer: answer)
     actor = _Actor()
-    RayLauncher({"master-replica-0": actor}).start("master-replica-0", made, {"TF_CONFIG": "{}"}, Path()).reap()
+    RayNodeLauncher({"master-replica-0": actor}).start("master-replica-0", made, {"TF_CONFIG": "{}"}, Path()).reap()
     arrived, env = actor.start.calls[0]
     assert type(arrived) is ContainerCommand and arrived == made
     assert env == {"TF_CONFIG": "{}"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.ray.plan import CONTAINER_RESOURCE
+from aiptrain._backends.ray.plan import CONTAINER_RESOURCE
 from tests.backends.ray.cluster import RayCluster, start_cluster
 from tests.backends.ray.harness import actor_nodes, aiptrain, log_text
 from tests.fixtures.containers import SuiteDocker, SuiteImages

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.ray.replica_host import SCRATCH_ROOT
-from aiptrain.replicas.processes import tokened_processes
+from aiptrain._backends.ray.replica_host import SCRATCH_ROOT
+from aiptrain._replicas.processes import tokened_processes
 from tests.backends.ray.cluster import RayCluster
 from tests.backends.ray.harness import (
     JOB_TIMEOUT,
@@ -183,7 +183,7 @@ def test_a_replica_larger_than_every_node_is_refused_at_submit_and_nothing_reach
 
 
 def test_an_address_where_no_ray_cluster_answers_exits_2_with_a_hint(digits_dir, tmp_path):
-    from aiptrain.replicas.ports import free_ports
+    from aiptrain._replicas.ports import free_ports
 
     nobody = f"http://127.0.0.1:{free_ports(1)[0]}"
     result = aiptrain(*submit_args("ray_nowhere", digits_dir, flags=("--ray-address", nobody)))

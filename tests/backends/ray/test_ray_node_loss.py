@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiptrain.replicas.replica_set import service_replica_name
+from aiptrain._replicas.replica_set import service_replica_name
 from tests.backends.ray.harness import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, wait_until
 from tests.backends.ray.test_ray_jobs import lifecycle_args
 

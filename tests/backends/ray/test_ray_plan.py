@@ -10,23 +10,23 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.backends.ray import joblog
-from aiptrain.backends.ray.node_fit import NodeSize, container_refusal, fit_refusal
-from aiptrain.backends.ray.node_preparation import BUILD, INSTALL, NOTE, PHASE, READY
-from aiptrain.backends.ray.plan import CONTAINER_RESOURCE, bundles_for, ray_problems, replica_environments
-from aiptrain.backends.ray.preparation_log import PreparationLog
-from aiptrain.backends.ray.settings import (
+from aiptrain._backends.ray import joblog
+from aiptrain._backends.ray.node_fit import NodeSize, container_refusal, fit_refusal
+from aiptrain._backends.ray.node_preparation import BUILD, INSTALL, NOTE, PHASE, READY
+from aiptrain._backends.ray.plan import CONTAINER_RESOURCE, bundles_for, ray_problems, replica_environments
+from aiptrain._backends.ray.preparation_log import PreparationLog
+from aiptrain._backends.ray.settings import (
     jobs_api_address,
     node_cache_dir,
     resource_scale,
     runtime_packages_mode,
     runtime_packages_note,
 )
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import resolve_cluster
+from aiptrain._job.spec import Job, JobState, TrainingInput
 from aiptrain.errors import UsageError
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import resolve_cluster
-from aiptrain.job.spec import Job, JobState, TrainingInput
 from tests.fixtures.template import TEMPLATE_DIR
 
 
@@ -270,7 +270,7 @@ def test_dry_run_prints_the_ray_job_without_a_cluster(monkeypatch):
     assert any("--ray-resource-scale 0.5" in warning for warning in document["warnings"])
     request = document["request"]
     assert request["submissionId"] == "ray_dry"
-    assert request["entrypoint"] == "python -m aiptrain.backends.ray.driver"
+    assert request["entrypoint"] == "python -m aiptrain._backends.ray.driver"
     assert request["runtimeEnv"]["py_modules"][0].endswith("aiptrain")
     assert request["metadata"]["aiptrain.project"] == "local-project"
     # No --runtime-version: the service's default, 1.0, on its own TensorFlow.
@@ -310,7 +310,7 @@ def test_a_tpu_job_is_refused_before_anything_is_built():
 
 def test_without_ray_installed_the_backend_names_the_extra():
     # sys.modules["ray"] = None is Python's own way of making a module unimportable.
-    probe = ("import sys; sys.modules['ray'] = None; from aiptrain.cli.main import root; "
+    probe = ("import sys; sys.modules['ray'] = None; from aiptrain._cli.main import root; "
              "root.main(args=sys.argv[1:], prog_name='aiptrain')")
     result = subprocess.run([sys.executable, "-c", probe, "jobs", "list", "--backend", "ray"],
                             capture_output=True, text=True, timeout=120)
@@ -320,7 +320,7 @@ def test_without_ray_installed_the_backend_names_the_extra():
 
 def test_dry_run_renders_the_plan_where_ray_cannot_be_imported():
     # sys.modules["ray"] = None makes `import ray` fail, as on a machine without Ray; no address either.
-    probe = ("import sys; sys.modules['ray'] = None; from aiptrain.cli.main import root; "
+    probe = ("import sys; sys.modules['ray'] = None; from aiptrain._cli.main import root; "
              "root.main(args=sys.argv[1:], prog_name='aiptrain')")
     result = subprocess.run([sys.executable, "-c", probe, *SUBMIT, "--runtime-version", "1.15", "--python-version",
                              "3.7", "--dry-run", "--format", "json"], capture_output=True, text=True, timeout=120)
@@ -375,8 +375,8 @@ def test_container_replicas_go_to_nodes_offering_an_engine_and_none_is_refused_n
 def test_each_node_resolves_the_trainers_packages_as_of_the_jobs_day() -> None:
     import datetime
 
-    from aiptrain.backends.ray.plan import planned_resolution
-    from aiptrain.backends.ray.runtime_spec import runtime_spec, spec_catalog, spec_day, spec_training_input
+    from aiptrain._backends.ray.plan import planned_resolution
+    from aiptrain._backends.ray.runtime_spec import runtime_spec, spec_catalog, spec_day, spec_training_input
 
     catalog = load_catalog()
     training_input = TrainingInput(runtime_version="1.15", python_version="3.7")

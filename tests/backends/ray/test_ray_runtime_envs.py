@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aiptrain.backends.ray.node_preparation import node_store
-from aiptrain.job.catalog import catalog_path, runtimes_path
-from aiptrain.replicas.processes import tokened_processes
+from aiptrain._backends.ray.node_preparation import node_store
+from aiptrain._job.catalog import catalog_path, runtimes_path
+from aiptrain._replicas.processes import tokened_processes
 from tests.backends.ray.cluster import RayCluster
 from tests.backends.ray.harness import JOB_TIMEOUT, actor_nodes, aiptrain, backend, log_text, wait_until
 

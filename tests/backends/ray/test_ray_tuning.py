@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aiptrain.backends.ray.client import LogTail
+from aiptrain._backends.ray.client import LogTail
 from tests.backends.ray.harness import actor_nodes, aiptrain, backend, cluster_node_ids, log_text
 from tests.fixtures.engine import max_overlap
 from tests.tuning.harness import TRAINERS

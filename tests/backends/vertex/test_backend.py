@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.vertex.backend import VertexBackend
+from aiptrain._backends.vertex.backend import VertexBackend
+from aiptrain._job.spec import JobState
 from aiptrain.errors import AlreadyExists, NotFound, ValidationFailed
-from aiptrain.job.spec import JobState
 from tests.fixtures.backend_jobs import (
     LOCAL_PACKAGE,
     client_home,

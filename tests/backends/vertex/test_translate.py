@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from aiptrain.backends.vertex.translate import (
+from aiptrain._backends.vertex.translate import (
     VERTEX_TO_ML_STATE,
     custom_job_to_job,
     job_to_custom_job,
     vertex_problems,
 )
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import JobState, parse_job
 from aiptrain.errors import ValidationFailed
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import JobState, parse_job
 
 CPU = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest"
 GPU = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-8:latest"
@@ -324,7 +324,7 @@ def test_state_map(vertex: str, ml: str) -> None:
 
 
 def test_every_vertex_state_in_the_discovery_document_is_mapped() -> None:
-    from aiptrain.emulator.discovery import discovery_document
+    from aiptrain._emulator.discovery import discovery_document
 
     enum = discovery_document("aiplatform", "v1")["schemas"]["GoogleCloudAiplatformV1CustomJob"][
         "properties"]["state"]["enum"]
@@ -332,8 +332,8 @@ def test_every_vertex_state_in_the_discovery_document_is_mapped() -> None:
 
 
 def test_translated_bodies_satisfy_the_aiplatform_schema() -> None:
-    from aiptrain.emulator.discovery import discovery_document
-    from aiptrain.emulator.schema import SchemaValidator
+    from aiptrain._emulator.discovery import discovery_document
+    from aiptrain._emulator.schema import SchemaValidator
 
     validator = SchemaValidator(discovery_document("aiplatform", "v1"))
     for tier in ("BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU", "BASIC_TPU"):
@@ -391,7 +391,7 @@ def _pool_image(body: dict[str, Any]) -> str:
 
 
 def test_the_image_whose_python_is_the_runtimes_and_a_warning_when_python_changes() -> None:
-    from aiptrain.backends.vertex.translate import python_change_warning
+    from aiptrain._backends.vertex.translate import python_change_warning
 
     catalog = load_catalog()
     keeps = job(runtimeVersion="2.11", pythonVersion="3.7")
@@ -417,7 +417,7 @@ def test_dry_run_on_the_vertex_backend_warns_of_the_python_change(tmp_path: Any)
 
     from click.testing import CliRunner
 
-    from aiptrain.cli.main import root
+    from aiptrain._cli.main import root
 
     package = tmp_path / "trainer"
     package.mkdir()

@@ -13,19 +13,19 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiptrain.backends.local.filters import compile_filter
-from aiptrain.emulator.discovery import discovery_document
-from aiptrain.emulator.errors import ApiError
-from aiptrain.emulator.limits import parse_json_body
-from aiptrain.emulator.query import FilterError, parse_filter
-from aiptrain.emulator.schema import SchemaValidator
+from aiptrain._backends.local.filters import compile_filter
+from aiptrain._emulator.discovery import discovery_document
+from aiptrain._emulator.errors import ApiError
+from aiptrain._emulator.limits import parse_json_body
+from aiptrain._emulator.query import FilterError, parse_filter
+from aiptrain._emulator.schema import SchemaValidator
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.filters import parse_filter as parse_job_filter
+from aiptrain._job.project_id import project_id_problem
+from aiptrain._job.spec import parse_job_lenient
+from aiptrain._job.validate import bucket_name_problem, check_gs_uri, check_job_id, validate_job
+from aiptrain._submit.submission import load_config
 from aiptrain.errors import UsageError, ValidationFailed
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.filters import parse_filter as parse_job_filter
-from aiptrain.job.project_id import project_id_problem
-from aiptrain.job.spec import parse_job_lenient
-from aiptrain.job.validate import bucket_name_problem, check_gs_uri, check_job_id, validate_job
-from aiptrain.submit.submission import load_config
 
 JOB_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
 PROJECT = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")

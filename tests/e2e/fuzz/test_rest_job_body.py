@@ -23,13 +23,13 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import parse_job
+from aiptrain._job.validate import validate_job
+from aiptrain._paths import serve_token_path
+from aiptrain._replicas.cluster_plan import local_problems, plan_cluster, total_replicas
+from aiptrain._replicas.settings import DEFAULT_MAX_REPLICAS, ReplicaSettings
 from aiptrain.errors import AiptrainError
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import parse_job
-from aiptrain.job.validate import validate_job
-from aiptrain.paths import serve_token_path
-from aiptrain.replicas.cluster_plan import local_problems, plan_cluster, total_replicas
-from aiptrain.replicas.settings import DEFAULT_MAX_REPLICAS, ReplicaSettings
 
 PROJECT = "fuzz-project"
 PACKAGE = "gs://fuzz-bucket/packages/trainer-0.1.tar.gz"
@@ -101,9 +101,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str,
 
 
 def cancel_all(home: Path) -> None:
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain._backends.local.job_engine import LocalJobEngine
 
-    engine = LocalEngine(home)
+    engine = LocalJobEngine(home)
     for record in engine.store.active_jobs():
         try:
             engine.cancel(record.project, record.job_id)

@@ -133,7 +133,7 @@ class GcloudSession:
         """The server's bearer token, from the file it wrote (the one gcloud's configuration names)."""
         from urllib.parse import urlsplit
 
-        from aiptrain.paths import serve_token_path
+        from aiptrain._paths import serve_token_path
 
         return serve_token_path(int(urlsplit(self.url).port or 80), self.home).read_text()
 
@@ -182,9 +182,9 @@ class GcloudSession:
 
 def _stop_engine_jobs(home: Path) -> None:
     """Cancel whatever is still running, so no trainer outlives the module."""
-    from aiptrain.backends.local.engine import LocalEngine
+    from aiptrain._backends.local.job_engine import LocalJobEngine
 
-    engine = LocalEngine(home=home)
+    engine = LocalJobEngine(home=home)
     for record in engine.store.active_jobs():
         try:
             engine.cancel(record.project, record.job_id)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from aiptrain.emulator.projects import project_number_for
+from aiptrain._emulator.projects import project_number_for
 from tests.docs.manual import DOCS, code_block
 from tests.e2e.gcloud.harness import EXECUTOR_IMAGE, PROJECT, REGION, GcloudSession, Result, wait_vertex_end
 from tests.fixtures.engine import wait_until

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from aiptrain.paths import serve_token_path
+from aiptrain._paths import serve_token_path
 
 PROJECT = "access-project"
 JOBS = f"/v1/projects/{PROJECT}/jobs"

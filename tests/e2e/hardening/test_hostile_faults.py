@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local import log_writer
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.backends.local.log_writer import StoreLogWriter
-from aiptrain.backends.local.store import JobStore
-from aiptrain.job.spec import Job, JobState
-from aiptrain.replicas.processes import is_running
+from aiptrain._backends.local import log_writer
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._backends.local.log_writer import StoreLogWriter
+from aiptrain._backends.local.store import JobStore
+from aiptrain._job.spec import Job, JobState
+from aiptrain._replicas.processes import is_running
 from tests.fixtures.engine import kill_everything, state_of, wait_until
 
 PROJECT = "fault-project"
@@ -189,7 +189,7 @@ def sigterm_during_package_build(tmp: Path) -> None:
 
 SUBREAPER_HELPER = textwrap.dedent("""
     import os, subprocess, sys, time
-    from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
+    from aiptrain._backends.local.subreaper import become_subreaper, kill_descendants
     assert become_subreaper()
     # A child that starts a grandchild in its own session with an empty environment, then exits:
     # the orphaned grandchild re-parents to this process instead of init.
@@ -221,7 +221,7 @@ def submitter_killed_before_the_supervisor(tmp: Path) -> None:
     store = JobStore(home)
     record = store.insert_job(PROJECT, Job.model_validate({"jobId": "orphan", "trainingInput": {
         "region": "us-central1", "pythonModule": "missing.module"}}), "orphantoken")
-    engine = LocalEngine(home)  # the next command's start-up sweep
+    engine = LocalJobEngine(home)  # the next command's start-up sweep
     try:
         assert store.get_by_key(record.key).supervisor_pid is not None
         ended = wait_until(lambda: state_of(engine.get(PROJECT, "orphan")).is_terminal, 120, "the job to end")

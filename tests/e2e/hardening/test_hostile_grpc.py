@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from aiptrain.emulator import limits
+from aiptrain._emulator import limits
 from tests.fixtures.emulator import Emulator, running_emulator
 
 grpc = pytest.importorskip("grpc")

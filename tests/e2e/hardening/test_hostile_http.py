@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import uvicorn
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.emulator import limits
-from aiptrain.emulator.app import create_app
-from aiptrain.emulator.serve import bind_socket
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._emulator import limits
+from aiptrain._emulator.app import create_app
+from aiptrain._emulator.serve import bind_socket
 
 PROJECT = "hostile-project"
 JOBS = f"/v1/projects/{PROJECT}/jobs"
@@ -67,7 +67,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         patch.setattr(limits, "BODY_TIMEOUT_SECONDS", SHORT_TIMEOUT)
         patch.setattr(limits, "HEAD_TIMEOUT_SECONDS", SHORT_TIMEOUT)
         home = tmp_path_factory.mktemp("hostile-home")
-        app = create_app(LocalEngine(home))
+        app = create_app(LocalJobEngine(home))
         sock = bind_socket("127.0.0.1", 0)
         config = uvicorn.Config(app, log_level="critical", access_log=False, lifespan="off",
                                 http=limits.GuardedH11Protocol, **{**limits.UVICORN_LIMITS, "limit_concurrency": 8})

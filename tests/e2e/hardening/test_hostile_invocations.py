@@ -15,7 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
 from tests.cli.test_bad_invocations import created_jobs, make_trainer, stored_objects
 
 # argv after the program name, built from (tmp dir, package dir); {job} etc. are filled in.

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.store import JobStore
+from aiptrain._backends.local.store import JobStore
 from tests.fixtures.engine import wait_until
 
 PROJECT = "ctrl-c-project"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local import log_writer
-from aiptrain.backends.local.log_writer import StoreLogWriter
-from aiptrain.backends.local.store import JobStore
-from aiptrain.job.spec import Job
+from aiptrain._backends.local import log_writer
+from aiptrain._backends.local.log_writer import StoreLogWriter
+from aiptrain._backends.local.store import JobStore
+from aiptrain._job.spec import Job
 from tests.fixtures.engine import wait_until
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from aiptrain.gcs_endpoint.metadata import vm_identity
-from aiptrain.gcs_endpoint.service import JobMetadata, ReplicaStorage, job_metadata_server, replica_storage
-from aiptrain.job.catalog import load_catalog
+from aiptrain._gcs_endpoint.metadata import vm_identity
+from aiptrain._gcs_endpoint.service import JobMetadata, ReplicaStorage, job_metadata_server, replica_storage
+from aiptrain._job.catalog import load_catalog
 
 from .test_storage_endpoint_access import SYSTEM_PYTHON, _as_nobody
 

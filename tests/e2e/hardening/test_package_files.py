@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
 from tests.cli.test_bad_invocations import created_jobs, make_trainer, stored_objects
 
 BIG_FILE_BYTES = 300 * 1024 * 1024
@@ -38,7 +38,7 @@ def _peak_rss_of_a_build(package: Path, cache: Path) -> int:
     script = textwrap.dedent("""
         import resource, sys
         from pathlib import Path
-        from aiptrain.packaging import build_package
+        from aiptrain._packaging import build_package
         build_package(Path(sys.argv[1]), cache_dir=Path(sys.argv[2]))
         print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
     """)

@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from aiptrain.emulator.projects import project_number_for
-from aiptrain.emulator.proxy_ca import ProxyAuthority
+from aiptrain._emulator.projects import project_number_for
+from aiptrain._emulator.proxy_ca import ProxyAuthority
 from tests.emulator.proxy_clients import client_environment
 from tests.fixtures.emulator import REPO, Emulator, running_emulator
 
@@ -110,7 +110,7 @@ def test_an_unserved_google_host_gets_501_naming_it_and_what_is_served(served: E
 @pytest.fixture
 def local_tls_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """A TLS echo server for `localhost` with a certificate of its own CA: (port, that CA)."""
-    from aiptrain.gcs_endpoint.certificates import new_authority, sign_leaf
+    from aiptrain._gcs_endpoint.certificates import new_authority, sign_leaf
 
     ca, ca_key = new_authority("a host of its own")
     certificate, key = sign_leaf(ca, ca_key, ("localhost",))

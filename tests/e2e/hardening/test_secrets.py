@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.cli.main import root
-from aiptrain.packaging import build_package
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._cli.main import root
+from aiptrain._packaging import build_package
 from tests.fixtures.engine import wait_until
 
 PROJECT = "secret-project"
@@ -91,7 +91,7 @@ def test_the_server_keeps_its_token_out_of_argv_and_out_of_trainers(tmp_path: Pa
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
-    lines = [entry.message for entry in LocalEngine(home).logs(PROJECT, "dump_env")]
+    lines = [entry.message for entry in LocalJobEngine(home).logs(PROJECT, "dump_env")]
     assert any(line.startswith("AIPTRAIN_HOME=") for line in lines)  # the trainer did print its env
     assert not any(TOKEN in line or CLIENT_TOKEN in line for line in lines)
     assert not any(line.startswith(("AIPTRAIN_SERVE_TOKEN=", "AIPTRAIN_API_TOKEN=")) for line in lines)

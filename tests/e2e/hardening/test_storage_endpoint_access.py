@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from aiptrain.gcs_endpoint import peer
-from aiptrain.gcs_endpoint.service import ReplicaStorage
+from aiptrain._gcs_endpoint import peer
+from aiptrain._gcs_endpoint.service import ReplicaStorage
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # readable by every user, unlike a virtualenv under /root
 SECRET = b"id,salary\n1,100\n"

@@ -19,7 +19,7 @@ def test_a_new_store_is_private(tmp_path: Path, umask: int) -> None:
     home = tmp_path / "home"
     # A separate process: the umask is process-wide, and the store is opened as a user's command would.
     script = ("import os, sys\nos.umask(int(sys.argv[2]))\nfrom pathlib import Path\n"
-              "from aiptrain.backends.local.store import JobStore\n"
+              "from aiptrain._backends.local.store import JobStore\n"
               "store = JobStore(Path(sys.argv[1]))\nprint(len(store.active_jobs()), flush=True)\n"
               "sys.stdin.read()\n")  # the store stays open (its -wal and -shm exist) until stdin closes
     opened = subprocess.Popen([sys.executable, "-c", script, str(home), str(umask)], stdin=subprocess.PIPE,
@@ -37,7 +37,7 @@ def test_a_new_store_is_private(tmp_path: Path, umask: int) -> None:
 
 
 def test_an_older_store_is_made_private_when_opened(tmp_path: Path) -> None:
-    from aiptrain.backends.local.store import JobStore
+    from aiptrain._backends.local.store import JobStore
 
     home = tmp_path / "home"
     JobStore(home).close()

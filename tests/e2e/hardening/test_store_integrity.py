@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.store import JobStore, PendingLine
-from aiptrain.backends.local.store_integrity import needs_check
-from aiptrain.job.spec import Job
-from aiptrain.job.state import JobState
-from aiptrain.replicas.clock import utc_now
+from aiptrain._backends.local.store import JobStore, PendingLine
+from aiptrain._backends.local.store_integrity import needs_check
+from aiptrain._job.spec import Job
+from aiptrain._job.state import JobState
+from aiptrain._replicas.clock import utc_now
 
 PROJECT = "integrity-project"
 
@@ -54,8 +54,8 @@ def _killed_while_writing(home: Path) -> None:
     script = textwrap.dedent("""
         import os, sys
         from pathlib import Path
-        from aiptrain.backends.local.store import JobStore
-        from aiptrain.job.spec import Job
+        from aiptrain._backends.local.store import JobStore
+        from aiptrain._job.spec import Job
         store = JobStore(Path(sys.argv[1]))
         store.insert_job("integrity-project", Job.model_validate({"jobId": "late"}), "token2")
         print("written", flush=True)
@@ -149,8 +149,8 @@ def test_a_store_garbage_collected_without_close_is_left_clean(tmp_path: Path) -
     script = textwrap.dedent("""
         import gc, sys
         from pathlib import Path
-        from aiptrain.backends.local.store import JobStore
-        from aiptrain.job.spec import Job
+        from aiptrain._backends.local.store import JobStore
+        from aiptrain._job.spec import Job
         store = JobStore(Path(sys.argv[1]))
         store.insert_job("integrity-project", Job.model_validate({"jobId": "dropped"}), "token2")
         del store

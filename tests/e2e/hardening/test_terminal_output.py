@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.cli.terminal_text import for_terminal
+from aiptrain._cli.terminal_text import for_terminal
 
 PROJECT = "terminal-project"
 HOSTILE = ["title\x1b]0;owned\x07set", "shown\rhidden", "nul\x00byte", "right\u202etxt.exe", "bell\x07c1\x9bend",

@@ -51,7 +51,7 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> DigitsData:
 @pytest.fixture(scope="session")
 def installed_trainer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The template packaged the way `jobs submit training` packages it, installed with pip --target."""
-    from aiptrain.packaging import build_package
+    from aiptrain._packaging import build_package
 
     root = tmp_path_factory.mktemp("trainer-package")
     env = trainer_environment()

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.backends.local.engine import LocalEngine
-from aiptrain.cli.main import root
-from aiptrain.job.spec import JobState
+from aiptrain._backends.local.job_engine import LocalJobEngine
+from aiptrain._cli.main import root
+from aiptrain._job.spec import JobState
 from tests.fixtures.engine import engine, home, quick_settings, state_of
 from tests.fixtures.template import TEMPLATE_DIR, TINY_HYPERPARAMETERS, checkpoint_steps, wait_for
 
@@ -29,7 +29,7 @@ TRAIN_STEPS = 300
 
 
 def test_killed_worker_restarts_the_cluster_from_the_last_checkpoint(
-    engine: LocalEngine, home: Path, digits, monkeypatch: pytest.MonkeyPatch
+    engine: LocalJobEngine, home: Path, digits, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIPTRAIN_LOCAL_RESTART_DELAY", "0.5")
     submitted = CliRunner().invoke(root, [

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from aiptrain.cli.main import root
+from aiptrain._cli.main import root
 from tests.fixtures.browser import PageLog, dialogs_accepted
 from tests.fixtures.console_jobs import PROJECT, ConsoleServer
 

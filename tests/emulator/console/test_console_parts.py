@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.backends.local.store import insert_id_for
-from aiptrain.emulator.console.html import Html, tag
-from aiptrain.emulator.console.job_page import _task_name
-from aiptrain.emulator.console.job_view import JobView
-from aiptrain.emulator.console.log_pages import LogFilter, cursor_text, page_before, parse_cursor
-from aiptrain.emulator.console.summaries import SummaryReader
-from aiptrain.emulator.console.svg_charts import TrialPoint, curves_chart, objective_chart
-from aiptrain.emulator.tokens import csrf_token, new_session, session_is_valid
-from aiptrain.job.logs import LogCursor, LogEntry
-from aiptrain.job.spec import Job
+from aiptrain._backends.local.store import insert_id_for
+from aiptrain._emulator.console.html import Html, tag
+from aiptrain._emulator.console.job_page import _task_name
+from aiptrain._emulator.console.job_view import JobView
+from aiptrain._emulator.console.log_pages import LogFilter, cursor_text, page_before, parse_cursor
+from aiptrain._emulator.console.summaries import SummaryReader
+from aiptrain._emulator.console.svg_charts import TrialPoint, curves_chart, objective_chart
+from aiptrain._emulator.tokens import csrf_token, new_session, session_is_valid
+from aiptrain._job.logs import LogCursor, LogEntry
+from aiptrain._job.spec import Job
 
 
 def test_a_session_cookie_is_signed_by_the_token_and_never_shows_it() -> None:

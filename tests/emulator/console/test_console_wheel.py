@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from aiptrain.emulator.console.responses import CONTENT_SECURITY_POLICY
+from aiptrain._emulator.console.responses import CONTENT_SECURITY_POLICY
 from tests.fixtures.wheel import REPO, build_wheel
 
 STATIC = REPO / "aiptrain" / "emulator" / "console" / "static"
@@ -24,7 +24,7 @@ def test_a_server_installed_from_the_wheel_serves_the_console_offline(tmp_path: 
     installed = tmp_path / "installed"
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(installed)
-    shipped = sorted(path.name for path in (installed / "aiptrain/emulator/console/static").iterdir())
+    shipped = sorted(path.name for path in (installed / "aiptrain/_emulator/console/static").iterdir())
     assert shipped == sorted(path.name for path in STATIC.iterdir()) and "console.js" in shipped
 
     home, token = tmp_path / "home", "wheel-test-token"

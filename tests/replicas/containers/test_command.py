@@ -6,11 +6,10 @@ import dataclasses
 
 import pytest
 
-from aiptrain.errors import UsageError
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.cluster import ReplicaGroup, resolve_cluster
-from aiptrain.job.spec import TrainingInput
-from aiptrain.replicas.containers.command import (
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.cluster import ReplicaGroup, resolve_cluster
+from aiptrain._job.spec import TrainingInput
+from aiptrain._replicas.containers.command import (
     ContainerCommand,
     ContainerLimits,
     ContainerNames,
@@ -18,7 +17,8 @@ from aiptrain.replicas.containers.command import (
     machine_limits,
     replica_create_arguments,
 )
-from aiptrain.replicas.containers.settings import ContainerSettings
+from aiptrain._replicas.containers.settings import ContainerSettings
+from aiptrain.errors import UsageError
 
 
 def _groups(**fields: object) -> tuple[TrainingInput, list[ReplicaGroup]]:
@@ -143,10 +143,10 @@ def test_settings_refuse_what_they_do_not_know() -> None:
 def test_podman_gets_limits_runc_accepts_and_an_init_it_can_find() -> None:
     import resource
 
-    from aiptrain.replicas.containers.engine import Engine
+    from aiptrain._replicas.containers.container_engine import ContainerEngine
 
-    assert Engine("docker", "/usr/bin/docker").create_options() == []
-    options = Engine("podman", "/usr/bin/podman").create_options()
+    assert ContainerEngine("docker", "/usr/bin/docker").create_options() == []
+    options = ContainerEngine("podman", "/usr/bin/podman").create_options()
     limits = dict(option.split("=", 1) for option in options[1::2] if "=" in option)
     hard_files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     with open("/proc/sys/kernel/pid_max") as pid_max:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.paths import HomeLayout
-from aiptrain.replicas.containers.command import ContainerCommand
-from aiptrain.replicas.containers.engine import find_engine, forget_engines
-from aiptrain.replicas.containers.launcher import ContainerLauncher, ContainerProcess, ReplicaContainer
+from aiptrain._paths import HomeLayout
+from aiptrain._replicas.containers.command import ContainerCommand
+from aiptrain._replicas.containers.container_engine import find_engine, forget_engines
+from aiptrain._replicas.containers.launcher import ContainerLauncher, ContainerProcess, ReplicaContainer
 from tests.fixtures.containers import SuiteDocker, SuiteImages
 from tests.fixtures.engine_relay import SocketRelay, relayed_engine
 

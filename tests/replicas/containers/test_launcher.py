@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from aiptrain.replicas.containers.command import ContainerCommand, ContainerLimits
-from aiptrain.replicas.containers.endpoints import HostEndpoint
-from aiptrain.replicas.containers.engine import find_engine
-from aiptrain.replicas.containers.launcher import ContainerLauncher, ReplicaContainer
-from aiptrain.replicas.processes import ManagedProcess
-from aiptrain.replicas.scratch import CONTAINERS_PREFIX
+from aiptrain._replicas.containers.command import ContainerCommand, ContainerLimits
+from aiptrain._replicas.containers.container_engine import find_engine
+from aiptrain._replicas.containers.endpoints import HostEndpoint
+from aiptrain._replicas.containers.launcher import ContainerLauncher, ReplicaContainer
+from aiptrain._replicas.processes import ManagedProcess
+from aiptrain._replicas.scratch import CONTAINERS_PREFIX
 from tests.fixtures.containers import SuiteDocker, SuiteImages
 from tests.fixtures.emulator import REPO
 from tests.fixtures.engine import wait_until
@@ -89,10 +89,10 @@ def test_a_launcher_s_scratch_holds_its_relays_and_goes_with_it(docker: SuiteDoc
 GUARDED_OWNER = textwrap.dedent('''
     import json, sys, time
     from pathlib import Path
-    from aiptrain.replicas.containers.cleanup import RemovalGuard
-    from aiptrain.replicas.containers.engine import Engine
+    from aiptrain._replicas.containers.cleanup import RemovalGuard
+    from aiptrain._replicas.containers.container_engine import ContainerEngine
 
-    RemovalGuard(Engine.from_json(json.loads(sys.argv[1])), sys.argv[2], [Path(sys.argv[3])])
+    RemovalGuard(ContainerEngine.from_json(json.loads(sys.argv[1])), sys.argv[2], [Path(sys.argv[3])])
     print("guarded", flush=True)
     time.sleep(600)
 ''')

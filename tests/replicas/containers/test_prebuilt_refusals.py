@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from aiptrain.job.catalog import load_catalog
-from aiptrain.job.spec import TrainingInput, parse_job
-from aiptrain.replicas.cluster_plan import local_problems
-from aiptrain.replicas.settings import ReplicaSettings
+from aiptrain._job.catalog import load_catalog
+from aiptrain._job.spec import TrainingInput, parse_job
+from aiptrain._replicas.cluster_plan import local_problems
+from aiptrain._replicas.settings import ReplicaSettings
 
 
 def inputs(image: str) -> TrainingInput:
