@@ -23,7 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 NOT_A_PACKAGE = {
-    "e2e": "the suites that cross every layer: the template's jobs, gcloud, hardening, fuzz",
+    "e2e": "the suites that cross every layer: the template's jobs, gcloud, Google's clients, hardening, fuzz",
     "fixtures": "fixtures, harnesses and test trainers shared by several folders",
     "bench": "the benchmark harness of bench/",
     "docs": "the manual in docs/",

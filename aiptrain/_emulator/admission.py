@@ -7,14 +7,34 @@ arguments it cannot map. A client of the emulator gets the same refusals as a 40
 violation per problem. The emulator also insists that every package the job names is in the store
 (after fetching it from the storage emulator): a job with no package of its own, or a missing one,
 would otherwise run whatever module the runtime happens to have.
+
+A valid job that only this machine cannot run (custom containers with no container engine here) is
+`CannotRunHere`: the emulator answers it FAILED_PRECONDITION, as what else a local job cannot
+honour, rather than INVALID_ARGUMENT, which says the request itself is wrong.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from aiptrain._job.spec import Job
-from aiptrain.errors import AiptrainError, Problem
+from aiptrain._job.spec import Job, TrainingInput
+from aiptrain.errors import AiptrainError, Problem, ValidationFailed
+
+
+class CannotRunHere(ValidationFailed):
+    """The request is valid, but this machine lacks what running it takes (a container engine)."""
+
+
+def admission_refusal(job: Job, storage_root: Path, *, check_job: bool = True) -> ValidationFailed | None:
+    """Why `job` may not start here, as the error to raise (`CannotRunHere` when nothing but this
+    machine's lack of a container engine stands in its way); None when it may start."""
+    problems = admission_problems(job, storage_root, check_job=check_job)
+    if not problems:
+        return None
+    missing_engine = _missing_engine_problems(job.training_input or TrainingInput())
+    if missing_engine and all(problem in missing_engine for problem in problems):
+        return CannotRunHere(problems)
+    return ValidationFailed(problems)
 
 
 def admission_problems(job: Job, storage_root: Path, *, check_job: bool = True) -> list[Problem]:
@@ -61,3 +81,20 @@ def _missing_packages(uris: list[str], storage_root: Path) -> list[Problem]:
             problems.append(Problem(f"trainingInput.packageUris[{index}]", f"{uri} does not exist",
                                     "upload the package first (gsutil cp, or aiptrain's --package-path)"))
     return problems
+
+
+def _missing_engine_problems(training_input: TrainingInput) -> list[Problem]:
+    """The problems a job of containers has here because no container engine answers; [] when one
+    does, or when the job runs no containers."""
+    from aiptrain._replicas.containers.container_engine import EngineUnavailable, find_engine
+    from aiptrain._replicas.containers.images import container_problems, runs_containers
+    from aiptrain._replicas.containers.settings import ContainerSettings
+
+    if not runs_containers(training_input):
+        return []
+    settings = ContainerSettings.from_env()
+    try:
+        find_engine(settings)
+    except EngineUnavailable:
+        return container_problems(training_input, settings)
+    return []

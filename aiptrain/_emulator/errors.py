@@ -87,8 +87,12 @@ def _problem_field(problem: Problem, root: str) -> str:
 def from_aiptrain_error(error: AiptrainError, *, root: str) -> ApiError:
     """The API error the engine's refusal becomes."""
     if isinstance(error, ValidationFailed):
+        from aiptrain._emulator.admission import CannotRunHere
+
         violations = [Violation(_problem_field(p, root), p.message + (f" ({p.hint})" if p.hint else ""))
                       for p in error.problems]
+        if isinstance(error, CannotRunHere):  # the request is right; this machine cannot run it
+            return ApiError("FAILED_PRECONDITION", "\n".join(v.description for v in violations), tuple(violations))
         return invalid_argument(violations)
     if isinstance(error, JobAlreadyFinished):
         return ApiError("FAILED_PRECONDITION", error.message)

@@ -10,8 +10,9 @@ Checked: `$ref`, object properties, maps (`additionalProperties`), arrays, strin
 integer / number types, enums, int64 and uint64 (a number or a decimal string, in range), int32
 ranges, `byte` (base64), `google-duration`, `google-datetime`.
 
-Enums are names, or their proto numbers where the document's fields were given them
-(`enum_numbers`, see `with_enum_numbers`): the validated copy always holds the name.
+Enums are names, in any case as the front end took them (`custom` is CUSTOM), or their proto
+numbers where the document's fields were given them (`enum_numbers`, see `with_enum_numbers`):
+the validated copy always holds the name as the document spells it.
 `numbered_enums` turns a response's names back into numbers for a client that asked for them.
 """
 
@@ -182,6 +183,8 @@ class SchemaValidator:
             if ENUM_NUMBERS in schema and isinstance(value, int) and not isinstance(value, bool):
                 # The proto JSON parser takes an enum's number as well as its name.
                 value = next((name for name, number in schema[ENUM_NUMBERS].items() if number == value), value)
+            if isinstance(value, str) and value not in schema["enum"]:
+                value = _enum_name(value, schema["enum"])
             ok = isinstance(value, str) and value in schema["enum"]
             if not ok:
                 out.append(Violation(path, self._invalid(path, schema, value).description
@@ -242,6 +245,16 @@ class SchemaValidator:
     @staticmethod
     def _invalid(path: str, schema: dict[str, Any], value: Any) -> Violation:
         return Violation(path, f"Invalid value at '{path}' ({_proto_kind(schema)}), {json.dumps(value)}")
+
+
+def _enum_name(value: str, names: list[str]) -> str:
+    """The enum name `value` spells in another case (`custom` -> `CUSTOM`), else `value` itself.
+
+    The services' JSON front end took enum names in any case, and clients rely on it
+    (tensorflow-cloud sends `scaleTier: "custom"`); the validated copy holds the canonical name.
+    """
+    folded = value.casefold()
+    return next((name for name in names if name.casefold() == folded), value)
 
 
 def _is_finite(text: str) -> bool:

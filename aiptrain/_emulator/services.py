@@ -42,12 +42,11 @@ class Services:
     def submit(self, project: str, job: Job, *, vertex_job_id: str | None = None, check_job: bool = True) -> Job:
         """Start `job` on the engine once it passes what the CLI checks (`admission`); a
         ValidationFailed naming each problem otherwise, and nothing is created."""
-        from aiptrain._emulator.admission import admission_problems
-        from aiptrain.errors import ValidationFailed
+        from aiptrain._emulator.admission import admission_refusal
 
-        problems = admission_problems(job, self.storage_root, check_job=check_job)
-        if problems:
-            raise ValidationFailed(problems)
+        refusal = admission_refusal(job, self.storage_root, check_job=check_job)
+        if refusal is not None:
+            raise refusal
         return self.engine.submit(project, job, vertex_job_id=vertex_job_id)
 
     def validated(self, api: str, version: str, body: Any, schema_id: str, root: str) -> dict[str, Any]:

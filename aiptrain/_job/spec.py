@@ -22,6 +22,7 @@ from pydantic import (
     PlainSerializer,
     ValidationError,
     WithJsonSchema,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel, to_snake
 
@@ -75,7 +76,21 @@ class ApiModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-class ScaleTier(enum.StrEnum):
+class ApiEnum(enum.StrEnum):
+    """An enum of the REST API: its names are read in any case and kept in the canonical one.
+
+    The service's JSON front end took `scaleTier: "custom"` as CUSTOM (tensorflow-cloud sends
+    it so), so a job stored or served here always holds the name as the API spells it.
+    """
+
+    @classmethod
+    def _missing_(cls, value: object) -> ApiEnum | None:
+        if isinstance(value, str):
+            return cls.__members__.get(value.strip().upper())
+        return None
+
+
+class ScaleTier(ApiEnum):
     BASIC = "BASIC"
     STANDARD_1 = "STANDARD_1"
     PREMIUM_1 = "PREMIUM_1"
@@ -84,7 +99,7 @@ class ScaleTier(enum.StrEnum):
     CUSTOM = "CUSTOM"
 
 
-class AcceleratorType(enum.StrEnum):
+class AcceleratorType(ApiEnum):
     ACCELERATOR_TYPE_UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"
     NVIDIA_TESLA_K80 = "NVIDIA_TESLA_K80"
     NVIDIA_TESLA_P100 = "NVIDIA_TESLA_P100"
@@ -99,19 +114,19 @@ class AcceleratorType(enum.StrEnum):
     TPU_V4_POD = "TPU_V4_POD"
 
 
-class Goal(enum.StrEnum):
+class Goal(ApiEnum):
     GOAL_TYPE_UNSPECIFIED = "GOAL_TYPE_UNSPECIFIED"
     MAXIMIZE = "MAXIMIZE"
     MINIMIZE = "MINIMIZE"
 
 
-class Algorithm(enum.StrEnum):
+class Algorithm(ApiEnum):
     ALGORITHM_UNSPECIFIED = "ALGORITHM_UNSPECIFIED"
     GRID_SEARCH = "GRID_SEARCH"
     RANDOM_SEARCH = "RANDOM_SEARCH"
 
 
-class ParameterType(enum.StrEnum):
+class ParameterType(ApiEnum):
     PARAMETER_TYPE_UNSPECIFIED = "PARAMETER_TYPE_UNSPECIFIED"
     DOUBLE = "DOUBLE"
     INTEGER = "INTEGER"
@@ -119,7 +134,7 @@ class ParameterType(enum.StrEnum):
     DISCRETE = "DISCRETE"
 
 
-class ScaleType(enum.StrEnum):
+class ScaleType(ApiEnum):
     NONE = "NONE"
     UNIT_LINEAR_SCALE = "UNIT_LINEAR_SCALE"
     UNIT_LOG_SCALE = "UNIT_LOG_SCALE"
@@ -146,6 +161,15 @@ class ReplicaConfig(ApiModel):
     # aiptrain's own, not ml v1's: a Vertex AI worker pool's environment variables (its
     # pythonPackageSpec.env / containerSpec.env), which the emulator's Vertex jobs run with.
     env: dict[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _zero_accelerators_are_none(self) -> ReplicaConfig:
+        """`acceleratorConfig: {count: 0}` asks for no accelerator, whatever its type (the service
+        took it so: tensorflow-cloud sends `{count: "0", type: ACCELERATOR_TYPE_UNSPECIFIED}` for a
+        CPU machine), so it is dropped rather than kept as an accelerator nobody can attach."""
+        if self.accelerator_config is not None and self.accelerator_config.count == 0:
+            self.accelerator_config = None
+        return self
 
 
 class Scheduling(ApiModel):

@@ -19,7 +19,8 @@ non-zero status (the user's code raised: an import error, a bad flag, a crash be
 step) ends the set at once, as on the service; restarting code that fails the same way every
 time only delays the verdict. The errorMessage then names the replica that failed first, in the
 service's words ("The replica master 0 exited with a non-zero status of 1. <its last error
-line>"), followed by its last error lines. When the same error takes down every replica (a crash
+line>"; a Vertex AI job's in Vertex's: "The replica workerpool0-0 exited with a non-zero status of
+1. Termination reason: Error."), followed by its last error lines. When the same error takes down every replica (a crash
 on import), the primary is named: after a secondary's failure the set waits a moment (as long as
 the secondary took to fail, within bounds) for the primary, which started at the same time.
 
@@ -51,7 +52,7 @@ from aiptrain._job.catalog import load_catalog
 from aiptrain._job.cluster import ReplicaGroup
 from aiptrain._job.prebuilt import prebuilt_image_of
 from aiptrain._job.spec import Job, JobState
-from aiptrain._job.task_names import replica_of
+from aiptrain._job.task_names import replica_of, vertex_task_name
 from aiptrain._job.tf_config import (
     ReplicaTask,
     cluster_specs_for,
@@ -187,6 +188,9 @@ class ReplicaSetSpec:
     # The job ID the replicas see in CLOUD_ML_JOB_ID when it is not the job's own (a job taken in
     # through another API, such as a Vertex AI CustomJob's numeric ID); None: the job's own ID.
     visible_job_id: str | None = None
+    # The job was created as a Vertex AI job: a failure is worded as Vertex worded it (pool names,
+    # "Termination reason: Error."), in the errorMessage and the log; else in ml v1's words.
+    vertex_wording: bool = False
     # Each replica's share of this machine (task name -> share: its threads, cores, GPUs); None
     # leaves the replicas the whole machine (the Ray backend, whose nodes schedule their own).
     shares: Mapping[str, ReplicaShare] | None = None
@@ -266,19 +270,31 @@ def exit_reason(process: ReplicaProcess | None, returncode: int) -> str | None:
     return explain(returncode) if callable(explain) else None
 
 
-def failure_headline(task_name: str, returncode: int, restarts: int = 0, reason: str | None = None) -> str:
-    """`The replica master 0 exited with a non-zero status of N.` / `... was killed by signal 9 (SIGKILL).`"""
-    text = f"The replica {service_replica_name(task_name)} {reason or describe_returncode(returncode)}"
+def failure_headline(task_name: str, returncode: int, restarts: int = 0, reason: str | None = None, *,
+                     vertex: bool = False) -> str:
+    """ml v1's words: `The replica master 0 exited with a non-zero status of N.` / `... was killed by
+    signal 9 (SIGKILL).`; with `vertex`, Vertex AI's: `The replica workerpool0-0 exited with a
+    non-zero status of N. Termination reason: Error.` (its pool names; a signal is the status a
+    container reports for it, 128 + N). `reason` says an end the status does not (an engine lost)."""
+    plural = "s" if restarts != 1 else ""
+    if vertex and reason is None:
+        status = returncode if returncode > 0 else 128 - returncode
+        text = f"The replica {vertex_task_name(task_name)} exited with a non-zero status of {status}. " \
+               "Termination reason: Error."
+        return text + (f" It had been restarted {restarts} time{plural}." if restarts else "")
+    name = vertex_task_name(task_name) if vertex else service_replica_name(task_name)
+    text = f"The replica {name} {reason or describe_returncode(returncode)}"
     if restarts:
-        text += f" after {restarts} restart{'s' if restarts != 1 else ''}"
+        text += f" after {restarts} restart{plural}"
     return text + "."
 
 
 def failure_message(task_name: str, returncode: int, tail: list[str], restarts: int = 0,
-                    reason: str | None = None) -> str:
-    """A failed job's errorMessage: the headline with the replica's last error line on the first
-    line (what one-line listings show), then its last error lines, uncut."""
-    text = failure_headline(task_name, returncode, restarts, reason)
+                    reason: str | None = None, *, vertex: bool = False) -> str:
+    """A failed job's errorMessage: the headline (in Vertex AI's words with `vertex`) with the
+    replica's last error line on the first line (what one-line listings show), then its last error
+    lines, uncut."""
+    text = failure_headline(task_name, returncode, restarts, reason, vertex=vertex)
     lines = [line for line in tail if line.strip()]
     if lines:
         text += f" {lines[-1].strip()}"
@@ -444,9 +460,10 @@ class _ReplicaSetRun:
             if self.policy.fail_when_restarts_run_out:
                 # The log already holds the replica's output; the headline is enough there.
                 reason = exit_reason(replica.process, returncode)
-                self.say(failure_headline(name, returncode, replica.restarts, reason), "ERROR")
+                vertex = self.spec.vertex_wording
+                self.say(failure_headline(name, returncode, replica.restarts, reason, vertex=vertex), "ERROR")
                 return self.fail(name, failure_message(name, returncode, replica.tail.lines(), replica.restarts,
-                                                       reason))
+                                                       reason, vertex=vertex))
             self.say(f"{name} {describe_returncode(returncode)}; it is not restarted.", "WARNING")
         return None
 
@@ -518,8 +535,9 @@ class _ReplicaSetRun:
                     blamed, blamed_code = primary, code
         name = blamed.task.task_name
         reason = exit_reason(blamed.process, blamed_code)
-        self.say(failure_headline(name, blamed_code, blamed.restarts, reason), "ERROR")
-        message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts, reason)
+        vertex = self.spec.vertex_wording
+        self.say(failure_headline(name, blamed_code, blamed.restarts, reason, vertex=vertex), "ERROR")
+        message = failure_message(name, blamed_code, blamed.tail.lines(), blamed.restarts, reason, vertex=vertex)
         return self.fail(name, message, primary.returncode if primary.done else None)
 
     def restart_cluster(self, reason: str) -> ReplicaSetOutcome | None:

@@ -124,7 +124,7 @@ CASES: list[tuple[str, str, Any, str]] = [
                                                      config(tmp, {"trainingInput": {"scaleTeir": "BASIC"}})],
      "scaleTier"),
     ("config-bad-enum", "ok", lambda tmp, pkg: [*_good(pkg), "--config",
-                                                config(tmp, {"trainingInput": {"scaleTier": "basic"}})],
+                                                config(tmp, {"trainingInput": {"scaleTier": "basik"}})],
      "trainingInput.scaleTier"),
     ("config-not-mapping", "ok", lambda tmp, pkg: [*_good(pkg), "--config", config(tmp, "- a\n- b\n")], "--config"),
     ("config-bad-yaml", "ok", lambda tmp, pkg: [*_good(pkg), "--config", config(tmp, "a: [1, 2\n")], "line"),

@@ -47,11 +47,23 @@ def test_unknown_field_at_the_top_and_nested(ml: SchemaValidator) -> None:
 
 
 def test_bad_enum_names_the_field_and_the_choices(ml: SchemaValidator) -> None:
-    _, violations = check(ml, {"trainingInput": {"scaleTier": "basic"}})
+    _, violations = check(ml, {"trainingInput": {"scaleTier": "basik"}})
     assert [v.field for v in violations] == ["job.training_input.scale_tier"]
     assert violations[0].description.startswith(
-        "Invalid value at 'job.training_input.scale_tier' (TYPE_ENUM), \"basic\"")
+        "Invalid value at 'job.training_input.scale_tier' (TYPE_ENUM), \"basik\"")
     assert "BASIC_GPU" in violations[0].description
+
+
+def test_enum_names_in_any_case_are_kept_as_the_document_spells_them(ml: SchemaValidator) -> None:
+    # tensorflow-cloud sends exactly this, and the service's JSON front end took it.
+    cleaned, violations = check(ml, {"trainingInput": {
+        "scaleTier": "custom", "masterType": "n1-standard-4",
+        "masterConfig": {"acceleratorConfig": {"count": "0", "type": "accelerator_type_unspecified"}},
+        "hyperparameters": {"goal": "Maximize"}}})
+    assert violations == []
+    assert cleaned["trainingInput"]["scaleTier"] == "CUSTOM"
+    assert cleaned["trainingInput"]["masterConfig"]["acceleratorConfig"]["type"] == "ACCELERATOR_TYPE_UNSPECIFIED"
+    assert cleaned["trainingInput"]["hyperparameters"]["goal"] == "MAXIMIZE"
 
 
 @pytest.mark.parametrize(("value", "ok"), [
@@ -111,6 +123,11 @@ def test_custom_job(aiplatform: SchemaValidator) -> None:
         {}], "scheduling": {"timeout": "60s"}}}
     cleaned, violations = check(aiplatform, body, "GoogleCloudAiplatformV1CustomJob", "custom_job")
     assert violations == [] and cleaned == body
+    lower = {**body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"], "acceleratorType": "nvidia_l4"}
+    cleaned, violations = check(aiplatform, {"jobSpec": {"workerPoolSpecs": [{"machineSpec": lower}]}},
+                                "GoogleCloudAiplatformV1CustomJob", "custom_job")
+    assert violations == []
+    assert cleaned["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] == "NVIDIA_L4"
     body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "NVIDIA_TESLA_K81"
     body["jobSpec"]["workerPoolSpecs"][1] = {"replicas": 2}
     _, violations = check(aiplatform, body, "GoogleCloudAiplatformV1CustomJob", "custom_job")

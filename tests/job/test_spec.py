@@ -99,6 +99,36 @@ def test_bad_enum_suggests_the_spelling() -> None:
     assert problem.hint == "did you mean BASIC_GPU?"
 
 
+def test_enum_names_in_any_case_are_stored_canonical() -> None:
+    # tensorflow-cloud 0.1.16 sends `scaleTier: "custom"`; the service's JSON front end took it.
+    job = parse_job({"jobId": "a", "trainingInput": {
+        "scaleTier": "custom", "masterType": "n1-standard-4",
+        "masterConfig": {"acceleratorConfig": {"type": "nvidia_tesla_t4", "count": "1"}},
+        "hyperparameters": {"goal": "maximize", "algorithm": "Random_Search",
+                            "params": [{"parameterName": "lr", "type": "double", "scaleType": "unit_log_scale"}]}}})
+    ti = job.to_api()["trainingInput"]
+    assert ti["scaleTier"] == "CUSTOM"
+    assert ti["masterConfig"]["acceleratorConfig"]["type"] == "NVIDIA_TESLA_T4"
+    assert ti["hyperparameters"]["goal"] == "MAXIMIZE"
+    assert ti["hyperparameters"]["algorithm"] == "RANDOM_SEARCH"
+    assert ti["hyperparameters"]["params"][0] == {"parameterName": "lr", "type": "DOUBLE",
+                                                  "scaleType": "UNIT_LOG_SCALE"}
+
+
+@pytest.mark.parametrize("config", [
+    {"count": "0", "type": "ACCELERATOR_TYPE_UNSPECIFIED"},  # what tensorflow-cloud sends for a CPU machine
+    {"count": 0, "type": "NVIDIA_TESLA_T4"},
+])
+def test_an_accelerator_count_of_zero_is_no_accelerator(config: dict[str, Any]) -> None:
+    job = parse_job({"jobId": "a", "trainingInput": {
+        "scaleTier": "CUSTOM", "masterType": "n1-standard-4",
+        "masterConfig": {"acceleratorConfig": config, "imageUri": "trainer:1"},
+        "workerConfig": {"acceleratorConfig": config}}})
+    ti = job.to_api()["trainingInput"]
+    assert ti["masterConfig"] == {"imageUri": "trainer:1"}
+    assert ti["workerConfig"] == {}
+
+
 def test_source_prefixes_paths() -> None:
     with pytest.raises(ValidationFailed) as failed:
         parse_job({"jobId": "a", "bogus": 1}, source="--config c.yaml")

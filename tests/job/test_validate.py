@@ -26,6 +26,9 @@ def paths(data: dict[str, Any]) -> set[str]:
 
 def test_good_jobs_have_no_problems() -> None:
     assert paths(job()) == set()
+    # tensorflow-cloud's body for a CPU machine: a lower-case tier and a zero-count accelerator.
+    no_gpu = {"acceleratorConfig": {"count": "0", "type": "ACCELERATOR_TYPE_UNSPECIFIED"}}
+    assert paths(job(scaleTier="custom", masterType="n1-standard-4", masterConfig=no_gpu)) == set()
     assert paths(job(scaleTier="STANDARD_1", runtimeVersion="2.11", pythonVersion="3.7")) == set()
     assert paths(job(scaleTier="CUSTOM", masterType="n1-standard-8", workerType="n1-standard-8",
                      workerCount="2", masterConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4",
@@ -170,7 +173,7 @@ def test_hints_name_a_concrete_fix(data: dict[str, Any], path: str, fragment: st
 BAD_JOBS = [
     job(scaleTier="CUSTOM", masterType="n1-standard-4", masterConfig=_t4("3"), workerCount="-1"),
     job(scaleTier="CUSTOM", masterType="n1-standard-4", masterConfig={"acceleratorConfig": {"count": "1"}}),
-    job(scaleTier="CUSTOM", masterType="n1-standard-4", masterConfig=_t4("0")),
+    job(scaleTier="CUSTOM", masterType="n1-standard-4", masterConfig=_t4("-1")),
     job(scaleTier="CUSTOM", masterType="bogus", workerCount="2", parameterServerCount="1"),
     job(scaleTier="CUSTOM", masterType="standard", masterConfig=_t4("1")),
     job(scheduling={"priority": 5000, "maxWaitTime": "1s", "maxRunningTime": "2h"}),

@@ -23,3 +23,13 @@ def test_replicas_are_named_as_the_service_named_them() -> None:
     assert message.splitlines()[1:] == ["Traceback (most recent call last):", '  File "x"', "ValueError: bad"]
     assert failure_message("ps-replica-0", 2, ["usage: bad flag"]) == (
         "The replica ps 0 exited with a non-zero status of 2. usage: bad flag")
+
+
+def test_a_vertex_jobs_failure_is_worded_as_vertex_worded_it() -> None:
+    message = failure_message("master-replica-0", 3, ["ValueError: bad"], vertex=True)
+    assert message == ("The replica workerpool0-0 exited with a non-zero status of 3. Termination reason: Error. "
+                       "ValueError: bad")
+    # A killed replica: the status its container reported, 128 + the signal.
+    assert failure_message("worker-replica-1", -9, [], restarts=2, vertex=True) == (
+        "The replica workerpool1-1 exited with a non-zero status of 137. Termination reason: Error. "
+        "It had been restarted 2 times.")

@@ -223,6 +223,7 @@ class JobContext:
                 trial_id=trial_id,
                 # A Vertex AI job the emulator took in: its numeric ID in CLOUD_ML_JOB_ID.
                 visible_job_id=self.record.vertex_job_id,
+                vertex_wording=self.record.vertex_job_id is not None,
                 shares=shares,
             )
             if containers:
