@@ -132,9 +132,6 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
             click.echo(f"Google's clients, unchanged, through its proxy on 127.0.0.1:{served.proxy_port}: "
                        f"eval \"$(aiptrain local env --port {urlsplit(url).port})\"", err=True)
         click.echo(f"Point aiptrain at it with: --backend mlv1 --api-endpoint {url}", err=True)
-        if served.proxy_port is not None:
-            click.echo(f"Google's clients, unchanged, through its proxy on 127.0.0.1:{served.proxy_port}: "
-                       f"eval \"$(aiptrain local env --port {urlsplit(url).port})\"", err=True)
         if served.grpc_address is not None:
             click.echo(f"gRPC (the Vertex AI SDK's default transport) on {served.grpc_address}: "
                        f"aiplatform.init(api_endpoint=\"{served.grpc_address}\", ...) with "

@@ -221,6 +221,13 @@ def test_the_token_file_is_private_and_named_at_start(served: Served) -> None:
     assert len(served.token_file.read_text()) >= 40
 
 
+def test_the_announcement_names_the_proxy_once_before_the_endpoint_line(served: Served) -> None:
+    # What `local env` needs is said once, before the endpoint line that ends what scripts wait for.
+    proxy_lines = [line for line in served.announced.splitlines() if "aiptrain local env" in line]
+    assert len(proxy_lines) == 1, served.announced
+    assert served.announced.index(proxy_lines[0]) < served.announced.index("--api-endpoint")
+
+
 def test_aiptrain_finds_the_token_itself(served: Served) -> None:
     env = {key: value for key, value in os.environ.items() if key != "AIPTRAIN_API_TOKEN"}
     env["AIPTRAIN_HOME"] = str(served.home)
