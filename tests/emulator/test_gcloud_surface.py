@@ -13,8 +13,8 @@ import pytest
 from googleapiclient.errors import HttpError
 
 from aiptrain._emulator.projects import project_number_for
-from tests.emulator.test_plain_client import body, client, error_of, finished
-from tests.fixtures.emulator import Emulator
+from tests.emulator.test_plain_client import body, client
+from tests.fixtures.emulator import Emulator, error_of, ml_job_when_done
 
 PROJECT = "plain-project"  # the package the helpers stage and name lives in this project's bucket
 PACKAGE_URI = "gs://plain-bucket/packages/trainer.tar.gz"
@@ -27,7 +27,7 @@ def ml(emulator: Emulator, trainer_sdist: Path) -> Iterator[Any]:
     for job_id in ("surface_a", "surface_b"):
         jobs.create(parent=f"projects/{PROJECT}", body=body(job_id, "--lines", "3")).execute()
     for job_id in ("surface_a", "surface_b"):
-        finished(jobs, job_id)
+        ml_job_when_done(jobs, PROJECT, job_id)
     yield jobs
 
 

@@ -17,7 +17,7 @@ from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
 from aiptrain._emulator.projects import project_number_for
-from tests.fixtures.emulator import TERMINAL, Emulator, wait_until
+from tests.fixtures.emulator import Emulator, error_of, ml_job_when_done, wait_until
 
 PROJECT = "plain-project"
 PACKAGE_URI = "gs://plain-bucket/packages/trainer.tar.gz"
@@ -41,18 +41,6 @@ def body(job_id: str, *args: str, **training_input: Any) -> dict[str, Any]:
         "packageUris": [PACKAGE_URI], "pythonModule": "trainer.task", "args": list(args), **training_input}}
 
 
-def error_of(raised: pytest.ExceptionInfo[HttpError]) -> dict[str, Any]:
-    payload: dict[str, Any] = json.loads(raised.value.content)["error"]
-    return payload
-
-
-def finished(ml: Any, job_id: str) -> dict[str, Any]:
-    def done() -> dict[str, Any] | None:
-        job: dict[str, Any] = ml.get(name=f"projects/{PROJECT}/jobs/{job_id}").execute()
-        return job if job.get("state") in TERMINAL else None
-
-    result: dict[str, Any] = wait_until(done)
-    return result
 
 
 def test_create_get_and_run_to_success(ml: Any) -> None:
@@ -62,7 +50,7 @@ def test_create_get_and_run_to_success(ml: Any) -> None:
     assert created["trainingInput"]["packageUris"] == [PACKAGE_URI]
     assert created["labels"] == {"suite": "plain"}
     assert "createTime" in created
-    job = finished(ml, "plain_ok")
+    job = ml_job_when_done(ml, PROJECT, "plain_ok")
     assert job["state"] == "SUCCEEDED", job
     assert "endTime" in job
 
@@ -70,7 +58,7 @@ def test_create_get_and_run_to_success(ml: Any) -> None:
 def test_logs_through_plain_logging_client_with_gcloud_filter(ml: Any, emulator: Emulator) -> None:
     if not _exists(ml, "plain_ok"):  # when run on its own
         ml.create(parent=f"projects/{PROJECT}", body=body("plain_ok", "--lines", "2")).execute()
-    finished(ml, "plain_ok")
+    ml_job_when_done(ml, PROJECT, "plain_ok")
     logging = client("logging", "v2", emulator)
     gcloud_filter = ('(resource.type="ml_job" OR resource.type="cloudml_job") AND resource.labels.job_id="plain_ok"'
                      ' AND timestamp>="1970-01-01T01:00:00.000000000Z"')
@@ -138,7 +126,7 @@ def test_list_filter_and_pages(ml: Any) -> None:
     # These jobs print nothing and end within seconds: wait for them rather than cancel them (a
     # cancel races their end, and a job that already ended answers 400 FAILED_PRECONDITION).
     for job_id in ("listed_a", "listed_b", "listed_c"):
-        assert finished(ml, job_id)["state"] == "SUCCEEDED"
+        assert ml_job_when_done(ml, PROJECT, job_id)["state"] == "SUCCEEDED"
     assert ml.list(parent=f"projects/{PROJECT}", filter="jobId:listed_* AND state:FAILED").execute() == {}
 
 
@@ -146,7 +134,7 @@ def test_cancel(ml: Any) -> None:
     ml.create(parent=f"projects/{PROJECT}", body=body("to_cancel", "--sleep", "120")).execute()
     wait_until(lambda: ml.get(name=f"projects/{PROJECT}/jobs/to_cancel").execute()["state"] == "RUNNING")
     assert ml.cancel(name=f"projects/{PROJECT}/jobs/to_cancel", body={}).execute() == {}
-    assert finished(ml, "to_cancel")["state"] == "CANCELLED"
+    assert ml_job_when_done(ml, PROJECT, "to_cancel")["state"] == "CANCELLED"
     with pytest.raises(HttpError) as raised:
         ml.cancel(name=f"projects/{PROJECT}/jobs/to_cancel", body={}).execute()
     assert raised.value.resp.status == 400
@@ -188,7 +176,7 @@ def test_duplicate_is_409(ml: Any) -> None:
         ml.create(parent=f"projects/{PROJECT}", body=body("twice")).execute()
     assert raised.value.resp.status == 409
     assert error_of(raised)["status"] == "ALREADY_EXISTS"
-    finished(ml, "twice")
+    ml_job_when_done(ml, PROJECT, "twice")
 
 
 def test_missing_job_is_404(ml: Any) -> None:

@@ -4,7 +4,6 @@ the job was created through words it, and a container job on a machine without a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from googleapiclient import discovery
 from googleapiclient.errors import HttpError
 
-from tests.fixtures.emulator import TERMINAL, Emulator, wait_until
+from tests.fixtures.emulator import Emulator, error_of, ml_job_when_done, wait_until
 
 PROJECT = "quirks-project"
 PACKAGE_URI = "gs://quirks-bucket/packages/trainer.tar.gz"
@@ -37,18 +36,6 @@ def ml_body(job_id: str, *args: str, **training_input: Any) -> dict[str, Any]:
         "pythonModule": "trainer.task", "args": list(args), **training_input}}
 
 
-def error_of(raised: pytest.ExceptionInfo[HttpError]) -> dict[str, Any]:
-    payload: dict[str, Any] = json.loads(raised.value.content)["error"]
-    return payload
-
-
-def ml_job_when_done(ml: Any, job_id: str) -> dict[str, Any]:
-    def done() -> dict[str, Any] | None:
-        job: dict[str, Any] = ml.get(name=f"projects/{PROJECT}/jobs/{job_id}").execute()
-        return job if job.get("state") in TERMINAL else None
-
-    found: dict[str, Any] = wait_until(done)
-    return found
 
 
 def log_lines(emulator: Emulator, job_label: str) -> list[dict[str, Any]]:
@@ -68,13 +55,13 @@ def test_tensorflow_clouds_body_is_taken_and_stored_canonical(staged: Emulator) 
     assert created["trainingInput"]["scaleTier"] == "CUSTOM"
     assert "masterConfig" not in created["trainingInput"] or "acceleratorConfig" not in created[
         "trainingInput"]["masterConfig"]
-    assert ml_job_when_done(ml, "tfc_shape")["state"] == "SUCCEEDED"
+    assert ml_job_when_done(ml, PROJECT, "tfc_shape")["state"] == "SUCCEEDED"
 
 
 def test_an_ml_v1_failure_keeps_ml_v1s_words(staged: Emulator) -> None:
     ml = client("ml", "v1", staged).projects().jobs()
     ml.create(parent=f"projects/{PROJECT}", body=ml_body("ml_fails", "--exit-code", "3")).execute()
-    job = ml_job_when_done(ml, "ml_fails")
+    job = ml_job_when_done(ml, PROJECT, "ml_fails")
     assert job["state"] == "FAILED"
     assert job["errorMessage"].startswith("The replica master 0 exited with a non-zero status of 3. ")
     assert "Termination reason" not in job["errorMessage"]

@@ -19,8 +19,7 @@ import pytest
 from aiptrain._gcs_endpoint.metadata import vm_identity
 from aiptrain._gcs_endpoint.service import JobMetadata, ReplicaStorage, job_metadata_server, replica_storage
 from aiptrain._job.catalog import load_catalog
-
-from .test_storage_endpoint_access import SYSTEM_PYTHON, _as_nobody
+from tests.fixtures.other_user import SYSTEM_PYTHON, as_nobody
 
 CLIENT = r'''
 import http.client, json, sys
@@ -63,7 +62,7 @@ def _ask(servers: tuple[JobMetadata, ReplicaStorage], *prefix: str) -> dict[str,
 
 
 def test_another_user_gets_nothing_from_the_metadata_server(servers: tuple[JobMetadata, ReplicaStorage]) -> None:
-    answers = _ask(servers, *_as_nobody())
+    answers = _ask(servers, *as_nobody())
     assert {name: answer[0] for name, answer in answers.items()} == dict.fromkeys(answers, 403), answers
     assert "another user" in answers["token"][1] and "access_token" not in json.dumps(answers)
 
@@ -87,7 +86,7 @@ time.sleep(120)
 def test_another_users_idle_connections_hold_no_threads(servers: tuple[JobMetadata, ReplicaStorage]) -> None:
     metadata, _ = servers
     before = threading.active_count()
-    crowd = subprocess.Popen([*_as_nobody(), SYSTEM_PYTHON, "-c", IDLE_CROWD,
+    crowd = subprocess.Popen([*as_nobody(), SYSTEM_PYTHON, "-c", IDLE_CROWD,
                               metadata.server.address.rsplit(":", 1)[1], "100"],
                              stdout=subprocess.PIPE, text=True, cwd="/")
     try:

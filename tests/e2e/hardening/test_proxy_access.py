@@ -30,8 +30,7 @@ from aiptrain._emulator.projects import project_number_for
 from aiptrain._emulator.proxy_ca import ProxyAuthority
 from tests.emulator.proxy_clients import client_environment
 from tests.fixtures.emulator import REPO, Emulator, running_emulator
-
-from .test_storage_endpoint_access import SYSTEM_PYTHON, _as_nobody
+from tests.fixtures.other_user import SYSTEM_PYTHON, as_nobody
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +188,7 @@ def _nobody_asks(served: Emulator, *prefix: str) -> dict[str, Any]:
 
 def test_another_user_can_neither_use_the_proxy_nor_read_its_secrets(served: Emulator) -> None:
     # Even given the credentials (which it cannot read), another user's connection is refused.
-    assert _nobody_asks(served, *_as_nobody()) == {"key": "PermissionError", "record": "PermissionError",
+    assert _nobody_asks(served, *as_nobody()) == {"key": "PermissionError", "record": "PermissionError",
                                                    "connect": "403"}
     assert _nobody_asks(served) == {"key": "read", "record": "read", "connect": "200"}
 

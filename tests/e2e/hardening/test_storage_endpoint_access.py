@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -20,8 +19,8 @@ import pytest
 
 from aiptrain._gcs_endpoint import peer
 from aiptrain._gcs_endpoint.service import ReplicaStorage
+from tests.fixtures.other_user import SYSTEM_PYTHON, as_nobody
 
-SYSTEM_PYTHON = "/usr/bin/python3"  # readable by every user, unlike a virtualenv under /root
 SECRET = b"id,salary\n1,100\n"
 
 # Stdlib only: it runs as `nobody`, under the system interpreter.
@@ -76,16 +75,9 @@ def run_client(endpoint: ReplicaStorage, *prefix: str) -> dict[str, Any]:
     return answers
 
 
-def _as_nobody() -> list[str]:
-    if os.geteuid() != 0:
-        pytest.skip("switching to another user needs root (the CI machine runs the suite as root)")
-    if shutil.which("setpriv") is None or not Path(SYSTEM_PYTHON).exists():
-        pytest.skip("needs setpriv and /usr/bin/python3 to run a client as user nobody")
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
 
 def test_another_user_is_refused_everything(endpoint: ReplicaStorage, tmp_path: Path) -> None:
-    answers = run_client(endpoint, *_as_nobody())
+    answers = run_client(endpoint, *as_nobody())
     assert {name: answer[0] for name, answer in answers.items()} == dict.fromkeys(answers, 403), answers
     assert "another user" in answers["read"][1]
     data = tmp_path / "storage" / "bucket" / "data"

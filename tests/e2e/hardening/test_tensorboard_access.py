@@ -9,22 +9,19 @@ Before the guard, TensorBoard answered them all: another user read a 0700 home's
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from aiptrain._api.tensorboard import Board, running_tensorboard
+from tests.fixtures.other_user import SYSTEM_PYTHON, as_nobody
 from tests.fixtures.tensorboard import SUMMARY_TRAINER
 
 pytestmark = pytest.mark.slow  # each module starts a TensorBoard: seconds on a busy machine
-SYSTEM_PYTHON = "/usr/bin/python3"  # readable by every user, unlike a virtualenv under /root
 
 # Stdlib only: it runs as `nobody`, under the system interpreter.
 CLIENT = r'''
@@ -97,16 +94,9 @@ def test_the_browser_exchanges_the_token_for_a_cookie_of_this_port(board: Board)
         assert httpx.get(_base(board) + "data/runs", headers={"Cookie": wrong}, timeout=30).status_code == 401
 
 
-def _as_nobody() -> list[str]:
-    if os.geteuid() != 0:
-        pytest.skip("switching to another user needs root (the CI machine runs the suite as root)")
-    if shutil.which("setpriv") is None or not Path(SYSTEM_PYTHON).exists():
-        pytest.skip("needs setpriv and /usr/bin/python3 to run a client as user nobody")
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
 
 def test_another_user_of_the_machine_reads_nothing(board: Board) -> None:
-    done = subprocess.run([*_as_nobody(), SYSTEM_PYTHON, "-c", CLIENT, str(_port(board))], capture_output=True,
+    done = subprocess.run([*as_nobody(), SYSTEM_PYTHON, "-c", CLIENT, str(_port(board))], capture_output=True,
                           text=True, timeout=120, cwd="/")
     assert done.returncode == 0, done.stderr
     answers: dict[str, Any] = json.loads(done.stdout)
