@@ -99,3 +99,18 @@ def _config_files(env: Mapping[str, str]) -> list[Path]:
     if env.get("PIP_CONFIG_FILE"):
         files.append(Path(env["PIP_CONFIG_FILE"]))
     return [path for path in files if path.is_file()]
+
+
+def pip_environment(env: Mapping[str, str], index_url: str) -> dict[str, str]:
+    """pip's settings: the dated index only (no pip.conf, no PIP_* of the user's), the certificate
+    pip was configured with, and no version check."""
+    settings = pip_settings(env)
+    clean = {name: value for name, value in env.items() if not name.startswith("PIP_")}
+    clean.update({"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": index_url, "PIP_NO_INPUT": "1",
+                  "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    cert = settings.values.get("cert", "").strip()
+    if cert:
+        clean["PIP_CERT"] = cert
+    for name in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):
+        clean.pop(name, None)
+    return clean
