@@ -12,6 +12,9 @@ pip's files are read in pip's order, later ones winning: the site-wide files (/e
 /etc/pip.conf), the user's (~/.pip/pip.conf, ~/.config/pip/pip.conf), PIP_CONFIG_FILE; then the
 `PIP_*` variables. In each file, `[install]` wins over `[global]`. PIP_CONFIG_FILE=/dev/null
 turns the files off, as it does for pip.
+
+The runtime's own pip (the pip fallback, Python 2.7 builds) is given the index of the day and
+nothing else, with the certificate pip was configured with (`pip_environment`).
 """
 
 from __future__ import annotations

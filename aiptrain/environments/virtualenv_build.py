@@ -117,4 +117,5 @@ def _run_tool(argv: list[str], env: Mapping[str, str]) -> subprocess.CompletedPr
 
 
 def _is_complete(root: Path) -> bool:
-    return os.access(root / "venv" / "bin" / "virtualenv", os.X_OK) and os.path.exists(environment_python(root / "venv"))
+    venv = root / "venv"
+    return os.path.exists(environment_python(venv)) and any(venv.glob("lib/python*/site-packages/virtualenv/"))

@@ -46,6 +46,7 @@ from aiptrain.backends.local.store_errors import is_out_of_space, note
 from aiptrain.backends.local.subreaper import become_subreaper, kill_descendants
 from aiptrain.environments.for_job import JobEnvironmentFailed, environment_for_job, job_day, ran_in
 from aiptrain.environments.preparation import install_packages
+from aiptrain.environments.resolution import python2_may_run_on_python3
 from aiptrain.environments.stall import stall_limit
 from aiptrain.environments.store import BuildCancelled
 from aiptrain.errors import AiptrainError
@@ -176,6 +177,7 @@ class Supervisor:
             settings = ReplicaSettings.from_env()
             era.check_setting(os.environ)  # a `local serve` that took the job over REST has not checked it
             stall_limit(os.environ)
+            python2_may_run_on_python3(os.environ)
         except AiptrainError as error:
             self._finish(ReplicaSetOutcome(JobState.FAILED, f"{error.message} ({error.hint})"))
             return
