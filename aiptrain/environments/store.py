@@ -372,7 +372,8 @@ class EnvironmentStore:
                     if lines is None:
                         raise BuildCancelled
                     if lines[0] != 0:
-                        reason = _killed(lines[0], Path(argv[0]).name if python2 else "uv") or (
+                        tool = ("virtualenv" if argv is steps[0] else "pip") if python2 else "uv"
+                        reason = _killed(lines[0], tool) or (
                             virtualenv_build.failure_reason(lines[1]) if python2 else failure_reason(lines[1]))
                         raise EnvironmentBuildFailed(
                             f"Building the environment of runtime {resolution.version} failed: {reason} "

@@ -77,7 +77,9 @@ def create_argv(tool: Path, python: str, target: Path) -> list[str]:
 
 
 def install_argv(target: Path, packages: list[str]) -> list[str]:
-    return [environment_python(target), "-m", "pip", "install", "--progress-bar", "off", *packages]
+    # No bytecode at install, as uv's builds: compiling every module of TensorFlow and SciPy doubles the
+    # build, and Python 2 writes what it imports itself (the damage check ignores bytecode).
+    return [environment_python(target), "-m", "pip", "install", "--progress-bar", "off", "--no-compile", *packages]
 
 
 def freeze(target: Path, env: Mapping[str, str]) -> str:
