@@ -59,6 +59,7 @@ from typing import Any
 from aiptrain.cache_eviction import mark_used, remove_unused
 from aiptrain.environments import virtualenv_build
 from aiptrain.environments.dated_index import DatedIndex
+from aiptrain.environments.index_files import IndexFiles
 from aiptrain.environments.pip_config import pip_environment, pip_settings
 from aiptrain.environments.resolution import RuntimeResolution, package_label
 from aiptrain.environments.stall import StallWatch, once_more_if_stalled, stall_limit
@@ -432,7 +433,7 @@ class EnvironmentStore:
             raise EnvironmentBuildFailed(f"Building the environment of runtime {resolution.version} failed: "
                                          f"{error}.") from error
         before = first_instant_after(datetime.date.fromisoformat(resolution.cutoff)) if resolution.cutoff else None
-        index = stack.enter_context(DatedIndex(before, base_env))
+        index = stack.enter_context(DatedIndex(before, base_env, IndexFiles(virtualenv_build.index_cache(self.tools))))
         progress(f"uv drives Python 3 only: Python {resolution.python} is built with {virtualenv_build.VIRTUALENV} "
                  f"and {virtualenv_build.PIP}, from the package index of {resolution.cutoff or 'today'} ({index.url}).")
         return ([virtualenv_build.create_argv(tool, python, staging), virtualenv_build.install_argv(staging, packages)],

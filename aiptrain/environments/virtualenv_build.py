@@ -69,6 +69,11 @@ def virtualenv_tool(tools: Path, env: Mapping[str, str]) -> Path:
     return root
 
 
+def index_cache(tools: Path) -> Path:
+    """Where the index of the day's pages and files are kept for Python 2.7 builds (`index_files`)."""
+    return tools / "python2-index"
+
+
 def create_argv(tool: Path, python: str, target: Path) -> list[str]:
     """virtualenv's command that makes `target` an environment of `python`, seeded from its own wheels."""
     # `-m`, not its script: the script names the directory it was installed in, before the rename

@@ -255,7 +255,7 @@ def test_a_python_2_7_estimator_cluster_trains_in_environments_built_on_the_node
                       "--master-machine-type", "n1-standard-4", "--worker-machine-type", "n1-standard-4",
                       "--worker-count", "1", "--parameter-server-machine-type", "n1-standard-4",
                       "--parameter-server-count", "1", "--ray-resource-scale", "0.5",
-                      "--job-dir", f"gs://ray-jobs/{job_id}", "--stream-logs")
+                      "--job-dir", f"gs://ray-jobs/{job_id}", "--stream-logs", timeout=1800)  # two pip builds
     assert result.returncode == 0, result.stderr[-4000:]
     logs = result.stderr
     assert "Runtime version 1.15 with Python 2.7: TensorFlow 1.15.0 on Python 2.7" in logs
