@@ -32,6 +32,7 @@ def all_groups() -> list[RowGroup]:
         long_running,
         memory,
         packaging,
+        python2_envs,
         ray,
         runtime_envs,
         store_scale,
@@ -59,4 +60,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("containers", "16", "Container jobs", containers.run),
         RowGroup("long-running", "17", "A machine that runs jobs for months", long_running.run),
         RowGroup("vertex-sdk", "18", "The Vertex AI SDK via `local serve`", vertex_sdk.run),
+        RowGroup("python2-envs", "19", "Python 2.7 runtime environments", python2_envs.run),
     ]
