@@ -72,8 +72,9 @@ def test_a_python_2_7_estimator_cluster_of_master_worker_and_ps_trains(
     assert result.returncode == 0, logs[-4000:]
     for task in ("master-replica-0", "worker-replica-0", "ps-replica-0"):
         assert f"Starting {task}: {python2_environment.python} -m trainer.task" in logs
+    # The master's end stops the worker and the parameter server, as on the service: the worker may
+    # or may not have printed its own last line by then.
     assert "py2 trainer master 0 finished on TensorFlow 1.15.0" in logs
-    assert "py2 trainer worker 0 finished on TensorFlow 1.15.0" in logs
     checkpoint = home.joinpath("storage", "envtests", "py2cluster", "model", "checkpoint").read_text()
     last = re.search(r'^model_checkpoint_path: "model.ckpt-(\d+)"', checkpoint, re.MULTILINE)
     assert last and int(last.group(1)) >= 20, checkpoint
