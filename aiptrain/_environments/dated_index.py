@@ -8,11 +8,13 @@ answered in the HTML form every pip reads (PEP 503: `data-requires-python`, `dat
 absolute file URLs and their hashes. pip then downloads the files from where they are.
 
 An index that gives no upload times cannot be filtered: its pages are passed on as they are, and
-`unfiltered` names the projects, for the log to say so.
+`unfiltered` names the projects, for the log to say so. With `files` (the Python 2.7 builds'), pages
+of the day and the files pip downloads are kept on disk and served from there (`index_files`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import ssl
@@ -26,6 +28,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from aiptrain._environments.index_files import IndexFiles, Sink, open_url
 from aiptrain._environments.overlay import normalise
 from aiptrain._environments.pip_config import pip_settings
 
@@ -70,9 +73,10 @@ class DatedIndex:
     """The index of the day `before` (an RFC 3339 instant: files uploaded from then on are left
     out; None keeps every file), served on 127.0.0.1 while open."""
 
-    def __init__(self, before: str | None, env: Mapping[str, str]) -> None:
+    def __init__(self, before: str | None, env: Mapping[str, str], files: IndexFiles | None = None) -> None:
         self._index = ConfiguredIndex(env)
         self.upstream = self._index.upstream
+        self.kept = files
         self.before = datetime.fromisoformat(before.replace("Z", "+00:00")) if before else None
         self.unfiltered: set[str] = set()
         self._pages: dict[str, tuple[list[IndexFile] | None, bytes]] = {}
@@ -119,9 +123,20 @@ class DatedIndex:
             found = self._pages.get(project)
         if found is not None:
             return found
+        day = f"{self.upstream}|{self.before.isoformat()}" if self.before is not None else ""
+        kept = self.kept.page(_safe(day), project) if self.kept is not None and day else None
+        if kept is not None:
+            found = ([_from_json(raw) for raw in kept], b"")
+            with self._lock:
+                self._pages[project] = found
+            return found
         found = self._index.page(project)
         if found[0] is None:
             self.unfiltered.add(project)
+        elif self.kept is not None and self.before is not None:
+            before = self.before
+            self.kept.keep_page(_safe(day), project, [_to_json(f) for f in found[0]
+                                                      if f.uploaded is not None and f.uploaded < before])
         with self._lock:
             self._pages[project] = found
         return found
@@ -138,7 +153,8 @@ class DatedIndex:
             if item.yanked:
                 reason = item.yanked if isinstance(item.yanked, str) else ""
                 attributes += f' data-yanked="{html.escape(reason)}"'
-            links.append(f'<a href="{html.escape(item.url)}"{attributes}>{html.escape(item.filename)}</a><br/>')
+            url = (self.kept.link(item.url, item.filename) if self.kept is not None else None) or item.url
+            links.append(f'<a href="{html.escape(url)}"{attributes}>{html.escape(item.filename)}</a><br/>')
         return ("<!DOCTYPE html>\n<html><head><title>Links for " + html.escape(project) + "</title></head><body>\n"
                 + "\n".join(links) + "\n</body></html>\n").encode()
 
@@ -166,6 +182,21 @@ def _file(raw: dict[str, Any], page_url: str, uploaded: datetime) -> IndexFile:
     if digest and "#" not in url:
         url += f"#sha256={digest}"
     return IndexFile(str(raw["filename"]), url, raw.get("requires-python"), raw.get("yanked") or False, uploaded)
+
+
+def _to_json(item: IndexFile) -> dict[str, Any]:
+    return {"filename": item.filename, "url": item.url, "requires_python": item.requires_python,
+            "yanked": item.yanked, "uploaded": item.uploaded.isoformat() if item.uploaded else None}
+
+
+def _from_json(raw: dict[str, Any]) -> IndexFile:
+    return IndexFile(str(raw["filename"]), str(raw["url"]), raw.get("requires_python"), raw.get("yanked") or False,
+                     _instant(raw.get("uploaded")))
+
+
+def _safe(text: str) -> str:
+    """A directory name for an index and a day."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def name_and_version(filename: str) -> tuple[str, str] | None:
@@ -199,6 +230,10 @@ def _handler_for(index: DatedIndex) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             parts = [p for p in urllib.parse.urlsplit(self.path).path.split("/") if p]
+            if len(parts) == 3 and parts[0] == "files" and index.kept is not None:
+                if index.kept.serve(parts[1], self._start_file, open_url(index._index._context)):
+                    return
+                parts = []
             page = index._html(normalise(parts[1])) if len(parts) == 2 and parts[0] == "simple" else None
             if page is None:
                 self.send_response(404)
@@ -210,5 +245,12 @@ def _handler_for(index: DatedIndex) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(page)))
             self.end_headers()
             self.wfile.write(page)
+
+        def _start_file(self, length: int) -> Sink:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+            return self.wfile
 
     return Handler

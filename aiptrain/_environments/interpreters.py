@@ -12,7 +12,7 @@ looked for, in this order, and the first that runs and says it is X.Y wins:
 
 When none is found and downloads are allowed (`AIPTRAIN_PYTHON_DOWNLOADS`, `automatic` by
 default, `never` to forbid), uv downloads one into its own directory; offline, that attempt
-fails within a second (no retries, a short timeout), never hangs.
+fails within a second (no retries, a short timeout), never hangs. uv has no Python 2 to download.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ DOWNLOADS_SETTING = "AIPTRAIN_PYTHON_DOWNLOADS"
 _VERSION = re.compile(r"^\d+\.\d+$")
 _PROBE = "import sys; print('%d.%d' % sys.version_info[:2]); print(sys.executable)"
 _DOWNLOAD_TIMEOUT_SECONDS = 600
+PYTHON2_RELEASE = "2.7.18"  # the last CPython 2
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ def where_looked(version: str, env: Mapping[str, str] | None = None) -> str:
 
 
 def how_to_get(version: str) -> str:
+    if version.startswith("2."):  # uv neither downloads nor drives Python 2
+        return (f"install CPython {PYTHON2_RELEASE} (`pyenv install {PYTHON2_RELEASE}`, or your system's python2.7), "
+                f"or name it: {PYTHONS_SETTING}=/path/to/python{version}")
     return (f"install one (`uv python install {version}` or `pyenv install {version}`), or name it: "
             f"{PYTHONS_SETTING}=/path/to/python{version}")
 

@@ -12,6 +12,9 @@ pip's files are read in pip's order, later ones winning: the site-wide files (/e
 /etc/pip.conf), the user's (~/.pip/pip.conf, ~/.config/pip/pip.conf), PIP_CONFIG_FILE; then the
 `PIP_*` variables. In each file, `[install]` wins over `[global]`. PIP_CONFIG_FILE=/dev/null
 turns the files off, as it does for pip.
+
+The runtime's own pip (the pip fallback, Python 2.7 builds) is given the index of the day and
+nothing else, with the certificate pip was configured with (`pip_environment`).
 """
 
 from __future__ import annotations
@@ -99,3 +102,18 @@ def _config_files(env: Mapping[str, str]) -> list[Path]:
     if env.get("PIP_CONFIG_FILE"):
         files.append(Path(env["PIP_CONFIG_FILE"]))
     return [path for path in files if path.is_file()]
+
+
+def pip_environment(env: Mapping[str, str], index_url: str) -> dict[str, str]:
+    """pip's settings: the dated index only (no pip.conf, no PIP_* of the user's), the certificate
+    pip was configured with, and no version check."""
+    settings = pip_settings(env)
+    clean = {name: value for name, value in env.items() if not name.startswith("PIP_")}
+    clean.update({"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": index_url, "PIP_NO_INPUT": "1",
+                  "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    cert = settings.values.get("cert", "").strip()
+    if cert:
+        clean["PIP_CERT"] = cert
+    for name in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):
+        clean.pop(name, None)
+    return clean

@@ -12,6 +12,8 @@ is then moved into the site directory. The runtime's packages shown in the site 
 register its commands) would hide the real ones from the builds pip runs.
 pip takes its packages from the index of the job's day (`dated_index`), and from nowhere else:
 no configuration file, no find-links.
+On a Python 2.7 environment, which uv cannot drive, every trainer package is installed this way,
+the throw-away environment made by virtualenv (`virtualenv_build`) and pip being the runtime's 20.3.4.
 """
 
 from __future__ import annotations
@@ -22,28 +24,13 @@ import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from aiptrain._environments import overlay
-from aiptrain._environments.pip_config import pip_settings
+from aiptrain._environments import overlay, virtualenv_build
+from aiptrain._environments.pip_config import pip_environment
 from aiptrain._environments.store import Environment
 from aiptrain._environments.uv import uv_binary, uv_environment
 
 _PTH = "aiptrain-runtime.pth"
 Run = Callable[[list[str], dict[str, str]], "int | None"]  # argv, env -> exit code (None: cancelled)
-
-
-def pip_environment(env: Mapping[str, str], index_url: str) -> dict[str, str]:
-    """pip's settings: the dated index only (no pip.conf, no PIP_* of the user's), the certificate
-    pip was configured with, and no version check."""
-    settings = pip_settings(env)
-    clean = {name: value for name, value in env.items() if not name.startswith("PIP_")}
-    clean.update({"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": index_url, "PIP_NO_INPUT": "1",
-                  "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
-    cert = settings.values.get("cert", "").strip()
-    if cert:
-        clean["PIP_CERT"] = cert
-    for name in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):
-        clean.pop(name, None)
-    return clean
 
 
 def install(package: Path, environment: Environment, site: Path, work: Path, *, index_url: str,
@@ -53,10 +40,14 @@ def install(package: Path, environment: Environment, site: Path, work: Path, *, 
     venv = work / "pip-venv"
     shutil.rmtree(venv, ignore_errors=True)
     base = str(environment.manifest().get("python") or environment.python)
-    created = subprocess.run([uv_binary(), "venv", "--quiet", "--python", base, str(venv)],
-                             env=uv_environment(dict(env)), capture_output=True, text=True, check=False)
-    if created.returncode != 0:
-        raise OSError(f"cannot make pip's environment: {created.stderr.strip()}")
+    if environment.python2:  # uv makes no Python 2 environment: virtualenv, as the runtime's was made
+        tool = virtualenv_build.virtualenv_tool(environment.tools, env)
+        virtualenv_build.make_venv(tool, base, venv, env)
+    else:
+        created = subprocess.run([uv_binary(), "venv", "--quiet", "--python", base, str(venv)],
+                                 env=uv_environment(dict(env)), capture_output=True, text=True, check=False)
+        if created.returncode != 0:
+            raise OSError(f"cannot make pip's environment: {created.stderr.strip()}")
     (own,) = overlay.site_packages(venv)
     (own / _PTH).write_text("".join(f"{path}\n" for path in [site, *overlay.site_packages(environment.root)]))
     before = {entry.name for entry in own.iterdir()}

@@ -35,6 +35,7 @@ from aiptrain._environments.release_dates import DatesUnavailable, ReleaseDates,
 from aiptrain._environments.stall import StallWatch, once_more_if_stalled, stall_limit
 from aiptrain._environments.store import Environment
 from aiptrain._environments.uv import uv_environment
+from aiptrain._environments.virtualenv_build import PIP
 from aiptrain._job.era import LABEL, SETTING, ResolveDay
 from aiptrain._replicas.gs_paths import GS_PREFIX
 from aiptrain._replicas.log_capture import SERVICE_TASK, LogSink, OutputTail, pump_stream
@@ -320,7 +321,8 @@ class _Install:
         """Every package into the staging site, in order, on top of the runtime's packages shown
         there (`overlay`); True, the job's error message, or None when cancelled."""
         site = install_cache.staging_site(staging)
-        shown = overlay.write(site, environment.root, environment.dependency_metadata())
+        # pip sees a Python 2.7 runtime's packages where they are; uv, installing into a target, is shown them.
+        shown = {} if environment.python2 else overlay.write(site, environment.root, environment.dependency_metadata())
         with contextlib.ExitStack() as stack:
             fallback = _PipFallback(self, environment, day, stack)
             for package in paths:
@@ -343,6 +345,8 @@ class _Install:
 
     def _one_on_runtime(self, readable: Path, package: Path, environment: Environment, day: ResolveDay,
                         site: Path, staging: Path, fallback: _PipFallback) -> str | Literal[True] | None:
+        if environment.python2:
+            return fallback.install(readable, package, site, staging, "uv drives Python 3 only")
         overrides = trainer_install.overrides_file(staging) if environment.stands_in else None
         argv = trainer_install.install_argv(readable, environment, site, day, overrides=overrides)
         result = self.run(argv, uv_environment(self.env), staging)
@@ -389,11 +393,18 @@ class _PipFallback:
 
     def install(self, readable: Path, package: Path, site: Path, staging: Path, why: str) -> str | Literal[True] | None:
         index = self.dated_index()
-        if not self.said:
+        if not self.said and self.environment.python2:
+            as_of = f" of {self.day.label}" if self.day.day is not None else ""
+            self.job.say(f"Installing {package.name} with the runtime's own {PIP} on Python 2.7 ({why}), as the "
+                         f"service did, from the package index{as_of} ({index.url}).")
+            self.said = True
+        elif not self.said:
             as_of = f" of {self.day.label}" if self.day.day is not None else ""
             self.job.say(f"uv cannot install {package.name}'s requirements ({why}); installing it with the runtime's "
                          f"own pip, as the service did, from the package index{as_of} ({index.url}).")
             self.said = True
+        elif self.environment.python2:
+            self.job.say(f"Installing {package.name} with the runtime's own pip as well.")
         else:
             self.job.say(f"uv cannot install {package.name}'s requirements either; the runtime's pip installs it.")
         tail: list[str] = []

@@ -2,9 +2,11 @@
 `--runtime-version` and `--python-version` become an interpreter and a package list.
 
 A runtime runs on its own TensorFlow release and packages (runtimes.yaml), on the Python that was
-asked for (or the service's default for the runtime) when an interpreter of it is found here
-(`interpreters`). Where the asked Python has no build of that TensorFlow (2.7, 3.5), or none of
-it is found, the runtime's nearest Python with one is taken; where none of those can be had, not
+asked for (or the service's default for the runtime: 2.7 for every 1.x) when an interpreter of it is
+found here (`interpreters`). Python 2.7 runs on CPython 2.7 or not at all: where none is found the
+job fails naming it, unless AIPTRAIN_PYTHON2_MISSING=python3 lets it run on the runtime's nearest
+Python 3. Where the asked Python has no build of that TensorFlow (3.5), or none of it is found, the
+runtime's nearest Python with one is taken; where none of those can be had, not
 even by a download, the fallback environment (TensorFlow 2.15, Keras 2, tf.compat.v1) on the
 nearest Python it installs on. Every such choice is said once, in the same words, in the job's
 first log lines, `jobs describe` and `--dry-run`. Only when nothing at all can run the job does
@@ -13,20 +15,27 @@ it fail, in PREPARING, naming what was looked for and how to get it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from aiptrain._environments import interpreters
 from aiptrain._environments.interpreters import Interpreter
-from aiptrain._job.catalog import Catalog, Runtime
+from aiptrain._job.catalog import Catalog, Runtime, vertex_image_python
 from aiptrain._job.prebuilt import master_image, prebuilt_image_of
 from aiptrain._job.spec import TrainingInput
 from aiptrain.errors import UsageError
 
 Finder = Callable[[str, Mapping[str, str] | None], Interpreter | None]
-# Pythons that uv cannot build environments on (2.7), or that no TensorFlow wheel was made for
-# on Linux after 2019 (3.5); a runtime asked for them runs on its nearest Python 3.
-_UNBUILDABLE = ("2.7", "3.5")
+# Python 2.7: built with virtualenv and the pip of its day (`virtualenv_build`), never by uv. Every
+# TensorFlow 1.x that the service ran on 2.7 has Linux wheels for it, so no runtime substitutes another.
+PYTHON2 = "2.7"
+# What a 2.7 job does on a machine without CPython 2.7: `fail` (naming it), or `python3`.
+PYTHON2_MISSING_SETTING = "AIPTRAIN_PYTHON2_MISSING"
+_PYTHON2_ON_PYTHON3 = "python3"
+# A Python no TensorFlow wheel was made for on Linux after 2019: a runtime asked for it runs on its
+# nearest Python 3.
+_UNBUILDABLE = ("3.5",)
 # The first TensorFlow whose GCS filesystem takes its CA bundle from CURL_CA_BUNDLE (read off the
 # wheels: 2.4.4 has it; 2.1 and 1.15, every patch, only know /etc/ssl/certs/ca-certificates.crt).
 _CA_BUNDLE_SINCE = (2, 4)
@@ -143,8 +152,11 @@ def resolve_runtime(
     image = prebuilt_image_of(training_input, catalog)
     if image is not None and image.runtime:  # a TensorFlow executor image: its runtime version's environment
         executor = catalog.runtimes[image.runtime]
+        # Vertex's images never ran Python 2 (its 1.15 images run 3.7): the image's Python, where 2.7 was the default.
+        python = (executor.default_python if executor.default_python in executor.pythons
+                  else vertex_image_python(master_image(training_input)))
         training_input = training_input.model_copy(update={"runtime_version": image.runtime,
-                                                           "python_version": executor.default_python})
+                                                           "python_version": python})
     runtime = image.as_runtime() if image is not None and not image.runtime else (
         catalog.runtime_for(training_input.runtime_version))
     if runtime is None:
@@ -164,6 +176,14 @@ def resolve_runtime(
             image=master_image(training_input) if image is not None else "",
             image_note=image.note if image is not None else "")
 
+    if asked_python == PYTHON2 and PYTHON2 in runtime.python and not runtime.image:
+        if find(PYTHON2, env) is not None:
+            candidates = [PYTHON2]  # every 1.x TensorFlow the service ran on 2.7 has its Linux wheels
+        elif not python2_may_run_on_python3(env):
+            return own(PYTHON2, None, problem=(
+                f"no Python {PYTHON2} was found here (looked in {interpreters.where_looked(PYTHON2, env)}). To run it, "
+                f"{interpreters.how_to_get(PYTHON2)}; or set {PYTHON2_MISSING_SETTING}={_PYTHON2_ON_PYTHON3} to run it "
+                "on the runtime's nearest Python 3"))
     for python in candidates:
         found = find(python, env)
         if found is not None:
@@ -195,6 +215,19 @@ def resolve_runtime(
         f"{interpreters.how_to_get(wanted)}"))
 
 
+def python2_may_run_on_python3(env: Mapping[str, str] | None = None) -> bool:
+    """Whether AIPTRAIN_PYTHON2_MISSING lets a 2.7 job run on Python 3 where no 2.7 is found
+    (`fail`, the default, or `python3`); another value is the user's error, named."""
+    raw = (os.environ if env is None else env).get(PYTHON2_MISSING_SETTING, "").strip().lower()
+    if raw in ("", "fail"):
+        return False
+    if raw == _PYTHON2_ON_PYTHON3:
+        return True
+    raise UsageError(f"{PYTHON2_MISSING_SETTING}={raw!r} is neither `fail` nor `{_PYTHON2_ON_PYTHON3}`",
+                     hint=f"set {PYTHON2_MISSING_SETTING}=fail (a Python 2.7 job without CPython 2.7 fails) or "
+                          f"{PYTHON2_MISSING_SETTING}={_PYTHON2_ON_PYTHON3} (it runs on the nearest Python 3)")
+
+
 def _python_order(runtime: Runtime, asked: str) -> list[str]:
     """The runtime's Pythons to try, best first: the asked one if its TensorFlow has a build for
     it, then the others in the catalog's order (nearest first)."""
@@ -207,9 +240,13 @@ def _why_python(runtime: Runtime, asked: str, chosen: str, candidates: list[str]
                 env: Mapping[str, str] | None) -> str:
     if chosen == asked:
         return ""
+    if asked == PYTHON2:
+        return (f"no Python {PYTHON2} was found here (looked in {interpreters.where_looked(PYTHON2, env)}), and "
+                f"{PYTHON2_MISSING_SETTING}={_PYTHON2_ON_PYTHON3} runs it on {chosen}, the nearest Python 3 with a "
+                f"TensorFlow {runtime.tensorflow_minor} build")
     if asked in _UNBUILDABLE:
-        return (f"Python {asked} environments cannot be built here (uv drives Python 3 only), and {chosen} is the "
-                f"nearest Python 3 with a TensorFlow {runtime.tensorflow_minor} build")
+        return (f"TensorFlow {runtime.tensorflow_minor} has no Linux build for Python {asked} that installs today, and "
+                f"{chosen} is the nearest Python 3 with one")
     if asked not in runtime.pythons:
         return f"TensorFlow {runtime.tensorflow} has no build for Python {asked}; {chosen} is the nearest that has one"
     skipped = candidates[: candidates.index(chosen)]

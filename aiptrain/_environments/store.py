@@ -25,6 +25,10 @@ renamed into place once complete (with its manifest written last), so a killed b
 nothing a later job would use; the next build under the lock removes it. Two jobs that need the
 same environment take the lock in turn: the second finds the first one's result.
 
+A Python 2.7 environment is made by virtualenv and installed by the pip of its day from the index
+of the runtime's day instead (`virtualenv_build`: uv drives Python 3 only); everything else here
+holds for it alike.
+
 Once built, an environment is used offline. uv links files from its cache (hard links on one
 file system), so an environment costs little disk beyond the cache itself. Environments unused
 for AIPTRAIN_CACHE_MAX_AGE_DAYS are removed when another one is built, like the install cache.
@@ -32,6 +36,7 @@ for AIPTRAIN_CACHE_MAX_AGE_DAYS are removed when another one is built, like the 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fcntl
 import functools
@@ -52,7 +57,10 @@ from pathlib import Path
 from typing import Any
 
 from aiptrain._cache_eviction import mark_used, remove_unused
-from aiptrain._environments.pip_config import pip_settings
+from aiptrain._environments import virtualenv_build
+from aiptrain._environments.dated_index import DatedIndex
+from aiptrain._environments.index_files import IndexFiles
+from aiptrain._environments.pip_config import pip_environment, pip_settings
 from aiptrain._environments.resolution import RuntimeResolution, package_label
 from aiptrain._environments.stall import StallWatch, once_more_if_stalled, stall_limit
 from aiptrain._environments.uv import environment_python, failure_reason, uv_binary, uv_environment
@@ -122,6 +130,16 @@ class Environment:
         data = json.loads((self.root / _MANIFEST).read_text())
         return data if isinstance(data, dict) else {}
 
+    @property
+    def python2(self) -> bool:
+        """Whether this is a Python 2.7 environment, which pip installs into (`virtualenv_build`)."""
+        return virtualenv_build.is_python2(str(self.manifest().get("python_version", "")))
+
+    @property
+    def tools(self) -> Path:
+        """Where the tools that built it are (virtualenv, for a Python 2.7 environment's throw-away ones)."""
+        return Path(str(self.manifest().get("tools") or HomeLayout(self.root.parent.parent).tools))
+
     def installed(self) -> dict[str, str]:
         """Normalised distribution name -> version, as built."""
         return {str(k): str(v) for k, v in self.manifest().get("installed", {}).items()}
@@ -161,7 +179,7 @@ def effective_packages(resolution: RuntimeResolution) -> list[str]:
 
 
 def environment_key(packages: list[str], python: str, *, cutoff: str = "",
-                    dependency_metadata: dict[str, tuple[str, ...]] | None = None) -> str:
+                    dependency_metadata: dict[str, tuple[str, ...]] | None = None, builder: str = "") -> str:
     try:
         stat = os.stat(python)
         stamp = f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
@@ -170,6 +188,8 @@ def environment_key(packages: list[str], python: str, *, cutoff: str = "",
     identity = {"revision": _REVISION, "packages": packages, "python": python, "binary": stamp, "cutoff": cutoff,
                 "dependency_metadata": {k: list(v) for k, v in (dependency_metadata or {}).items()},
                 "build_tools_exempt": list(_BUILD_TOOLS)}
+    if builder:  # uv's builds leave it out, so their keys stay what they were
+        identity["builder"] = builder
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -192,15 +212,17 @@ def uv_config_text(dependency_metadata: Mapping[str, Sequence[str]]) -> str:
 
 
 class EnvironmentStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, tools: Path | None = None) -> None:
         self.root = root
+        # The tools a build installs (virtualenv): the home's `tools` beside its `envs` by default.
+        self.tools = tools if tools is not None else HomeLayout(root.parent).tools
 
     def log_path(self, key: str) -> Path:
         return self.root / ".logs" / f"{key}.log"
 
     def key_for(self, resolution: RuntimeResolution) -> str:
         return environment_key(effective_packages(resolution), _interpreter_of(resolution), cutoff=resolution.cutoff,
-                               dependency_metadata=resolution.dependency_metadata)
+                               dependency_metadata=resolution.dependency_metadata, builder=_builder(resolution))
 
     def find(self, resolution: RuntimeResolution) -> Environment | None:
         """The built environment of `resolution` (now marked used), or None."""
@@ -329,18 +351,18 @@ class EnvironmentStore:
         limit = stall_limit(env)
         python = _interpreter_of(resolution)
         config = staging / _UV_CONFIG
+        python2 = virtualenv_build.is_python2(resolution.python)
         try:
-            with log_path.open("w", encoding="utf-8") as log:
-                steps = [
-                    [uv, "venv", "--quiet", "--clear", "--seed", "--relocatable", "--python", python, str(staging)],
-                    [uv, "pip", "install", "--python", environment_python(staging), "--config-file", str(config),
-                     *as_of_arguments(resolution.cutoff), *packages],
-                ]
+            with log_path.open("w", encoding="utf-8") as log, contextlib.ExitStack() as stack:
+                steps, env = (self._python2_steps(resolution, python, staging, packages, base_env, stack, progress)
+                              if python2 else (_uv_steps(resolution, python, staging, packages, config), env))
                 for argv in steps:
                     if "--config-file" in argv:  # uv venv wants an empty directory: written after it
                         config.write_text(uv_config_text(resolution.dependency_metadata))
+                    step_env = virtualenv_build.tool_environment(env) if argv is steps[0] and python2 else env
                     lines = once_more_if_stalled(
-                        functools.partial(_run, argv, env=env, log=log, progress=progress, stop=stop, limit=limit),
+                        functools.partial(_run, argv, env=step_env, log=log, progress=progress, stop=stop,
+                                          limit=limit),
                         lambda outcome: outcome.reason if isinstance(outcome, _Stalled) else None,
                         lambda line: _say_in_log(line, log, progress))
                     if isinstance(lines, _Stalled):
@@ -351,12 +373,14 @@ class EnvironmentStore:
                     if lines is None:
                         raise BuildCancelled
                     if lines[0] != 0:
-                        reason = _killed(lines[0]) or failure_reason(lines[1])
+                        tool = ("virtualenv" if argv is steps[0] else "pip") if python2 else "uv"
+                        reason = _killed(lines[0], tool) or (
+                            virtualenv_build.failure_reason(lines[1]) if python2 else failure_reason(lines[1]))
                         raise EnvironmentBuildFailed(
                             f"Building the environment of runtime {resolution.version} failed: {reason} "
                             f"(full log: {log_path}).", log_path,
                         )
-                frozen = subprocess.run(
+                frozen = virtualenv_build.freeze(staging, env) if python2 else subprocess.run(
                     [uv, "pip", "freeze", "--python", environment_python(staging)],
                     env=env, capture_output=True, text=True, check=True,
                 ).stdout
@@ -376,6 +400,8 @@ class EnvironmentStore:
                 "python": python,
                 "python_version": resolution.python,
                 "installed": installed,
+                "builder": _builder(resolution) or "uv",
+                "tools": str(self.tools),
                 "built_at": time.time(),
                 "build_seconds": round(time.monotonic() - started, 1),
                 "fingerprint": fingerprint,
@@ -396,8 +422,43 @@ class EnvironmentStore:
         progress(f"Built runtime {resolution.version}'s environment in {seconds:.1f} s: {final}")
         return Environment(key, final)
 
+    def _python2_steps(self, resolution: RuntimeResolution, python: str, staging: Path, packages: list[str],
+                       base_env: dict[str, str], stack: contextlib.ExitStack,
+                       progress: Progress) -> tuple[list[list[str]], dict[str, str]]:
+        """virtualenv's and pip's commands for a Python 2.7 build, and pip's environment: the index of
+        the runtime's day, served while the build runs."""
+        try:
+            tool = virtualenv_build.virtualenv_tool(self.tools, base_env)
+        except virtualenv_build.ToolUnavailable as error:
+            raise EnvironmentBuildFailed(f"Building the environment of runtime {resolution.version} failed: "
+                                         f"{error}.") from error
+        before = first_instant_after(datetime.date.fromisoformat(resolution.cutoff)) if resolution.cutoff else None
+        index = stack.enter_context(DatedIndex(before, base_env, IndexFiles(virtualenv_build.index_cache(self.tools))))
+        progress(f"uv drives Python 3 only: Python {resolution.python} is built with {virtualenv_build.VIRTUALENV} "
+                 f"and {virtualenv_build.PIP}, from the package index of {resolution.cutoff or 'today'} ({index.url}).")
+        return ([virtualenv_build.create_argv(tool, python, staging), virtualenv_build.install_argv(staging, packages)],
+                pip_environment(base_env, index.url))
 
-def _killed(returncode: int) -> str | None:
+
+def _uv_steps(resolution: RuntimeResolution, python: str, staging: Path, packages: list[str],
+              config: Path) -> list[list[str]]:
+    """uv's commands for a build: the environment, then the packages as of the runtime's day."""
+    uv = uv_binary()
+    return [
+        [uv, "venv", "--quiet", "--clear", "--seed", "--relocatable", "--python", python, str(staging)],
+        [uv, "pip", "install", "--python", environment_python(staging), "--config-file", str(config),
+         *as_of_arguments(resolution.cutoff), *packages],
+    ]
+
+
+def _builder(resolution: RuntimeResolution) -> str:
+    """What builds the environment, where it is not uv (part of its key)."""
+    if virtualenv_build.is_python2(resolution.python):
+        return f"{virtualenv_build.VIRTUALENV}, {virtualenv_build.PIP}"
+    return ""
+
+
+def _killed(returncode: int, tool: str = "uv") -> str | None:
     """What to say of a step that a signal ended (its last output line says nothing about that)."""
     if returncode >= 0:
         return None
@@ -405,7 +466,7 @@ def _killed(returncode: int) -> str | None:
         name = signal.Signals(-returncode).name
     except ValueError:
         name = f"signal {-returncode}"
-    return f"uv was killed by {name} before it finished (another process, the OOM killer or a shutdown stopped it)."
+    return f"{tool} was killed by {name} before it finished (another process, the OOM killer or a shutdown stopped it)."
 
 
 def _record_build(record: Path, entry: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from aiptrain._job import era
-from aiptrain._job.catalog import Catalog, MachineType
+from aiptrain._job.catalog import Catalog, MachineType, Runtime
 from aiptrain._job.limits import args_problems, object_name_problem
 from aiptrain._job.spec import (
     ROLES,
@@ -360,6 +360,19 @@ def runtime_warnings(ti: TrainingInput | None, catalog: Catalog) -> list[str]:
     return runtime.warnings(named=ti.runtime_version is not None, python_named=ti.python_version is not None)
 
 
+def _unsupported_python(runtime: Runtime, python: str, catalog: Catalog) -> Problem:
+    """A Python the runtime never had (2.7 on 2.1 and later), refused as the service refused it."""
+    had_it = [version for version, other in catalog.runtimes.items() if python in other.python]
+    hint = f"use --python-version {runtime.python[-1]}"
+    if had_it:
+        span = had_it[0] if len(had_it) == 1 else f"{had_it[0]} to {had_it[-1]}"
+        hint += f", or a runtime version that had Python {python} ({span})"
+    return Problem("trainingInput.pythonVersion",
+                   f"runtime {runtime.version} does not support Python {python}; AI Platform Training refused "
+                   f"such a job: \"The specified runtime version '{runtime.version}' with the Python version "
+                   f"'{python}' is not supported or is deprecated.\"", hint)
+
+
 def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
     problems: list[Problem] = []
     image = ti.master_config.image_uri if ti.master_config else None
@@ -376,9 +389,7 @@ def check_runtime(ti: TrainingInput, catalog: Catalog) -> list[Problem]:
         if runtime is None:
             problems.append(_unknown_runtime(ti.runtime_version, catalog))
         elif ti.python_version and ti.python_version not in runtime.python:
-            problems.append(Problem("trainingInput.pythonVersion",
-                                    f"runtime {runtime.version} does not support Python {ti.python_version}",
-                                    f"use --python-version {runtime.python[-1]}"))
+            problems.append(_unsupported_python(runtime, ti.python_version, catalog))
     elif ti.python_version and not image:
         supported = sorted(v for v, r in catalog.runtimes.items() if ti.python_version in r.python)
         if not supported:

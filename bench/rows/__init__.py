@@ -33,6 +33,7 @@ def all_groups() -> list[RowGroup]:
         memory,
         packaging,
         proxy,
+        python2_envs,
         ray,
         runtime_envs,
         store_scale,
@@ -61,4 +62,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("long-running", "17", "A machine that runs jobs for months", long_running.run),
         RowGroup("vertex-sdk", "18", "The Vertex AI SDK via `local serve`", vertex_sdk.run),
         RowGroup("proxy", "19", "Google's clients through `local serve`'s proxy", proxy.run),
+        RowGroup("python2-envs", "20", "Python 2.7 runtime environments", python2_envs.run),
     ]

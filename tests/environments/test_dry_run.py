@@ -42,7 +42,7 @@ def test_dry_run_of_a_retired_runtime_warns_and_json_carries_the_notes(no_overri
     code, out, err = _dry_run("1.10", "--format", "json")
     assert code == 0, err
     plan = json.loads(out)
-    assert "TensorFlow 1.10.1 on Python 3.6 (" in plan["localRuntime"][0]
+    assert "TensorFlow 1.10.1 on Python 2.7 (" in plan["localRuntime"][0]  # the service's default, found here
     assert plan["localRuntime"][1].startswith("Runtime packages: tensorflow 1.10.1, numpy 1.14.5")
     assert any(w.startswith("runtime version 1.10 was retired") for w in plan["warnings"])
 

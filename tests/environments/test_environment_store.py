@@ -108,11 +108,10 @@ def test_resolver_failure_names_the_package_and_leaves_no_environment(tmp_path: 
 def test_local_envs_commands_list_build_and_remove(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   built_environment: object, shared_envs_dir: Path) -> None:
     monkeypatch.setenv("AIPTRAIN_ENVS_DIR", str(shared_envs_dir))
-    built = aiptrain("local", "envs", "build", "1.15")
+    built = aiptrain("local", "envs", "build", "1.15", "--python-version", "3.7")
     assert built.returncode == 0, built.stderr
     assert "Building runtime" not in built.stderr  # the session built it already
-    assert "Runtime version 1.15 with Python 2.7 (the service's default): TensorFlow 1.15.0 on Python 3.7" \
-        in built.stderr
+    assert "Runtime version 1.15 with Python 3.7: TensorFlow 1.15.0 on Python 3.7" in built.stderr
     listed = aiptrain("local", "envs", "list", "--format", "json")
     rows = json.loads(listed.stdout)
     assert [row["path"] for row in rows] == [built.stdout.strip()]

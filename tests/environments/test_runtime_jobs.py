@@ -1,6 +1,7 @@
 """Trainers written in each runtime era's idiom, submitted with plain command lines, run on their
 runtime's own TensorFlow, packages and Python and succeed; what the service refused fails in
-PREPARING with one clear line; without the runtime's Python the job falls back, and says so."""
+PREPARING with one clear line; without the runtime's Python the job falls back, and says so (a
+Python 2.7 job only when AIPTRAIN_PYTHON2_MISSING allows it)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from aiptrain._environments import interpreters
+from aiptrain._environments.resolution import PYTHON2_MISSING_SETTING
 from aiptrain._environments.store import Environment
 
 from .conftest import TRAINERS, aiptrain, describe, job_log, submit, wait_for_end
@@ -101,12 +103,19 @@ def test_xgboost_0_81_pinned_by_the_trainer_is_the_one_it_runs(runtime_envs: Pat
     assert report["xgboost"] == "0.81" and report["rmse"] < 0.3, report
 
 
-def test_runtime_1_10_without_python_version_runs_on_the_nearest_python_3(runtime_envs: Path, home: Path) -> None:
+def test_runtime_1_10_without_python_2_7_here_runs_on_the_nearest_python_3_when_the_setting_allows(
+        no_python_found: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    python36 = interpreters.find("3.6", {"PATH": "", "PYENV_ROOT": "/root/.pyenv"})
+    if python36 is None:
+        pytest.skip("no Python 3.6 in pyenv's root")
+    monkeypatch.setenv(interpreters.PYTHONS_SETTING, f"3.6={python36.path}")  # 3.6 is found, 2.7 is not
+    monkeypatch.setenv(PYTHON2_MISSING_SETTING, "python3")
     result = submit("tf110", "tf1_10_session", "--runtime-version", "1.10", "--job-dir", "gs://envtests/tf110")
     logs = _logs(result)
     assert result.returncode == 0, logs[-4000:]
     assert ("Runtime version 1.10 with Python 2.7 (the service's default): TensorFlow 1.10.1 on Python 3.6 (" in logs)
-    assert "Python 2.7 environments cannot be built here (uv drives Python 3 only)" in logs
+    assert "no Python 2.7 was found here (looked in AIPTRAIN_PYTHONS, " in logs
+    assert "AIPTRAIN_PYTHON2_MISSING=python3 runs it on 3.6, the nearest Python 3 with a TensorFlow 1.10 build" in logs
     assert "warning: runtime version 1.10 was retired by AI Platform Training" in result.stderr
     assert _storage(home, "envtests", "tf110", "sum.txt").read_text() == "42 1.10.1 3.6\n"
     described = aiptrain("jobs", "describe", "tf110")
@@ -175,8 +184,23 @@ def test_without_the_runtime_python_the_job_falls_back_to_tensorflow_2_15_and_sa
     assert _storage(home, "envtests", "fallback", "sum.txt").read_text().startswith("42 2.15.1")
 
 
+def test_without_python_2_7_a_python_2_7_job_fails_in_preparing_naming_it(no_python_found: Path) -> None:
+    # Runtime 1.15 without --python-version ran 2.7; a Python 3 stands in only when the setting says so.
+    result = submit("nopy27", "compat_v1", "--runtime-version", "1.15", "--job-dir", "gs://envtests/nopy27")
+    assert result.returncode == 10, _logs(result)[-4000:]
+    message = describe("nopy27")["errorMessage"]
+    assert message.startswith("Runtime version 1.15 with Python 2.7 (the service's default) cannot run here: no "
+                              "Python 2.7 was found here (looked in AIPTRAIN_PYTHONS, "), message
+    assert ("To run it, install CPython 2.7.18 (`pyenv install 2.7.18`, or your system's python2.7), or name it: "
+            "AIPTRAIN_PYTHONS=/path/to/python2.7; or set AIPTRAIN_PYTHON2_MISSING=python3 to run it on the "
+            "runtime's nearest Python 3") in message, message
+    assert "uv python install" not in message  # uv has no Python 2
+    assert "Job RUNNING." not in _logs(result)
+
+
 def test_with_no_python_at_all_the_job_fails_in_preparing_with_the_way_out(no_python_found: Path) -> None:
-    result = submit("nopython", "compat_v1", "--runtime-version", "1.15", "--job-dir", "gs://envtests/nopython")
+    result = submit("nopython", "compat_v1", "--runtime-version", "1.15", "--python-version", "3.7",
+                    "--job-dir", "gs://envtests/nopython")
     assert result.returncode == 10, _logs(result)[-4000:]
     message = describe("nopython")["errorMessage"]
     assert "no Python that TensorFlow 1.15.0 installs on (3.7, 3.6) was found" in message, message

@@ -239,3 +239,13 @@ def test_an_image_uri_that_is_not_a_reference_is_refused_naming_the_field(image:
 ])
 def test_image_references_pass(image: str) -> None:
     assert paths(job(masterConfig={"imageUri": image}, pythonModule=None, packageUris=None)) == set()
+
+
+def test_python_2_7_on_a_runtime_that_never_had_it_is_refused_in_the_services_words() -> None:
+    [problem] = validate_job(parse_job(job(runtimeVersion="2.1", pythonVersion="2.7")), CATALOG)
+    assert problem.path == "trainingInput.pythonVersion"
+    assert problem.message == ("runtime 2.1 does not support Python 2.7; AI Platform Training refused such a job: "
+                               "\"The specified runtime version '2.1' with the Python version '2.7' is not supported "
+                               "or is deprecated.\"")
+    assert problem.hint == "use --python-version 3.7, or a runtime version that had Python 2.7 (1.0 to 1.15)"
+    assert validate_job(parse_job(job(runtimeVersion="1.15", pythonVersion="2.7")), CATALOG) == []

@@ -209,14 +209,16 @@ def _share_notes(recorded: dict[str, Any] | None) -> list[str]:
 
 
 def _day_problems() -> list[Problem]:
-    """A bad AIPTRAIN_RESOLVE_AS_OF or AIPTRAIN_INSTALL_STALL_SECONDS, refused at submit (the job's
-    label is checked with the job)."""
+    """A bad AIPTRAIN_RESOLVE_AS_OF, AIPTRAIN_INSTALL_STALL_SECONDS or AIPTRAIN_PYTHON2_MISSING, refused
+    at submit (the job's label is checked with the job)."""
+    from aiptrain._environments.resolution import python2_may_run_on_python3
     from aiptrain._environments.stall import stall_limit
     from aiptrain._job import era
 
     try:
         era.check_setting(os.environ)
         stall_limit(os.environ)
+        python2_may_run_on_python3(os.environ)
     except AiptrainError as error:
         return [Problem("environment", error.message, error.hint)]
     return []

@@ -46,6 +46,7 @@ from aiptrain._backends.local.store_errors import is_out_of_space, note
 from aiptrain._backends.local.subreaper import become_subreaper, kill_descendants
 from aiptrain._environments.for_job import JobEnvironmentFailed, environment_for_job, job_day, ran_in
 from aiptrain._environments.preparation import install_packages
+from aiptrain._environments.resolution import python2_may_run_on_python3
 from aiptrain._environments.stall import stall_limit
 from aiptrain._environments.store import BuildCancelled
 from aiptrain._gcs_endpoint.metadata import vm_identity
@@ -177,6 +178,7 @@ class Supervisor:
             settings = ReplicaSettings.from_env()
             era.check_setting(os.environ)  # a `local serve` that took the job over REST has not checked it
             stall_limit(os.environ)
+            python2_may_run_on_python3(os.environ)
         except AiptrainError as error:
             self._finish(ReplicaSetOutcome(JobState.FAILED, f"{error.message} ({error.hint})"))
             return

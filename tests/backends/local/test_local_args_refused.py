@@ -48,3 +48,19 @@ def test_a_bad_install_stall_setting_exits_2_naming_it_and_creates_nothing(tmp_p
     assert result.returncode == 2, result.stderr
     assert "AIPTRAIN_INSTALL_STALL_SECONDS='a while' is not a number of seconds" in result.stderr
     assert not home.exists() or not any(home.rglob("*.tar.gz"))
+
+
+def test_a_bad_python2_setting_exits_2_naming_it_and_the_values(tmp_path: Path) -> None:
+    package = make_trainer_project(tmp_path / "project")
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIPTRAIN_")}
+    env.update({"AIPTRAIN_HOME": str(home), "NO_COLOR": "1", "AIPTRAIN_PYTHON2_MISSING": "python2"})
+    result = subprocess.run(
+        [sys.executable, "-m", "aiptrain", "jobs", "submit", "training", "py2_setting", "--package-path",
+         str(package), "--module-name", "trainer.task", "--region", "us-central1", "--runtime-version", "2.11",
+         "--python-version", "3.7"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "AIPTRAIN_PYTHON2_MISSING='python2' is neither `fail` nor `python3`" in result.stderr
+    assert "AIPTRAIN_PYTHON2_MISSING=python3 (it runs on the nearest Python 3)" in result.stderr
+    assert not home.exists() or not any(home.rglob("*.tar.gz"))

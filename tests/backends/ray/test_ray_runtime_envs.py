@@ -240,3 +240,30 @@ def test_a_build_that_fails_fails_the_job_naming_the_node_the_package_and_uv_s_r
     # the next build of that environment to remove).
     for cache, before in zip(built_on_nodes.cache_dirs, staged_before, strict=True):
         assert set((cache / "envs").glob(".tmp-*")) <= before
+
+
+PYTHON2_TRAINER = Path(__file__).parents[2] / "environments" / "trainers" / "py2_only" / "trainer"
+
+
+def test_a_python_2_7_estimator_cluster_trains_in_environments_built_on_the_nodes(built_on_nodes):
+    """Runtime 1.15 on Python 2.7: each node builds it with virtualenv and pip 20.3.4 (uv drives
+    Python 3 only), and a Python-2-only trainer's master, worker and ps train on CPython 2.7."""
+    job_id = "ray_env_py27"
+    result = aiptrain("jobs", "submit", "training", job_id, "--backend", "ray", "--region", "us-central1",
+                      "--package-path", str(PYTHON2_TRAINER), "--module-name", "trainer.task",
+                      "--runtime-version", "1.15", "--python-version", "2.7", "--scale-tier", "custom",
+                      "--master-machine-type", "n1-standard-4", "--worker-machine-type", "n1-standard-4",
+                      "--worker-count", "1", "--parameter-server-machine-type", "n1-standard-4",
+                      "--parameter-server-count", "1", "--ray-resource-scale", "0.5",
+                      "--job-dir", f"gs://ray-jobs/{job_id}", "--stream-logs", timeout=1800)  # two pip builds
+    assert result.returncode == 0, result.stderr[-4000:]
+    logs = result.stderr
+    assert "Runtime version 1.15 with Python 2.7: TensorFlow 1.15.0 on Python 2.7" in logs
+    assert "py2 trainer master 0 finished on TensorFlow 1.15.0" in logs
+    # The worker and the parameter server ran (the master's end stops them, as on the service).
+    assert "\tworker-replica-0\t" in logs and "\tps-replica-0\t" in logs
+    report = Path(os.environ["AIPTRAIN_HOME"]) / "storage" / "ray-jobs" / job_id / "report.json"
+    assert '"python": "2.7.18"' in report.read_text()
+    built = [build for builds in (node_store({"AIPTRAIN_RAY_CACHE_DIR": str(cache)}).builds()
+                                  for cache in built_on_nodes.cache_dirs) for build in builds]
+    assert any(build["python"] == "2.7" for build in built), built
