@@ -23,12 +23,12 @@ from aiptrain._environments.dated_index import ConfiguredIndex, IndexFile, name_
 from aiptrain._environments.overlay import normalise
 
 # Beside the install cache's entries; its eviction leaves names starting with a dot alone.
-_DIRECTORY = ".release-dates"
+DATES_DIRECTORY = ".release-dates"
 
 
 def dates_dir(install_cache: Path) -> Path:
     """Where the release dates are remembered, in the install cache `install_cache`."""
-    return install_cache / _DIRECTORY
+    return install_cache / DATES_DIRECTORY
 
 
 class DatesUnavailable(Exception):
