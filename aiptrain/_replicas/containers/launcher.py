@@ -335,6 +335,7 @@ class ContainerLauncher:
             limits = dataclasses.replace(limits, pids=pids_limit(math.ceil(limits.cpus) if limits.cpus else None))
         share = " ".join(limits.engine_options(self.engine.kind)) or "no limits"
         self.say(f"Creating the container of {task_name} ({self.names.replica(task_name)}): {share}.")
+        _make_missing_sources(mounts)
         try:
             self.engine.run(replica_create_arguments(
                 engine_kind=self.engine.kind, name=self.names.replica(task_name),
@@ -436,6 +437,15 @@ class ContainerLauncher:
             lines.append(f"{task}: image {replica.command.image}{identity}, container {self.names.replica(task)} "
                          f"on {self.engine.name}")
         return lines
+
+
+def _make_missing_sources(mounts: Mapping[str, str]) -> None:
+    """A bind mount's source that is not there yet becomes a directory, as `--volume` made it:
+    `--mount` refuses a missing source, and a job's storage (a Ray node's shared `gs://`, a fresh
+    home's) may not exist before its first replica writes to it."""
+    for host in mounts:
+        if not os.path.lexists(host):
+            Path(host).mkdir(parents=True, exist_ok=True)
 
 
 def _read_line(stream: object, seconds: float) -> str:

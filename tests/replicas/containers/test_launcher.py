@@ -139,3 +139,20 @@ def test_a_replica_keeps_no_engine_log_has_a_process_limit_and_mounts_a_path_wit
         name = launcher.names.replica("master-replica-0")
         host = json.loads(docker.output("inspect", "--format", "{{json .HostConfig}}", name))
         assert (host["LogConfig"]["Type"], host["PidsLimit"]) == ("none", 2048)
+
+
+def test_a_mount_whose_source_is_missing_gets_it_as_a_directory(docker: SuiteDocker, images: SuiteImages,
+                                                                   tmp_path: Path) -> None:
+    """A Ray node's shared storage is not there before the job's first write: its replicas' mounts
+    make it, as `--volume` did, instead of the engine refusing the container."""
+    storage = tmp_path / "home" / "storage"
+    replica = ReplicaContainer("master-replica-0", ContainerCommand(images["shell"], None, ("echo ok > /out/f",)),
+                               ContainerLimits(cpus=1.0))
+    launcher = ContainerLauncher(find_engine(), [replica], job_token="missingsrc", run_token="missingsrc/run",
+                                 mounts={str(storage): "/out:rw"})
+    with launcher:
+        process = launcher.start("master-replica-0", replica.command, {}, tmp_path)
+        assert isinstance(process, ManagedProcess)
+        _, errors = process.popen.communicate(timeout=120)
+        assert process.reap() == 0, errors
+    assert (storage / "f").read_text() == "ok\n"
