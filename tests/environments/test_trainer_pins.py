@@ -8,11 +8,10 @@ import datetime
 import io
 import json
 import tarfile
-import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from aiptrain._environments.release_dates import DatesUnavailable, ReleaseDates
 from aiptrain._environments.trainer_pins import Pin, day_with_pins, exact_pins
 from aiptrain._job.catalog import load_catalog
 from aiptrain._job.era import SERVICE_END, resolve_day
+from tests.fixtures.loopback_http import LoopbackServer
 
 # What the index on loopback holds: project -> [(file name, upload time)].
 RELEASES = {
@@ -63,23 +63,13 @@ def local_index() -> Iterator[LocalIndex]:
         def log_message(self, *_args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    index.url = f"http://127.0.0.1:{server.server_address[1]}/simple"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-
-    def close() -> None:
-        if thread.is_alive():
-            server.shutdown()
-            server.server_close()
-            thread.join(5)
-
-    index.close = close
+    server = LoopbackServer(Handler)
+    index.url = f"http://127.0.0.1:{server.port}/simple"
+    index.close = server.close
     try:
         yield index
     finally:
-        close()
+        server.close()
 
 
 def _env(index_url: str) -> dict[str, str]:
