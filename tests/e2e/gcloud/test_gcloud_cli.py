@@ -225,7 +225,8 @@ def test_flatten_prints_what_gcloud_prints(gcloud: GcloudSession, script: tuple[
 
 def test_cancel_duplicates_and_finished_jobs(gcloud: GcloudSession) -> None:
     ok(gcloud.run("ai-platform", "jobs", "submit", "training", "g_sleeper", "--packages", _state["package"],
-                  "--module-name", "trainer.task", "--region", REGION, "--", "--sleep", "300", "--ignore-sigterm"))
+                  "--module-name", "trainer.task", "--region", REGION, "--runtime-version", "2.11",
+                  "--python-version", "3.7", "--", "--sleep", "300", "--ignore-sigterm"))
     started = 'resource.labels.job_id="g_sleeper" AND textPayload:"task="'  # its SIGTERM handler is set
     wait_for(lambda: ok(gcloud.run("logging", "read", started, "--format", "json")).json())
     ok(gcloud.run("ai-platform", "jobs", "cancel", "g_sleeper"))
