@@ -21,7 +21,9 @@ JOBS = {"census_a": ("ok", "team=census"), "census_b": ("fail", "team=census,env
 
 
 def aiptrain(home: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "AIPTRAIN_HOME": str(home), **(env or {})}
+    # The module's jobs are made before any test's own environment: the trainers run on the test's
+    # interpreter here too (the scripts' output is what is tested, not a runtime's environment).
+    full_env = {**os.environ, "AIPTRAIN_HOME": str(home), "AIPTRAIN_LOCAL_PYTHON": sys.executable, **(env or {})}
     return subprocess.run([sys.executable, "-m", "aiptrain", *argv], capture_output=True, text=True,
                           timeout=240, env=full_env)
 
