@@ -16,7 +16,7 @@ import httpx
 from aiptrain._emulator.console.responses import CONTENT_SECURITY_POLICY
 from tests.fixtures.wheel import REPO, build_wheel
 
-STATIC = REPO / "aiptrain" / "emulator" / "console" / "static"
+STATIC = REPO / "aiptrain" / "_emulator" / "console" / "static"
 
 
 def test_a_server_installed_from_the_wheel_serves_the_console_offline(tmp_path: Path) -> None:
