@@ -113,6 +113,11 @@ class HomeLayout:
         return self.root / "emulator"
 
     @property
+    def ray_runner_lock(self) -> Path:
+        """Held by the one `local serve --backend ray` that runs this home's jobs on Ray."""
+        return self.emulator / "ray-runner.lock"
+
+    @property
     def emulator_tokens(self) -> Path:
         """The bearer tokens of the running `aiptrain local serve`s, one file per port."""
         return self.emulator / "tokens"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 # Which tests share an xdist worker (markers for the expensive session fixtures): see that module.
-pytest_plugins = ["tests.fixtures.worker_groups", "tests.fixtures.containers"]
+pytest_plugins = ["tests.fixtures.worker_groups", "tests.fixtures.containers", "tests.fixtures.ray_cluster"]
 
 GOOGLE_SUFFIXES = ("googleapis.com", "google.com", "gcr.io", "pkg.dev")
 

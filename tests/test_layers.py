@@ -45,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
                        "backends"},
     "api": _BASE | {"job", "packaging", "storage", "environments", "submit", "backends"},
     "emulator": _BASE | {"job", "replicas", "environments", "gcs_endpoint", "tuning", "storage", "submit",
-                         "backends", "backends.local",
+                         "backends", "backends.local", "backends.ray",
                          "backends.vertex"},
 }
 # Single modules a layer may use across its line, each with the reason.

@@ -28,6 +28,7 @@ LAYOUT = {
     "dispatch_lock": "dispatch.lock",
     "emulator": "emulator",
     "emulator_tokens": "emulator/tokens",
+    "ray_runner_lock": "emulator/ray-runner.lock",
     "emulator_grpc": "emulator/grpc",
     "proxy_ca": "emulator/proxy-ca",
     "ca": "ca",

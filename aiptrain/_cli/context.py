@@ -181,6 +181,12 @@ def global_options(group: F) -> F:
     return decorated  # type: ignore[no-any-return]
 
 
+def typed_before_command(name: str) -> Any:
+    """The value of the shared option `name` typed before the command (`aiptrain --backend ray local
+    serve`), for a command that takes the option as its own; None when none was."""
+    return click.get_current_context().meta.get(_GLOBALS, {}).get(name)
+
+
 def _resolve(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
     """A command's own value wins when typed on the command line; then one typed before the
     command; then the environment and the default."""

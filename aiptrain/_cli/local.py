@@ -90,16 +90,27 @@ def train(package_path: Path, module_name: str, job_dir: str | None, distributed
 @click.option("--no-proxy", is_flag=True,
               help="Do not start the HTTPS proxy that answers Google's host names (ml, aiplatform, logging, storage, "
               "oauth2) for clients given `aiptrain local env`'s environment.")
+@click.option("--backend", type=click.Choice(["local", "ray"]),
+              help="Where the server's jobs run: this machine (local, the default) or the Ray cluster of "
+              "--ray-address (ray). [env: AIPTRAIN_BACKEND, when local or ray]")
+@click.option("--ray-address", envvar="AIPTRAIN_RAY_ADDRESS",
+              help="--backend ray: the cluster's Ray Jobs API, e.g. http://head:8265 (else RAY_ADDRESS). "
+              "[env: AIPTRAIN_RAY_ADDRESS]")
+@click.option("--ray-resource-scale", type=float, envvar="AIPTRAIN_RAY_RESOURCE_SCALE",
+              help="--backend ray: reserve this fraction (0-1] of each machine type's CPUs and memory. "
+              "[env: AIPTRAIN_RAY_RESOURCE_SCALE]")
 def serve(host: str, port: int, allow_remote: bool, token: str | None, token_file: Path | None, no_auth: bool,
           gcloud_config: str | None, project: str, region: str, grpc_port: int, no_grpc: bool,
-          no_proxy: bool) -> int:
-    """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries over the local engine, and a console of
-    its jobs in the browser at / (the URL it prints carries the token; `aiptrain local console` opens it)."""
+          no_proxy: bool, backend: str | None, ray_address: str | None, ray_resource_scale: float | None) -> int:
+    """Serve ml v1 jobs, Vertex AI customJobs and logging v2 entries, and a console of its jobs in the
+    browser at / (the URL it prints carries the token; `aiptrain local console` opens it). Its jobs run on
+    this machine, or with --backend ray on a Ray cluster (docs/team-service.md)."""
     import os
     from urllib.parse import urlsplit
 
+    from aiptrain._cli.context import typed_before_command
     from aiptrain._emulator.gcloud_config import check_name, write_configuration
-    from aiptrain._emulator.serve import Served, read_token_file
+    from aiptrain._emulator.serve import JobsOn, Served, read_token_file
     from aiptrain._emulator.serve import serve as run_server
 
     on_command_line = click.get_current_context().get_parameter_source("token") == ParameterSource.COMMANDLINE
@@ -114,10 +125,23 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
         raise click.UsageError("--no-auth cannot be combined with --token, --token-file or AIPTRAIN_SERVE_TOKEN")
     if gcloud_config is not None:
         check_name(gcloud_config)
+    backend = backend or typed_before_command("backend") or _served_backend_from_environment()
+    if backend not in ("local", "ray"):
+        raise click.UsageError(f"local serve runs its jobs on this machine (--backend local) or a Ray cluster "
+                               f"(--backend ray), not on {backend}")
+    jobs_on = JobsOn(backend == "ray", ray_address or typed_before_command("ray_address"),
+                     ray_resource_scale if ray_resource_scale is not None
+                     else typed_before_command("ray_resource_scale"))
 
     def announce(served: Served) -> None:
         url = served.url
         click.echo(f"Serving ml v1, Vertex AI customJobs and logging v2 on {url}", err=True)
+        if served.ray_address is not None:
+            click.echo(f"Its jobs run on the Ray cluster at {served.ray_address}; their records, logs and queue are "
+                       "kept here", err=True)
+            if served.ray_silent:
+                click.echo(f"warning: the Ray cluster does not answer yet ({served.ray_silent}); jobs wait QUEUED "
+                           "until it does", err=True)
         if served.token_file is not None:
             click.echo(f"Clients must send the bearer token in {served.token_file} (aiptrain and --gcloud-config "
                        "on this machine read it from there; elsewhere set AIPTRAIN_API_TOKEN)", err=True)
@@ -149,8 +173,17 @@ def serve(host: str, port: int, allow_remote: bool, token: str | None, token_fil
                        f"(or CLOUDSDK_ACTIVE_CONFIG_NAME={gcloud_config})", err=True)
 
     run_server(host, port, allow_remote=allow_remote, token=token, auth=not no_auth, home=None, on_ready=announce,
-               grpc_port=None if no_grpc else grpc_port, proxy=not no_proxy, project=project)
+               grpc_port=None if no_grpc else grpc_port, proxy=not no_proxy, project=project, jobs_on=jobs_on)
     return 0
+
+
+def _served_backend_from_environment() -> str:
+    """AIPTRAIN_BACKEND when it names where a server's jobs can run; a shell that set it to mlv1 or
+    vertex points its clients somewhere (often at this very server), which says nothing of its jobs."""
+    import os
+
+    value = os.environ.get("AIPTRAIN_BACKEND", "").strip()
+    return value if value in ("local", "ray") else "local"
 
 
 @local.command("env")

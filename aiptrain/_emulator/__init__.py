@@ -10,10 +10,11 @@ storage); `admission` runs the CLI's checks on jobs created over REST; `schema`,
 speak Google's wire formats. `proxy` is the HTTPS proxy that answers Google's host names
 (`google_hosts`) with certificates of its own CA (`proxy_ca`) and hands the streams to the server,
 where `proxied_hosts` answers what only those names carry (token refresh, projects.get);
-`client_env` is the environment `aiptrain local env` prints for it.
+`client_env` is the environment `aiptrain local env` prints for it. `ray_runner` runs the
+server's jobs on a Ray cluster (`local serve --backend ray`), their records kept in the local store.
 
 May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `replicas`, `environments`, `gcs_endpoint`,
-`tuning`, `storage`, `submit`, the `backends` registry, the local backend (`backends.local`) and
-the Vertex translation (`backends.vertex`). Never `cli`, never googleapiclient (it serves the
-clients, it is not one).
+`tuning`, `storage`, `submit`, the `backends` registry, the local backend (`backends.local`), the
+Ray backend (`backends.ray`) and the Vertex translation (`backends.vertex`). Never `cli`, never
+googleapiclient (it serves the clients, it is not one).
 """

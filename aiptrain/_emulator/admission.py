@@ -16,28 +16,38 @@ honour, rather than INVALID_ARGUMENT, which says the request itself is wrong.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiptrain._job.spec import Job, TrainingInput
 from aiptrain.errors import AiptrainError, Problem, ValidationFailed
+
+if TYPE_CHECKING:
+    from aiptrain._backends.local.runner import JobRunner
 
 
 class CannotRunHere(ValidationFailed):
     """The request is valid, but this machine lacks what running it takes (a container engine)."""
 
 
-def admission_refusal(job: Job, storage_root: Path, *, check_job: bool = True) -> ValidationFailed | None:
+def admission_refusal(job: Job, storage_root: Path, *, check_job: bool = True,
+                      runner: JobRunner | None = None) -> ValidationFailed | None:
     """Why `job` may not start here, as the error to raise (`CannotRunHere` when nothing but this
-    machine's lack of a container engine stands in its way); None when it may start."""
-    problems = admission_problems(job, storage_root, check_job=check_job)
+    machine's lack of a container engine stands in its way); None when it may start.
+    runner: what runs the server's jobs instead of this machine (a Ray cluster), whose refusals
+    then replace this machine's."""
+    problems = admission_problems(job, storage_root, check_job=check_job, runner=runner)
     if not problems:
         return None
+    if runner is not None:
+        return ValidationFailed(problems)
     missing_engine = _missing_engine_problems(job.training_input or TrainingInput())
     if missing_engine and all(problem in missing_engine for problem in problems):
         return CannotRunHere(problems)
     return ValidationFailed(problems)
 
 
-def admission_problems(job: Job, storage_root: Path, *, check_job: bool = True) -> list[Problem]:
+def admission_problems(job: Job, storage_root: Path, *, check_job: bool = True,
+                       runner: JobRunner | None = None) -> list[Problem]:
     """Why `job` may not start here; [] when it may.
 
     check_job: also run the CLI's validation of the ml v1 job itself (off for Vertex AI jobs,
@@ -57,13 +67,16 @@ def admission_problems(job: Job, storage_root: Path, *, check_job: bool = True) 
         settings = ReplicaSettings.from_env()
     except AiptrainError as error:
         return [Problem("environment", error.message, error.hint)]
-    problems += local_problems(job, catalog, settings)
     ti = job.training_input
+    if runner is not None:
+        # Its packages first: the cluster's checks would otherwise name the cluster, not the upload.
+        packages = _missing_packages(list(ti.package_uris or []), storage_root) if ti is not None else []
+        return packages or runner.refusal(job)
+    problems += local_problems(job, catalog, settings)
     if ti is None:
         return problems
     problems += [Problem(f"trainingInput.args[{index}]", error.message, error.hint)
                  for index, error in unmappable_args(list(ti.args or []))]
-    problems += _missing_packages(list(ti.package_uris or []), storage_root)
     return problems
 
 

@@ -100,6 +100,15 @@ class ShuttingDown:
 
 
 @dataclass(frozen=True)
+class JobsOn:
+    """Where the server's jobs run: this machine, or a Ray cluster (`on_ray`) with its settings."""
+
+    on_ray: bool = False
+    ray_address: str | None = None
+    ray_resource_scale: float | None = None
+
+
+@dataclass(frozen=True)
 class Served:
     """What a listening server tells its caller."""
 
@@ -111,6 +120,8 @@ class Served:
     console: str = ""  # the console's URL, with the token to exchange for a session cookie
     credentials_file: Path | None = None  # the authorized_user file carrying the token (google-auth)
     proxy_port: int | None = None  # the HTTPS proxy for Google's host names (None: --no-proxy)
+    ray_address: str | None = None  # the Ray cluster the jobs run on (None: this machine)
+    ray_silent: str | None = None  # why that cluster did not answer at the start (None: it did)
 
 
 def serve(
@@ -126,6 +137,7 @@ def serve(
     grpc_port: int | None = None,
     proxy: bool = True,
     project: str = DEFAULT_LOCAL_PROJECT,
+    jobs_on: JobsOn | None = None,
 ) -> None:
     """Serve until interrupted. `on_ready` is called once listening.
 
@@ -135,6 +147,8 @@ def serve(
     auth:  False serves without a token (`--no-auth`); `token` must then be None.
     proxy: also start the HTTPS proxy for Google's host names (`aiptrain local env` prints its
            environment); `project` is the project that environment names.
+    jobs_on: where the jobs run (default: this machine); on Ray, a relay of this server runs them
+             there and keeps their records here (`ray_runner`).
     Fault injection comes from `faults` or, when not given, $AIPTRAIN_EMULATOR_FAULTS (tests only).
     """
     from aiptrain._emulator.tokens import new_token
@@ -150,14 +164,11 @@ def serve(
     from aiptrain._backends.local.supervisor_start import allow_forking
     from aiptrain._emulator.app import create_app
     from aiptrain._emulator.limits import UVICORN_LIMITS, GuardedH11Protocol
-    from aiptrain._gcs_endpoint.service import UPSTREAM_VARIABLE
 
-    if os.environ.get("STORAGE_EMULATOR_HOST"):
-        # Clients stage into that GCS emulator: the jobs (their supervisors inherit this) read
-        # and write it too, instead of the local store.
-        os.environ[UPSTREAM_VARIABLE] = os.environ["STORAGE_EMULATOR_HOST"]
+    _jobs_use_storage_emulator()
     allow_forking(False)  # a long-lived, threaded server execs its jobs' supervisors
-    engine = LocalJobEngine(home=home)
+    runner = _ray_runner(jobs_on, home, project)
+    engine = LocalJobEngine(home=home, runner=runner)
     stopping = ShuttingDown()
     # What the proxy hands requests for Google's names to: a port of its own, so that the guard
     # takes those names as Host there and nowhere else.
@@ -172,6 +183,7 @@ def serve(
     grpc_served = Served("", None, grpc_missing=grpc_port is not None)
     front: _ProxyFront | None = None
     try:
+        ray_silent = _start_runner(opened, runner, engine)
         token_file, credentials = _write_token(opened, token, actual_port, home)
         if grpc_port is not None:
             grpc_served = _start_grpc(opened, engine, host, grpc_port, token)
@@ -195,10 +207,51 @@ def serve(
         if on_ready is not None:
             on_ready(Served(url, token_file, grpc_served.grpc_address, grpc_served.grpc_certificate,
                             grpc_served.grpc_missing, console_url(url, token), credentials,
-                            front.proxy_port if front is not None else None))
+                            front.proxy_port if front is not None else None,
+                            runner.address if runner is not None else None, ray_silent))
         server.run(sockets=[sock] if proxied_sock is None else [sock, proxied_sock])
     finally:
         opened.close()
+
+
+def _ray_runner(jobs_on: JobsOn | None, home: Path | None, project: str) -> Any:
+    """The relay that runs the jobs on Ray (None: they run here); usage errors for a missing Ray,
+    a malformed address or scale, found before anything listens."""
+    if jobs_on is None or not jobs_on.on_ray:
+        return None
+    from aiptrain._backends.base import BackendSettings
+    from aiptrain._backends.ray.client import require_ray
+    from aiptrain._backends.ray.settings import resource_scale
+    from aiptrain._emulator.ray_runner import RayRunner
+    from aiptrain._paths import aiptrain_home
+
+    require_ray()
+    try:
+        resource_scale(jobs_on.ray_resource_scale)
+    except UsageError as error:
+        raise UsageError(f"--ray-resource-scale: {error.message}", hint=error.hint) from None
+    settings = BackendSettings(project=project, home=home, ray_address=jobs_on.ray_address,
+                               ray_resource_scale=jobs_on.ray_resource_scale)
+    return RayRunner(home if home is not None else aiptrain_home(), settings)
+
+
+def _jobs_use_storage_emulator() -> None:
+    from aiptrain._gcs_endpoint.service import UPSTREAM_VARIABLE
+
+    if os.environ.get("STORAGE_EMULATOR_HOST"):
+        # Clients stage into that GCS emulator: the jobs (their supervisors inherit this) read
+        # and write it too, instead of the local store.
+        os.environ[UPSTREAM_VARIABLE] = os.environ["STORAGE_EMULATOR_HOST"]
+
+
+def _start_runner(opened: _Closers, runner: Any, engine: LocalJobEngine) -> str | None:
+    """Start the Ray relay, if there is one; why its cluster does not answer yet, if it does not."""
+    if runner is None:
+        return None
+    silent: str | None = runner.reachable()
+    runner.start(engine.store)
+    opened.add(runner.stop)
+    return silent
 
 
 def _write_token(opened: _Closers, token: str | None, port: int, home: Path | None) -> tuple[Path | None, Path]:

@@ -44,7 +44,7 @@ class Services:
         ValidationFailed naming each problem otherwise, and nothing is created."""
         from aiptrain._emulator.admission import admission_refusal
 
-        refusal = admission_refusal(job, self.storage_root, check_job=check_job)
+        refusal = admission_refusal(job, self.storage_root, check_job=check_job, runner=self.engine.runner)
         if refusal is not None:
             raise refusal
         return self.engine.submit(project, job, vertex_job_id=vertex_job_id)

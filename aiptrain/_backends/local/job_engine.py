@@ -21,6 +21,7 @@ from aiptrain._backends.local.filters import compile_filter
 from aiptrain._backends.local.launch import dispatch, dispatch_lock, launch_lock
 from aiptrain._backends.local.layout import JobLayout, run_limit_line
 from aiptrain._backends.local.reaper import reap_dead_jobs, reap_if_supervisor_died
+from aiptrain._backends.local.runner import JobRunner
 from aiptrain._backends.local.store import (
     JobLogEntry,
     JobRecord,
@@ -69,8 +70,11 @@ def _key_from_token(token: str) -> int:
 
 
 class LocalJobEngine:
-    def __init__(self, home: Path | None = None) -> None:
+    def __init__(self, home: Path | None = None, *, runner: JobRunner | None = None) -> None:
+        """runner: what runs the jobs this engine creates instead of local supervisors (`local serve
+        --backend ray`); the jobs are stored, listed, read and cancelled here all the same."""
         self.home = home if home is not None else aiptrain_home()
+        self.runner = runner
         self.store = JobStore(self.home)
         # A dead supervisor's slot is freed first, so that the queue can move on into it.
         reap_dead_jobs(self.store, self.home)
@@ -93,6 +97,8 @@ class LocalJobEngine:
         # The store sets the state, the times and its own etag.
         fresh = as_new_job(job)
         token = secrets.token_hex(12)
+        if self.runner is not None:
+            return self._hand_to_runner(self.runner, project, fresh, vertex_job_id)
         # No dispatcher starts the job half stored; a Ctrl-C waits until it is stored and dispatched.
         with interrupts_deferred():
             with launch_lock(self.home, token):
@@ -104,6 +110,13 @@ class LocalJobEngine:
                 self.store.append_logs(record.key, [PendingLine(
                     utc_now(), "INFO", SERVICE_TASK, f"Waiting for a free slot: {run_limit_line(limit)}")])
         return self.get(project, fresh.job_id or "")
+
+    def _hand_to_runner(self, runner: JobRunner, project: str, job: Job, vertex_job_id: str | None) -> Job:
+        record = self.store.insert_job(project, job, secrets.token_hex(12), vertex_job_id=vertex_job_id,
+                                       runner=runner.name)
+        self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
+        runner.wake()
+        return self.get(project, job.job_id or "")
 
     def _start_or_fail(self, record: JobRecord) -> None:
         try:
@@ -148,7 +161,7 @@ class LocalJobEngine:
     def _present(self, record: JobRecord) -> Job:
         job = record.job
         if record.state == JobState.QUEUED and not record.holds_slot:
-            job.job_position = self.store.queue_position(record.key)
+            job.job_position = self.store.queue_position(record.key, record.runner)
         return job
 
     def get(self, project: str, job_id: str) -> Job:
@@ -212,7 +225,8 @@ class LocalJobEngine:
             return self.get(project, job_id)
         try:
             record = self.store.request_cancel(record.key)
-            self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
+            if record.runner_job is None:  # a runner's own log says it once it has the request
+                self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
         except Exception as error:
             if not is_out_of_space(error):
                 raise
@@ -223,15 +237,17 @@ class LocalJobEngine:
                 "to stop it", hint="free some space there so that the job's end can be recorded, then "
                 f"`aiptrain jobs describe {job_id}`") from error
         self._signal_supervisor(record)
+        if self.runner is not None and record.runner is not None:
+            self.runner.wake()
         return self.get(project, job_id)
 
     def _cancel_unlaunched(self, record: JobRecord) -> bool:
-        """CANCELLED at once for a queued job no supervisor runs yet (none will start it meanwhile:
-        dispatchers wait for this); False if one was started after all."""
+        """CANCELLED at once for a queued job no supervisor (nor runner) runs yet (none will start it
+        meanwhile: dispatchers, and runners taking a job, wait for this); False if one was started after all."""
         with dispatch_lock(self.home):
             changed = self.store.transition(
                 record.key, JobState.CANCELLED, allowed_from=frozenset({JobState.QUEUED}), detail="cancel requested",
-                still_applies=lambda current: current.supervisor_pid is None,
+                still_applies=lambda current: current.supervisor_pid is None and current.runner_job is None,
                 lines=[PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested."),
                        PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job cancelled.")])
         return changed is not None

@@ -56,7 +56,7 @@ def _current(home: Path, project: str, job_id: str, snapshot: JobSnapshot, store
     if not supervisor_alive(snapshot):
         return _through_engine(home, project, job_id)  # the engine fails the job and says why
     if snapshot.state == JobState.QUEUED and not snapshot.holds_slot:
-        return {**snapshot.resource, "jobPosition": str(store.queue_position(snapshot.key))}
+        return {**snapshot.resource, "jobPosition": str(store.queue_position(snapshot.key, snapshot.runner))}
     return snapshot.resource
 
 

@@ -32,7 +32,10 @@ SUPERVISOR_START_WINDOW = 60.0
 
 
 def supervisor_alive(record: JobRecord | JobSnapshot) -> bool:
-    """Whether the job's supervisor runs; a queued job without one waits for a slot (`launch`)."""
+    """Whether the job's supervisor runs; a queued job without one waits for a slot (`launch`). A job
+    of a runner (`local serve` on Ray) has none: its runner finishes it, by its own rules."""
+    if record.runner is not None:
+        return True
     if record.supervisor_pid is None:
         if record.state == JobState.QUEUED:
             return True

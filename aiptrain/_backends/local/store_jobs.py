@@ -35,11 +35,14 @@ if TYPE_CHECKING:
 class JobQueries(StoreConnection):
     """The jobs section of the job store."""
 
-    def insert_job(self, project: str, job: Job, run_token: str, *, vertex_job_id: str | None = None) -> JobRecord:
+    def insert_job(self, project: str, job: Job, run_token: str, *, vertex_job_id: str | None = None,
+                   runner: str | None = None) -> JobRecord:
         """Store a new job as QUEUED; AlreadyExists if the project already has this job ID.
 
         `vertex_job_id`: the numeric ID of the Vertex AI job it runs, for jobs the emulator took in
         as Vertex jobs (their replicas run the way Vertex ran them).
+        `runner`: what runs the job instead of a local supervisor (`runner_jobs`); no local
+        dispatcher, reaper or slot count ever touches such a job.
         """
         assert job.job_id
         job.state = JobState.QUEUED
@@ -47,9 +50,10 @@ class JobQueries(StoreConnection):
         try:
             with self._write() as tx:
                 cursor = tx.execute(
-                    "INSERT INTO jobs (project, job_id, state, resource, run_token, created_epoch, vertex_job_id)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (project, job.job_id, JobState.QUEUED.value, dump_job(job), run_token, time.time(), vertex_job_id),
+                    "INSERT INTO jobs (project, job_id, state, resource, run_token, created_epoch, vertex_job_id,"
+                    " runner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (project, job.job_id, JobState.QUEUED.value, dump_job(job), run_token, time.time(), vertex_job_id,
+                     runner),
                 )
                 key = int(cursor.lastrowid or 0)
                 tx.execute(
@@ -71,7 +75,8 @@ class JobQueries(StoreConnection):
         row = self._one_job(project, job_id)
         return JobSnapshot(key=row["key"], state=JobState(row["state"]), resource=json.loads(row["resource"]),
                            supervisor_pid=row["supervisor_pid"], supervisor_start_ticks=row["supervisor_start_ticks"],
-                           created_epoch=row["created_epoch"], holds_slot=bool(row["holds_slot"]))
+                           created_epoch=row["created_epoch"], holds_slot=bool(row["holds_slot"]),
+                           runner=row["runner"])
 
     def vertex_job_ids(self, project: str) -> dict[str, str]:
         """Job ID -> the numeric ID of the Vertex AI job it runs, for the project's Vertex jobs."""
@@ -95,13 +100,15 @@ class JobQueries(StoreConnection):
     def has_unlaunched(self) -> bool:
         """True if some job is QUEUED without a supervisor (one `launch` may have to start)."""
         row = self.connection().execute(
-            "SELECT 1 FROM jobs WHERE state = ? AND supervisor_pid IS NULL LIMIT 1", (JobState.QUEUED.value,)
+            "SELECT 1 FROM jobs WHERE state = ? AND supervisor_pid IS NULL AND runner IS NULL LIMIT 1",
+            (JobState.QUEUED.value,)
         ).fetchone()
         return row is not None
 
     def unlaunched(self, limit: int) -> list[JobRecord]:
         """The oldest QUEUED jobs without a supervisor, first come first, at most `limit`."""
-        rows = self._read("SELECT * FROM jobs WHERE state = ? AND supervisor_pid IS NULL ORDER BY key LIMIT ?",
+        rows = self._read("SELECT * FROM jobs WHERE state = ? AND supervisor_pid IS NULL AND runner IS NULL"
+                          " ORDER BY key LIMIT ?",
                           (JobState.QUEUED.value, limit))
         return [job_record(row) for row in rows]
 
@@ -119,7 +126,7 @@ class JobQueries(StoreConnection):
         """Unfinished jobs that have (or should have) a supervisor: all but those queued without one."""
         marks = ",".join("?" * len(ACTIVE_STATES))
         rows = self._read(f"SELECT * FROM jobs WHERE state IN ({marks})"  # noqa: S608
-                          " AND NOT (state = ? AND supervisor_pid IS NULL) ORDER BY key",
+                          " AND NOT (state = ? AND supervisor_pid IS NULL) AND runner IS NULL ORDER BY key",
                           (*ACTIVE_STATES, JobState.QUEUED.value))
         return [job_record(row) for row in rows]
 
@@ -171,6 +178,25 @@ class JobQueries(StoreConnection):
         later reader (the job's replica sets, `jobs describe`) takes from here."""
         with self._write() as tx:
             tx.execute("UPDATE jobs SET runs_containers = ? WHERE key = ?", (int(containers), key))
+
+    def runner_jobs(self, runner: str) -> list[JobRecord]:
+        """The unfinished jobs `runner` runs, oldest first (the ones it has yet to take among them)."""
+        marks = ",".join("?" * len(ACTIVE_STATES))
+        rows = self._read(f"SELECT * FROM jobs WHERE state IN ({marks}) AND runner = ? ORDER BY key",  # noqa: S608
+                          (*ACTIVE_STATES, runner))
+        return [job_record(row) for row in rows]
+
+    def set_runner_job(self, key: int, runner_job: str) -> None:
+        """Record that the job's runner took it, under this ID of its own."""
+        with self._write() as tx:
+            tx.execute("UPDATE jobs SET runner_job = ? WHERE key = ?", (runner_job, key))
+
+    def append_runner_logs(self, key: int, lines: Sequence[PendingLine], cursor: str) -> None:
+        """Store lines copied from the runner's log together with how far it has been copied, so that
+        a copier that stops anywhere resumes with the next line, never a line twice."""
+        with self._write() as tx:
+            append_logs_in_tx(tx, key, lines)
+            tx.execute("UPDATE jobs SET runner_log_cursor = ? WHERE key = ?", (cursor, key))
 
     def set_supervisor(self, key: int, pid: int, start_ticks: int | None) -> None:
         with self._write() as tx:

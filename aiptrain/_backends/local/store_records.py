@@ -47,6 +47,11 @@ class JobRecord:
     # Whether its replicas are containers, recorded when it was prepared (`set_runs_containers`);
     # None before then (and for a job an earlier release prepared).
     runs_containers: bool | None = None
+    # What runs the job when no local supervisor does (`local serve --backend ray`: "ray"), else None;
+    # the ID that runner knows it by once it took the job, and how far the job's log was copied.
+    runner: str | None = None
+    runner_job: str | None = None
+    runner_log_cursor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class JobSnapshot:
     supervisor_start_ticks: int | None
     created_epoch: float
     holds_slot: bool
+    runner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,4 +123,7 @@ def job_record(row: sqlite3.Row) -> JobRecord:
         runtime_environment=json.loads(row["runtime_environment"]) if row["runtime_environment"] else None,
         machine_share=json.loads(row["machine_share"]) if row["machine_share"] else None,
         runs_containers=None if row["runs_containers"] is None else bool(row["runs_containers"]),
+        runner=row["runner"],
+        runner_job=row["runner_job"],
+        runner_log_cursor=row["runner_log_cursor"],
     )

@@ -37,6 +37,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     runtime_environment TEXT,
     machine_share TEXT,
     runs_containers INTEGER,
+    runner TEXT,
+    runner_job TEXT,
+    runner_log_cursor TEXT,
     UNIQUE (project, job_id)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_project ON jobs (project, key);
@@ -120,7 +123,8 @@ def _one_at_a_time(database: Path) -> Iterator[None]:
 # Columns added after the first release of the schema: (table, column, definition). A store made
 # before one of them gets it on its next open (CREATE TABLE IF NOT EXISTS leaves its table as is).
 _ADDED_COLUMNS = (("jobs", "vertex_job_id", "TEXT"), ("jobs", "runtime_environment", "TEXT"),
-                  ("jobs", "machine_share", "TEXT"), ("jobs", "runs_containers", "INTEGER"))
+                  ("jobs", "machine_share", "TEXT"), ("jobs", "runs_containers", "INTEGER"),
+                  ("jobs", "runner", "TEXT"), ("jobs", "runner_job", "TEXT"), ("jobs", "runner_log_cursor", "TEXT"))
 
 
 def _add_missing_columns(tx: Transaction) -> None:

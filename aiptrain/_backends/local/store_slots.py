@@ -83,12 +83,17 @@ class SlotQueue(StoreConnection):
         ).fetchone()[0]
         return int(running) + int(ahead) < limit
 
-    def queue_position(self, key: int) -> int:
-        """1 + the number of jobs waiting for a slot ahead of this one (it must be waiting too)."""
-        row = self.connection().execute(
-            "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND key < ?",
-            (JobState.QUEUED.value, key),
-        ).fetchone()
+    def queue_position(self, key: int, runner: str | None = None) -> int:
+        """1 + the number of jobs waiting ahead of this one (it must be waiting too): for a slot of this
+        machine, or, for a job of a `runner`, for that runner to take them."""
+        args: tuple[object, ...]
+        if runner is None:
+            sql, args = "SELECT COUNT(*) FROM jobs WHERE state = ? AND holds_slot = 0 AND runner IS NULL AND key < ?", (
+                JobState.QUEUED.value, key)
+        else:
+            sql, args = ("SELECT COUNT(*) FROM jobs WHERE state = ? AND runner = ? AND runner_job IS NULL AND key < ?",
+                         (JobState.QUEUED.value, runner, key))
+        row = self.connection().execute(sql, args).fetchone()
         return int(row[0]) + 1
 
 

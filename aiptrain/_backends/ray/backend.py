@@ -152,7 +152,7 @@ class RayBackend(RemoteBackendDefaults):
         refusal = fit_refusal(bundles, nodes, scale)
         return [] if refusal is None else [Problem("", refusal.message, refusal.hint)]
 
-    def _document(self, job: Job, working_dir: str, scale: float) -> dict[str, Any]:
+    def _document(self, job: Job, working_dir: str, scale: float, project: str | None = None) -> dict[str, Any]:
         from aiptrain._backends.ray.settings import runtime_packages_mode
         from aiptrain._job.catalog import load_catalog
         from aiptrain._job.cluster import resolve_cluster
@@ -161,7 +161,8 @@ class RayBackend(RemoteBackendDefaults):
         catalog = load_catalog()
         assert job.training_input is not None
         groups = resolve_cluster(job.training_input, catalog)
-        return plan.ray_job_document(job, self.project, groups, catalog, scale=scale, working_dir=working_dir,
+        return plan.ray_job_document(job, project or self.project, groups, catalog, scale=scale,
+                                     working_dir=working_dir,
                                      aiptrain_dir=str(PACKAGE_DIR),
                                      packages_mode=runtime_packages_mode(),
                                      kill_grace=ReplicaSettings.from_env().kill_grace)
@@ -199,12 +200,22 @@ class RayBackend(RemoteBackendDefaults):
         return view
 
     def create_job(self, job: Job) -> Job:
+        job_id = job.job_id or ""
+        self.submit_job(job, submission_id=job_id, project=self.project, previous_jobs=self._previous_jobs(job))
+        return self.get_job(job_id)
+
+    def submit_job(self, job: Job, *, submission_id: str, project: str, vertex_job_id: str | None = None,
+                   previous_jobs: dict[str, Any] | None = None) -> None:
+        """Submit `job` as the Ray job `submission_id` (AlreadyExists if the cluster has one).
+
+        project: the project it belongs to (its metadata); vertex_job_id: the numeric ID of the
+        Vertex AI job it runs (`local serve`'s customJobs), which its replicas then see, as on
+        Vertex; previous_jobs: the jobs resumePreviousJobId may name, as describe shows them."""
         from aiptrain._backends.ray.settings import runtime_packages_mode
         from aiptrain._job.catalog import load_catalog
         from aiptrain._job.cluster import resolve_cluster
         from aiptrain._replicas.settings import ReplicaSettings
 
-        job_id = job.job_id or ""
         client = self.client
         scale = self.ray_settings.resource_scale
         assert job.training_input is not None
@@ -213,18 +224,17 @@ class RayBackend(RemoteBackendDefaults):
         with tempfile.TemporaryDirectory(prefix="aiptrain-ray-") as working_dir:
             self._stage_packages(job, Path(working_dir))
             storage_root = os.environ.get("AIPTRAIN_RAY_STORAGE_ROOT") or str(self._storage_root())
-            payload = plan.driver_payload(job, self.project, groups, catalog, scale=scale,
+            payload = plan.driver_payload(job, project, groups, catalog, scale=scale,
                                           storage_root=storage_root, policy=ReplicaSettings.from_env(),
-                                          packages_mode=runtime_packages_mode())
+                                          packages_mode=runtime_packages_mode(), vertex_job_id=vertex_job_id)
             payload["notes"] = self._notes(job, scale)
             # The day each node resolves the trainer's packages as of: the job's label, else this setting.
             payload["runtime"]["resolveAsOf"] = os.environ.get(era.SETTING, "")
-            payload["previousJobs"] = self._previous_jobs(job)
+            payload["previousJobs"] = previous_jobs or {}
             (Path(working_dir) / plan.PAYLOAD_FILE).write_text(json.dumps(payload, indent=1), encoding="utf-8")
-            document = self._document(job, working_dir, scale)
-            call(job_id, client.submit_job, entrypoint=document["entrypoint"], submission_id=job_id,
+            document = self._document(job, working_dir, scale, project)
+            call(submission_id, client.submit_job, entrypoint=document["entrypoint"], submission_id=submission_id,
                  runtime_env=document["runtimeEnv"], metadata=document["metadata"])
-        return self.get_job(job_id)
 
     def _previous_jobs(self, job: Job) -> dict[str, Any]:
         """The job resumePreviousJobId names, as describe shows it, for the driver's study."""
@@ -301,8 +311,10 @@ class RayBackend(RemoteBackendDefaults):
         job.create_time = _rfc3339(details.start_time)
         status = _status(details)
         state = _TERMINAL.get(status, JobState.QUEUED)
-        lifecycle = self._lifecycle(job.job_id or "", details)
-        self._ran_in[job.job_id or ""] = lifecycle.ran_in if lifecycle is not None else None
+        # The Ray job's own ID: the job's ID on the command line, another one for `local serve`'s jobs.
+        submission_id = details.submission_id or job.job_id or ""
+        lifecycle = self._lifecycle(submission_id, details)
+        self._ran_in[submission_id] = lifecycle.ran_in if lifecycle is not None else None
         if lifecycle is not None:
             if status == "RUNNING":
                 state = lifecycle.state
@@ -335,7 +347,32 @@ class RayBackend(RemoteBackendDefaults):
         job = self.get_job(job_id)
         if job.state is not None and job.state.is_terminal:
             raise JobAlreadyFinished(f"job {job_id!r} already ended ({job.state.value}); it cannot be cancelled")
-        call(job_id, self.client.stop_job, job_id)
+        self.stop_job(job_id)
+
+    def stop_job(self, submission_id: str) -> None:
+        """Ask the Ray job to stop (its driver stops the replicas on every node, as a cancel does)."""
+        call(submission_id, self.client.stop_job, submission_id)
+
+    def forget_log(self, submission_id: str) -> None:
+        """Drop what is kept of an ended job's log (its tail): the caller has read all of it."""
+        self._tails.pop(submission_id, None)
+        self._ran_in.pop(submission_id, None)
+
+    def job_and_new_lines(self, submission_id: str, after: LogCursor | None) -> tuple[Job, list[LogEntry]]:
+        """The Ray job as a Job, and its log's entries after `after` (every one once it has ended),
+        from one read of its details: what a copier of running jobs (`local serve`) polls."""
+        details = self._details(submission_id)
+        job = self._job_of(details)
+        created = _created(details)
+        ended = _status(details) in _TERMINAL
+        if not ended:
+            self._follow_tail(submission_id, created)
+        entries = self._entries(submission_id, created, after, ended=ended)
+        return job, [entry for entry in entries if not joblog.is_output_line(entry)]
+
+    def answers(self) -> None:
+        """Nothing if the cluster's Jobs API answers; the error that says why not otherwise."""
+        call("*", self.client.get_version)
 
     def read_logs(
         self,

@@ -244,6 +244,9 @@ class RaySetRun:
             trial_id=self.trial_id,
             addresses=addresses,
             launcher=RayNodeLauncher(self.actors),
+            # A Vertex AI job `local serve` took in: its numeric ID in CLOUD_ML_JOB_ID, Vertex's words.
+            visible_job_id=self.driver.vertex_job_id,
+            vertex_wording=self.driver.vertex_job_id is not None,
         )
 
     def commands(self, args: list[str], job_dir: str | None, extra_args: list[str]) -> dict[str, ReplicaCommand]:
@@ -256,10 +259,12 @@ class RaySetRun:
 
             job_args, _ = rewrite_args(list(training_input.args or []), self.driver.storage_root)
             containers = replica_containers(training_input, self.driver.groups, load_catalog(), args=job_args,
-                                            job_dir=job_dir, job_dir_argument=True, extra_args=extra_args)
+                                            job_dir=job_dir, job_dir_argument=self.driver.job_dir_argument,
+                                            extra_args=extra_args)
             return {replica.task_name: replica.command for replica in containers}
         # "python": a stand-in; each node's actor runs it with its runtime environment's interpreter.
-        command = ProcessCommand("python", training_input.python_module or "", tuple(args), job_dir)
+        command = ProcessCommand("python", training_input.python_module or "", tuple(args), job_dir,
+                                 self.driver.job_dir_argument)
         return for_every_replica(self.driver.groups, command)
 
     def release(self, ray: Any) -> None:
@@ -403,6 +408,9 @@ class Driver:
         self.run_token = f"aiptrain-ray/{self.job_id}"
         # Whether the replicas are containers: the answer the plan recorded in the payload at submit.
         self.runs_containers = payload.get("containers") is not None
+        self.vertex_job_id: str | None = payload.get("vertexJobId")
+        # A Vertex AI job gets its directories through AIP_* only, as on Vertex: no --job-dir argument.
+        self.job_dir_argument = self.vertex_job_id is None
 
     def run(self, ray: Any) -> ReplicaSetOutcome:
         for note in self.payload.get("notes", []):

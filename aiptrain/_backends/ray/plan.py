@@ -210,8 +210,10 @@ def runtime_notes(training_input: TrainingInput, catalog: Catalog, mode: str) ->
 
 
 def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: Catalog, *,
-                   scale: float, storage_root: str, policy: ReplicaSettings, packages_mode: str) -> dict[str, Any]:
-    """What the driver reads from aiptrain-job.json."""
+                   scale: float, storage_root: str, policy: ReplicaSettings, packages_mode: str,
+                   vertex_job_id: str | None = None) -> dict[str, Any]:
+    """What the driver reads from aiptrain-job.json (`vertex_job_id`: the job runs a Vertex AI job,
+    whose numeric ID its replicas see and whose words its failures take)."""
     training_input = job.training_input or TrainingInput()
     return {
         "project": project,
@@ -226,6 +228,7 @@ def driver_payload(job: Job, project: str, groups: list[ReplicaGroup], catalog: 
         "packagesMode": packages_mode,
         "runtime": runtime_spec(training_input, catalog, job.labels),
         "storageRoot": storage_root,
+        "vertexJobId": vertex_job_id,
         # Whether the replicas are containers, answered here once for the whole run: the driver and
         # every replica set it starts follow this (`Driver.runs_containers`).
         "containers": {"pull": ContainerSettings.from_env().pulls} if runs_containers(training_input) else None,

@@ -17,6 +17,6 @@ A page words what differs by API from the job's own record (a job created as a V
 its tasks named by worker pool), never from a backend's name.
 
 May import: `errors`, `paths`, `cache_eviction`, `loopback`, `job`, `replicas`, `environments`, `gcs_endpoint`,
-`tuning`, `storage`, `submit`, `backends`, `backends.local`, `backends.vertex`, as the rest of
+`tuning`, `storage`, `submit`, `backends`, `backends.local`, `backends.ray`, `backends.vertex`, as the rest of
 `emulator` may.
 """
