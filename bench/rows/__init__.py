@@ -36,6 +36,7 @@ def all_groups() -> list[RowGroup]:
         python2_envs,
         ray,
         runtime_envs,
+        serve_on_ray,
         store_scale,
         training,
         upload,
@@ -63,4 +64,5 @@ def all_groups() -> list[RowGroup]:
         RowGroup("vertex-sdk", "18", "The Vertex AI SDK via `local serve`", vertex_sdk.run),
         RowGroup("proxy", "19", "Google's clients through `local serve`'s proxy", proxy.run),
         RowGroup("python2-envs", "20", "Python 2.7 runtime environments", python2_envs.run),
+        RowGroup("serve-on-ray", "21", "`local serve` with its jobs on a Ray cluster", serve_on_ray.run),
     ]
