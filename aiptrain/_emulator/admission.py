@@ -77,6 +77,7 @@ def admission_problems(job: Job, storage_root: Path, *, check_job: bool = True,
         return problems
     problems += [Problem(f"trainingInput.args[{index}]", error.message, error.hint)
                  for index, error in unmappable_args(list(ti.args or []))]
+    problems += _missing_packages(list(ti.package_uris or []), storage_root)
     return problems
 
 

@@ -109,6 +109,7 @@ class RayRunner:
         self._abandoned: set[str] = set()  # Ray jobs failed here while the cluster was silent
         self._told_waiting: set[int] = set()  # job keys whose log says they wait for the cluster
         self._lock: int | None = None  # the home's runner lock, held while this relay runs
+        self._last_failure = ""
 
     # -- the server's side ------------------------------------------------------------------------
 
@@ -169,11 +170,18 @@ class RayRunner:
             self._wake.clear()
             try:
                 self.tick()
+                self._last_failure = ""
             except Exception as error:  # one bad tick must not end the copying of every job
-                import sys
-
-                print(f"aiptrain: the Ray runner's tick failed: {error!r}", file=sys.stderr, flush=True)
+                self._report(repr(error))
             self._wake.wait(TICK_SECONDS)
+
+    def _report(self, failure: str) -> None:
+        """A failed tick on the server's stderr, once per different failure (ticks come twice a second)."""
+        import sys
+
+        if failure != self._last_failure:
+            self._last_failure = failure
+            print(f"aiptrain: the Ray relay failed a round, and goes on: {failure}", file=sys.stderr, flush=True)
 
     def tick(self) -> None:
         """Follow every job taken, then take the next waiting one if the cluster has room for it."""

@@ -88,6 +88,19 @@ def texts(server: Emulator, job_id: str, project: str = PROJECT) -> list[str]:
     return [entry.get("textPayload", "") for entry in entries(server, job_id, project)]
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def primary_steps(lines: list[str]) -> int:
     """How many steps the primary replica has logged (its TF_CONFIG task is the chief or the master)."""
     return sum(bool(PRIMARY_STEP.match(line)) for line in lines)
@@ -255,6 +268,7 @@ def test_a_hundred_jobs_from_ten_clients_are_all_kept_once_and_taken_oldest_firs
     listed = jobs_api(server).list(parent=f"projects/{project}", pageSize=1000).execute()["jobs"]
     assert sorted(job["jobId"] for job in listed) == sorted(f"burst_{t}_{i}" for t in range(10) for i in range(10))
 
+    assert children_of(server.process.pid) == []  # a queue is rows of the store: no process per job here
     store = server.engine().store
     wait_until(lambda: sum(r.state.value == "SUCCEEDED" for r in store.list_jobs(project, limit=200)) >= 3 or None,
                timeout=JOB_TIMEOUT)
