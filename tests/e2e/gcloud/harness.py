@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[3]
 CONFIG_NAME = "aiptrain-test"
 PROJECT = "gcloud-project"
 REGION = "us-central1"
+# gcloud polls a job's log every 60 s by default (`ml_engine/polling_interval`): a test streams it every second.
+FAST_POLLING = {"CLOUDSDK_ML_ENGINE_POLLING_INTERVAL": "1"}
 EXECUTOR_IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest"
 START_TIMEOUT = 60.0
 GCLOUD_TIMEOUT = 300.0

@@ -19,13 +19,20 @@ import pytest
 
 from aiptrain._emulator.projects import project_number_for
 from tests.docs.manual import DOCS, code_block
-from tests.e2e.gcloud.harness import EXECUTOR_IMAGE, PROJECT, REGION, GcloudSession, Result, wait_vertex_end
+from tests.e2e.gcloud.harness import (
+    EXECUTOR_IMAGE,
+    FAST_POLLING,
+    PROJECT,
+    REGION,
+    GcloudSession,
+    Result,
+    wait_vertex_end,
+)
 from tests.fixtures.engine import wait_until
 from tests.fixtures.timed_run import run_or_explain
 
 pytestmark = [pytest.mark.gcloud, pytest.mark.timeout(900)]
 
-FAST_POLLING = {"CLOUDSDK_ML_ENGINE_POLLING_INTERVAL": "1"}
 _state: dict[str, Any] = {}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.gcloud.harness import REGION, GcloudSession, Result, gcloud_session, wait_vertex_end
+from tests.e2e.gcloud.harness import FAST_POLLING, REGION, GcloudSession, Result, gcloud_session, wait_vertex_end
 from tests.fixtures.containers import SuiteDocker, SuiteImages
 from tests.fixtures.gcs import FakeGcsServer
 
@@ -40,7 +40,7 @@ def test_ai_platform_submit_with_a_master_image(gcloud_on_docker: GcloudSession,
     streamed = ok(gcloud.run(
         "ai-platform", "jobs", "submit", "training", "g_image", "--region", REGION, "--master-image-uri",
         images["shell"], "--stream-logs", "--", 'echo "from $(hostname): $*"; echo "job=$CLOUD_ML_JOB_ID"', "x",
-        "--epochs", "2"))
+        "--epochs", "2", env=FAST_POLLING))
     assert "from master-replica-0: --epochs 2" in streamed.stderr + streamed.stdout
     described = ok(gcloud.run("ai-platform", "jobs", "describe", "g_image", "--format", "json")).json()
     assert described["state"] == "SUCCEEDED"
