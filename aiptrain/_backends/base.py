@@ -70,7 +70,7 @@ class Backend(Protocol):
     default_storage: ClassVar[str]
     # (fast, ceiling) seconds between two polls of a follower: quick for a local store, gentler
     # for a REST service with quotas.
-    poll_seconds: ClassVar[tuple[float, float]]
+    poll_seconds: tuple[float, float]
     # Why this backend cannot change a job's labels (`jobs update` is refused before anything is
     # read), or None where it can.
     labels_are_fixed: ClassVar[str | None]

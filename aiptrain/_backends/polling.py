@@ -7,6 +7,10 @@ many followers do not poll in lockstep, and it never polls sooner than a server'
 
 `next_delay` only computes; the caller sleeps (or, in tests, does not).
 
+`pace_for` is a REST backend's pace: Google's APIs count every read against a quota, a server of
+aiptrain's own (`local serve`, here or a team's) counts none, and is polled as quickly as a Ray
+cluster is.
+
 `retry_deadline` is the other half of waiting: a follower with --timeout sets it, and any client
 that retries inside one call (the REST backends) stops retrying at it.
 """
@@ -25,6 +29,10 @@ LOCAL_POLL_SECONDS = (0.05, 0.1)
 
 # time.monotonic() by which retrying calls stop sleeping and raise their last error. A follower
 # with --timeout sets it, so that the retries inside one call cannot outlast the user's deadline.
+# (fast, ceiling) seconds between two polls of a follower.
+GOOGLE_PACE = (0.5, 10.0)
+SERVER_PACE = (0.25, 2.0)
+
 _RETRY_DEADLINE: ContextVar[float | None] = ContextVar("aiptrain_retry_deadline", default=None)
 
 
@@ -41,6 +49,17 @@ def retry_deadline(deadline: float | None) -> Iterator[None]:
 def current_retry_deadline() -> float | None:
     """The deadline set by the innermost `retry_deadline` block, if any."""
     return _RETRY_DEADLINE.get()
+
+
+def pace_for(endpoint: str | None) -> tuple[float, float]:
+    """Google's pace for a googleapis.com endpoint (and for none given: Google's is the default),
+    a server's for any other."""
+    from urllib.parse import urlsplit
+
+    if not endpoint:
+        return GOOGLE_PACE
+    host = urlsplit(endpoint).hostname or ""
+    return GOOGLE_PACE if host == "googleapis.com" or host.endswith(".googleapis.com") else SERVER_PACE
 
 
 @dataclass

@@ -160,3 +160,10 @@ def _cancel_all(url: str, token: str) -> None:
                     response.read()
             except Exception:  # ended meanwhile
                 continue
+    deadline = time.monotonic() + 60  # the one taken stops on the cluster: its end comes through the relay
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(listing, timeout=60) as response:
+            states = [job["state"] for job in json.loads(response.read()).get("jobs", [])]
+        if all(state in ("SUCCEEDED", "FAILED", "CANCELLED") for state in states):
+            return
+        time.sleep(0.5)

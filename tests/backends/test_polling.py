@@ -58,3 +58,23 @@ def test_reset() -> None:
 def test_rejects_nonsense(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         AdaptivePoller(**kwargs)  # type: ignore[arg-type]
+
+
+def test_googles_apis_are_polled_gently_and_aiptrains_own_server_quickly() -> None:
+    from aiptrain._backends.base import BackendSettings
+    from aiptrain._backends.mlv1.backend import MlV1Backend
+    from aiptrain._backends.polling import GOOGLE_PACE, SERVER_PACE, pace_for
+    from aiptrain._backends.vertex.backend import VertexBackend
+
+    assert GOOGLE_PACE[1] > SERVER_PACE[1]
+    assert pace_for(None) == GOOGLE_PACE
+    assert pace_for("https://ml.googleapis.com/") == GOOGLE_PACE
+    assert pace_for("https://us-central1-aiplatform.googleapis.com/") == GOOGLE_PACE
+    assert pace_for("http://127.0.0.1:8080/") == SERVER_PACE
+    assert pace_for("https://aiptrain.example.com/") == SERVER_PACE
+    assert pace_for("https://notgoogleapis.com/") == SERVER_PACE
+    assert MlV1Backend(BackendSettings(project="p-project")).poll_seconds == GOOGLE_PACE
+    served = BackendSettings(project="p-project", api_endpoint="http://127.0.0.1:8080/")
+    assert MlV1Backend(served).poll_seconds == SERVER_PACE
+    assert VertexBackend(served).poll_seconds == SERVER_PACE
+    assert VertexBackend(BackendSettings(project="p-project", region="us-central1")).poll_seconds == GOOGLE_PACE

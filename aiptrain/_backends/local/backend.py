@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 class LocalBackend:
     name: ClassVar[str] = "local"
-    poll_seconds: ClassVar[tuple[float, float]] = LOCAL_POLL_SECONDS
+    poll_seconds: tuple[float, float] = LOCAL_POLL_SECONDS
     default_storage: ClassVar[str] = "local"
     labels_are_fixed: ClassVar[str | None] = None
 

@@ -22,6 +22,7 @@ from aiptrain._backends.mlv1.client import (
     is_overridden,
     resolve_endpoint,
 )
+from aiptrain._backends.polling import GOOGLE_PACE, pace_for
 from aiptrain._job.logs import LogCursor, LogEntry
 from aiptrain._job.spec import Job, job_from_api, job_resource_name, without_output_fields
 from aiptrain.errors import AlreadyExists, EtagMismatch, NotFound, Problem
@@ -42,13 +43,14 @@ def logging_endpoint(api_endpoint: str | None, resolved_api: str) -> str:
 class MlV1Backend(RemoteBackendDefaults):
     labels_are_fixed: ClassVar[str | None] = None
     name: ClassVar[str] = "mlv1"
-    poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
+    poll_seconds: tuple[float, float] = GOOGLE_PACE
     default_storage: ClassVar[str] = "gcs"
 
     def __init__(self, settings: BackendSettings) -> None:
         self.settings = settings
         self.project = settings.project
         self.endpoint = resolve_endpoint(settings.api_endpoint, DEFAULT_ENDPOINT)
+        self.poll_seconds = pace_for(self.endpoint)
         self.logging_endpoint = logging_endpoint(settings.api_endpoint, self.endpoint)
         self._ml: Any = None
         self._logging: Any = None

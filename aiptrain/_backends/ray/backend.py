@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from aiptrain._backends.base import BackendSettings, DryRunView, RemoteBackendDefaults
+from aiptrain._backends.polling import SERVER_PACE
 from aiptrain._backends.ray import joblog, plan
 from aiptrain._backends.ray.client import LogTail, call, connect, require_ray
 from aiptrain._backends.ray.settings import RaySettings, ray_settings
@@ -62,7 +63,7 @@ class RayBackend(RemoteBackendDefaults):
     default_storage: ClassVar[str] = "local"
     # A follower's polls read the log's new lines from a websocket tail (the first read, and
     # one-off reads, fetch the whole log over HTTP).
-    poll_seconds: ClassVar[tuple[float, float]] = (0.25, 2.0)
+    poll_seconds: tuple[float, float] = SERVER_PACE
 
     def __init__(self, settings: BackendSettings) -> None:
         # Ray is needed once the cluster is: a dry run renders the plan without it.

@@ -17,13 +17,15 @@ job ID as `job_id` (a tuning job's trials under its ID, with `trial_id`), and ta
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from aiptrain._backends.base import BackendSettings, DryRunView, RemoteBackendDefaults
 from aiptrain._backends.mlv1 import logs as _logs
 from aiptrain._backends.mlv1.backend import logging_endpoint
-from aiptrain._backends.mlv1.client import call, resolve_endpoint
+from aiptrain._backends.mlv1.client import ENDPOINT_ENV, call, resolve_endpoint
+from aiptrain._backends.polling import GOOGLE_PACE, pace_for
 from aiptrain._backends.vertex.study import hyperparameter_tuning_job_to_job, is_tuning_job, vertex_request_body
 from aiptrain._backends.vertex.translate import custom_job_to_job, python_change_warning, vertex_problems
 from aiptrain._job.catalog import Catalog, load_catalog
@@ -53,13 +55,15 @@ class VertexBackend(RemoteBackendDefaults):
     name: ClassVar[str] = "vertex"
     labels_are_fixed: ClassVar[str | None] = (
         "Vertex AI cannot change a job's labels: its customJobs and hyperparameterTuningJobs have no update method")
-    poll_seconds: ClassVar[tuple[float, float]] = (0.5, 10.0)
+    poll_seconds: tuple[float, float] = GOOGLE_PACE
     default_storage: ClassVar[str] = "gcs"
 
     def __init__(self, settings: BackendSettings, catalog: Catalog | None = None) -> None:
         self.settings = settings
         self.project = settings.project
         self.region = settings.region
+        # Before the region is known: an endpoint given is what decides the pace, Google's by default.
+        self.poll_seconds = pace_for(settings.api_endpoint or os.environ.get(ENDPOINT_ENV))
         self.catalog = catalog or load_catalog()
         self._client: Any = None
         self._logging: Any = None
