@@ -27,8 +27,11 @@ LIST = "/google.cloud.aiplatform.v1.JobService/ListCustomJobs"
 # What the crowd sent: just under gRPC's default 4 MB message limit.
 LARGE = 3_900_000
 CROWD = 96
-# Generous next to what the crowd would cost if each call's message were held (CROWD * LARGE, 374 MB).
-MEMORY_BUDGET = 100 * 1024**2
+# The server holds at most MAX_GRPC_CALLS calls at once (the rest are refused unread), so at most
+# that many messages (124 MB on a loaded machine, where every admitted call is still in flight),
+# plus slack: far below what the crowd would cost if each call's message were held (CROWD * LARGE,
+# 374 MB).
+MEMORY_BUDGET = limits.MAX_GRPC_CALLS * LARGE + 32 * 1024**2
 
 
 @pytest.fixture(scope="module")
