@@ -155,6 +155,13 @@ def test_a_custom_job_from_googleapiclient_runs_on_both_nodes_and_every_replica_
     assert any(line.startswith("Submitted to the Ray cluster at ") for line in lines)
     assert "Job completed successfully." in lines
     assert sum(line.startswith("[chief:0] started at ") for line in lines) == 1  # copied once
+    # The server's record is the job's: patched and filtered there, whatever Ray's metadata says.
+    patched = jobs_api(server).patch(name=f"projects/{PROJECT}/jobs/team_custom", updateMask="labels",
+                                     body={"labels": {"team": "vision"}, "etag": job["etag"]}).execute()
+    assert patched["labels"] == {"team": "vision"}
+    listed = jobs_api(server).list(parent=f"projects/{PROJECT}", filter="labels.team=vision AND state=SUCCEEDED",
+                                   pageSize=100).execute()
+    assert [found["jobId"] for found in listed["jobs"]] == ["team_custom"]
 
 
 def test_a_replica_no_node_can_hold_is_refused_at_create_and_nothing_is_stored(server: Emulator, ml: Any) -> None:
