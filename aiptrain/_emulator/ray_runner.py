@@ -34,6 +34,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from aiptrain._backends.ray.joblog import CANCEL_REQUESTED_LINE, CANCELLED_LINE, FAILED_PREFIX, SUCCEEDED_LINE
 from aiptrain._job.logs import LogCursor
 from aiptrain._job.state import JobState
 from aiptrain.errors import AiptrainError, AlreadyExists, NotFound, Problem, UsageError
@@ -216,7 +217,9 @@ class RayRunner:
                          f"job {ray_id} (the cluster was restarted, or the job deleted there), so its end is unknown.")
             return
         if entries:
-            self.store.append_runner_logs(record.key, [_pending(entry) for entry in entries],
+            # A cancel asked here was logged here: the driver's own line for it would say it twice.
+            kept = [entry for entry in entries if not (record.cancel_requested and _is_cancel_line(entry))]
+            self.store.append_runner_logs(record.key, [_pending(entry) for entry in kept],
                                           cursor_text(entries[-1].cursor))
         if job.training_output is not None and job.training_output != record.job.training_output:
             output = job.training_output
@@ -248,11 +251,31 @@ class RayRunner:
             self.store.transition(record.key, step, detail="on the Ray cluster")
 
     def _finish(self, record: JobRecord, state: JobState, error_message: str | None) -> None:
+        """The job's end, with its last line when its log lacks it (a driver stopped before it could
+        print it, or an end decided here: the cluster silent, the Ray job gone)."""
+        from aiptrain._backends.local.store import PendingLine
+        from aiptrain._replicas.clock import utc_now
+        from aiptrain._replicas.log_capture import SERVICE_TASK
+
         assert self.store is not None
-        self.store.transition(record.key, state, error_message=error_message, detail="on the Ray cluster")
+        if state == JobState.CANCELLED:
+            last, severity = CANCELLED_LINE, "INFO"
+        elif state == JobState.FAILED:
+            last, severity = f"{FAILED_PREFIX}{error_message or 'the Ray job failed.'}", "ERROR"
+        else:
+            last, severity = SUCCEEDED_LINE, "INFO"
+        lines = [] if self._logged_last(record.key, last) else [PendingLine(utc_now(), severity, SERVICE_TASK, last)]
+        self.store.transition(record.key, state, error_message=error_message, detail="on the Ray cluster",
+                              lines=lines)
         if record.runner_job:
             self.backend.forget_log(record.runner_job)
             self._stopped.discard(record.runner_job)
+
+    def _logged_last(self, key: int, line: str) -> bool:
+        """Whether one of the job's last few log lines is `line`."""
+        assert self.store is not None
+        cursor = self.store.tail_cursor(key, 8)
+        return any(entry.message == line for entry in self.store.read_logs(key, after=cursor, limit=50))
 
     # -- the cluster's silence ----------------------------------------------------------------------
 
@@ -337,8 +360,8 @@ class RayRunner:
                     problems = [Problem("", error.message, error.hint)]
             if problems:
                 message = "; ".join(problem.message for problem in problems)
-                self.store.transition(current.key, JobState.FAILED, error_message=(
-                    f"The Ray cluster at {self.address} cannot run this job: {message}"), detail="refused by Ray")
+                self._finish(current, JobState.FAILED,
+                             f"The Ray cluster at {self.address} cannot run this job: {message}")
                 return False
             self.store.set_runner_job(current.key, ray_id)
             line = f"Submitted to the Ray cluster at {self.address} as Ray job {ray_id}."
@@ -357,6 +380,10 @@ class RayRunner:
             return {previous_id: self.store.get(record.project, previous_id).job.to_api()}
         except NotFound:
             return {}  # the study fails the job, naming resumePreviousJobId
+
+
+def _is_cancel_line(entry: LogEntry) -> bool:
+    return entry.task_name == "service" and entry.message == CANCEL_REQUESTED_LINE
 
 
 def _pending(entry: LogEntry) -> Any:

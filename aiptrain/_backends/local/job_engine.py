@@ -225,8 +225,7 @@ class LocalJobEngine:
             return self.get(project, job_id)
         try:
             record = self.store.request_cancel(record.key)
-            if record.runner_job is None:  # a runner's own log says it once it has the request
-                self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
+            self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Cancel requested.")])
         except Exception as error:
             if not is_out_of_space(error):
                 raise
