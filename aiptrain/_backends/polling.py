@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 # millisecond, so a follower sees a job end within a tenth of a second.
 LOCAL_POLL_SECONDS = (0.05, 0.1)
 
-# time.monotonic() by which retrying calls stop sleeping and raise their last error. A follower
-# with --timeout sets it, so that the retries inside one call cannot outlast the user's deadline.
-# (fast, ceiling) seconds between two polls of a follower.
+# (fast, ceiling) seconds between two polls of a REST follower (`pace_for`).
 GOOGLE_PACE = (0.5, 10.0)
 SERVER_PACE = (0.25, 2.0)
 
+# time.monotonic() by which retrying calls stop sleeping and raise their last error. A follower
+# with --timeout sets it, so that the retries inside one call cannot outlast the user's deadline.
 _RETRY_DEADLINE: ContextVar[float | None] = ContextVar("aiptrain_retry_deadline", default=None)
 
 

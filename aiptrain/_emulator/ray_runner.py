@@ -34,9 +34,18 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from aiptrain._backends.ray.joblog import CANCEL_REQUESTED_LINE, CANCELLED_LINE, FAILED_PREFIX, SUCCEEDED_LINE
+from aiptrain._backends.local.store import PendingLine
+from aiptrain._backends.ray.backend import RayBackend, previous_jobs
+from aiptrain._backends.ray.joblog import (
+    CANCEL_REQUESTED_LINE,
+    CANCELLED_LINE,
+    FAILED_PREFIX,
+    SERVICE_TASK,
+    SUCCEEDED_LINE,
+)
 from aiptrain._job.logs import LogCursor
 from aiptrain._job.state import JobState
+from aiptrain._replicas.clock import utc_now
 from aiptrain.errors import AiptrainError, AlreadyExists, NotFound, Problem, UsageError
 
 if TYPE_CHECKING:
@@ -44,7 +53,6 @@ if TYPE_CHECKING:
 
     from aiptrain._backends.base import BackendSettings
     from aiptrain._backends.local.store import JobRecord, JobStore
-    from aiptrain._backends.ray.backend import RayBackend
     from aiptrain._job.logs import LogEntry
     from aiptrain._job.spec import Job
 
@@ -94,8 +102,6 @@ class RayRunner:
     name = RUNNER_NAME
 
     def __init__(self, home: Path, settings: BackendSettings, *, bound: float | None = None) -> None:
-        from aiptrain._backends.ray.backend import RayBackend
-
         self.home = home
         self.backend: RayBackend = RayBackend(settings)
         self.address = self.backend.ray_settings.address  # a malformed address is a usage error now
@@ -253,10 +259,6 @@ class RayRunner:
     def _finish(self, record: JobRecord, state: JobState, error_message: str | None) -> None:
         """The job's end, with its last line when its log lacks it (a driver stopped before it could
         print it, or an end decided here: the cluster silent, the Ray job gone)."""
-        from aiptrain._backends.local.store import PendingLine
-        from aiptrain._replicas.clock import utc_now
-        from aiptrain._replicas.log_capture import SERVICE_TASK
-
         assert self.store is not None
         if state == JobState.CANCELLED:
             last, severity = CANCELLED_LINE, "INFO"
@@ -264,7 +266,7 @@ class RayRunner:
             last, severity = f"{FAILED_PREFIX}{error_message or 'the Ray job failed.'}", "ERROR"
         else:
             last, severity = SUCCEEDED_LINE, "INFO"
-        lines = [] if self._logged_last(record.key, last) else [PendingLine(utc_now(), severity, SERVICE_TASK, last)]
+        lines = [] if self._logged_last(record.key, last) else [_service_line(last, severity)]
         self.store.transition(record.key, state, error_message=error_message, detail="on the Ray cluster",
                               lines=lines)
         if record.runner_job:
@@ -300,18 +302,14 @@ class RayRunner:
         self._tell_waiting(self.store.runner_jobs(self.name))
 
     def _tell_waiting(self, records: list[JobRecord]) -> None:
-        from aiptrain._backends.local.store import PendingLine
-        from aiptrain._replicas.clock import utc_now
-        from aiptrain._replicas.log_capture import SERVICE_TASK
-
         assert self.store is not None
         for record in records:
             if record.runner_job or record.key in self._told_waiting or record.state != JobState.QUEUED:
                 continue
             self._told_waiting.add(record.key)
-            self.store.append_logs(record.key, [PendingLine(
-                utc_now(), "WARNING", SERVICE_TASK, f"Waiting for the Ray cluster at {self.address}, which does not "
-                f"answer ({self._silence or 'no answer'}): the job starts in its turn once it does.")])
+            self.store.append_logs(record.key, [_service_line(
+                f"Waiting for the Ray cluster at {self.address}, which does not answer "
+                f"({self._silence or 'no answer'}): the job starts in its turn once it does.", "WARNING")])
 
     def _stop_abandoned(self) -> None:
         for ray_id in sorted(self._abandoned):
@@ -333,11 +331,8 @@ class RayRunner:
 
     def _take(self, record: JobRecord) -> bool:
         """Submit the job as its Ray job; True once it is (or was already) on the cluster, False if it
-        failed its checks (the next one may go). ClusterSilent if the cluster did not answer."""
+        failed its checks (the next one may go). The Jobs API's error if the cluster did not answer."""
         from aiptrain._backends.local.launch import dispatch_lock
-        from aiptrain._backends.local.store import PendingLine
-        from aiptrain._replicas.clock import utc_now
-        from aiptrain._replicas.log_capture import SERVICE_TASK
 
         assert self.store is not None
         # The engine cancels a job nobody took under this lock: never both at once.
@@ -364,29 +359,26 @@ class RayRunner:
                              f"The Ray cluster at {self.address} cannot run this job: {message}")
                 return False
             self.store.set_runner_job(current.key, ray_id)
-            line = f"Submitted to the Ray cluster at {self.address} as Ray job {ray_id}."
-            self.store.append_logs(current.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, line)])
+            self.store.append_logs(current.key, [_service_line(
+                f"Submitted to the Ray cluster at {self.address} as Ray job {ray_id}.")])
         self._told_waiting.discard(record.key)
         return True
 
     def _previous_jobs(self, record: JobRecord) -> dict[str, Any]:
-        """The job resumePreviousJobId names, from this server's store, for the driver's study."""
+        """The job resumePreviousJobId names, from this server's store."""
         assert self.store is not None
-        spec = record.job.training_input.hyperparameters if record.job.training_input else None
-        previous_id = spec.resume_previous_job_id if spec else None
-        if not previous_id:
-            return {}
-        try:
-            return {previous_id: self.store.get(record.project, previous_id).job.to_api()}
-        except NotFound:
-            return {}  # the study fails the job, naming resumePreviousJobId
+        store = self.store
+        return previous_jobs(record.job, lambda previous_id: store.get(record.project, previous_id).job.to_api())
 
 
 def _is_cancel_line(entry: LogEntry) -> bool:
-    return entry.task_name == "service" and entry.message == CANCEL_REQUESTED_LINE
+    return entry.task_name == SERVICE_TASK and entry.message == CANCEL_REQUESTED_LINE
 
 
-def _pending(entry: LogEntry) -> Any:
-    from aiptrain._backends.local.store import PendingLine
-
+def _pending(entry: LogEntry) -> PendingLine:
     return PendingLine(entry.timestamp, entry.severity, entry.task_name, entry.message, entry.trial_id)
+
+
+def _service_line(message: str, severity: str = "INFO") -> PendingLine:
+    """A line of the server's own about the job (as the local engine's `service` lines)."""
+    return PendingLine(utc_now(), severity, SERVICE_TASK, message)

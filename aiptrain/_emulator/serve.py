@@ -27,6 +27,7 @@ from aiptrain.errors import OperationalError, UsageError
 
 if TYPE_CHECKING:
     from aiptrain._backends.local.job_engine import LocalJobEngine
+    from aiptrain._emulator.ray_runner import RayRunner
 
 
 def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
@@ -214,7 +215,7 @@ def serve(
         opened.close()
 
 
-def _ray_runner(jobs_on: JobsOn | None, home: Path | None, project: str) -> Any:
+def _ray_runner(jobs_on: JobsOn | None, home: Path | None, project: str) -> RayRunner | None:
     """The relay that runs the jobs on Ray (None: they run here); usage errors for a missing Ray,
     a malformed address or scale, found before anything listens."""
     if jobs_on is None or not jobs_on.on_ray:
@@ -244,11 +245,11 @@ def _jobs_use_storage_emulator() -> None:
         os.environ[UPSTREAM_VARIABLE] = os.environ["STORAGE_EMULATOR_HOST"]
 
 
-def _start_runner(opened: _Closers, runner: Any, engine: LocalJobEngine) -> str | None:
+def _start_runner(opened: _Closers, runner: RayRunner | None, engine: LocalJobEngine) -> str | None:
     """Start the Ray relay, if there is one; why its cluster does not answer yet, if it does not."""
     if runner is None:
         return None
-    silent: str | None = runner.reachable()
+    silent = runner.reachable()
     runner.start(engine.store)
     opened.add(runner.stop)
     return silent

@@ -298,19 +298,25 @@ def test_a_hundred_jobs_from_ten_clients_are_all_kept_once_and_taken_oldest_firs
     assert all(r.state.value == "CANCELLED" for r in final if not r.runner_job)
 
 
+def killed_mid_job(home: Path, cluster: RayCluster, build_dir: Path, job_id: str, steps: int,
+                   *args: str) -> Emulator:
+    """A server on `home` that took the job `job_id` (the ray trainer with `args`) onto the cluster
+    and was SIGKILLed once its primary had logged `steps` steps; the job runs on."""
+    server = start_ray_server(home, cluster.address)
+    try:
+        stage_packages(server, build_dir)
+        jobs_api(server).create(parent=f"projects/{PROJECT}", body=ml_body(job_id, *args)).execute()
+        wait_until(lambda: primary_steps(texts(server, job_id)) >= steps or None, timeout=JOB_TIMEOUT)
+    finally:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(30)
+    return server
+
+
 def test_a_server_killed_and_started_again_follows_its_running_job_to_the_end_with_every_line(
         ray_cluster: RayCluster, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    first = start_ray_server(home, ray_cluster.address)
-    try:
-        stage_packages(first, tmp_path / "build")
-        ml = client("ml", "v1", first).projects().jobs()
-        ml.create(parent=f"projects/{PROJECT}", body=ml_body("team_survivor", "--steps", "16",
-                                                              "--step-seconds", "0.5")).execute()
-        wait_until(lambda: primary_steps(texts(first, "team_survivor")) >= 2 or None, timeout=JOB_TIMEOUT)
-    finally:
-        first.process.send_signal(signal.SIGKILL)
-        first.process.wait(30)
+    killed_mid_job(home, ray_cluster, tmp_path / "build", "team_survivor", 2, "--steps", "16", "--step-seconds", "0.5")
     time.sleep(1)  # lines keep coming on the cluster while nobody copies them
     second = start_ray_server(home, ray_cluster.address)
     try:
@@ -330,15 +336,7 @@ def test_a_cluster_that_stops_answering_fails_the_jobs_it_held_and_queued_ones_w
     from aiptrain._backends.ray.client import connect
 
     home = tmp_path / "home"
-    first = start_ray_server(home, ray_cluster.address)
-    try:
-        stage_packages(first, tmp_path / "build")
-        ml = client("ml", "v1", first).projects().jobs()
-        ml.create(parent=f"projects/{PROJECT}", body=ml_body("team_held", "--steps", "0")).execute()
-        wait_until(lambda: primary_steps(texts(first, "team_held")) >= 1 or None, timeout=JOB_TIMEOUT)
-    finally:
-        first.process.send_signal(signal.SIGKILL)
-        first.process.wait(30)
+    first = killed_mid_job(home, ray_cluster, tmp_path / "build", "team_held", 1, "--steps", "0")
     held = first.engine().store.get(PROJECT, "team_held").runner_job
     assert held
     # The same home and a cluster that no longer answers (nothing listens at its address).

@@ -98,7 +98,7 @@ class LocalJobEngine:
         fresh = as_new_job(job)
         token = secrets.token_hex(12)
         if self.runner is not None:
-            return self._hand_to_runner(self.runner, project, fresh, vertex_job_id)
+            return self._hand_to_runner(self.runner, project, fresh, token, vertex_job_id)
         # No dispatcher starts the job half stored; a Ctrl-C waits until it is stored and dispatched.
         with interrupts_deferred():
             with launch_lock(self.home, token):
@@ -111,9 +111,9 @@ class LocalJobEngine:
                     utc_now(), "INFO", SERVICE_TASK, f"Waiting for a free slot: {run_limit_line(limit)}")])
         return self.get(project, fresh.job_id or "")
 
-    def _hand_to_runner(self, runner: JobRunner, project: str, job: Job, vertex_job_id: str | None) -> Job:
-        record = self.store.insert_job(project, job, secrets.token_hex(12), vertex_job_id=vertex_job_id,
-                                       runner=runner.name)
+    def _hand_to_runner(self, runner: JobRunner, project: str, job: Job, token: str,
+                        vertex_job_id: str | None) -> Job:
+        record = self.store.insert_job(project, job, token, vertex_job_id=vertex_job_id, runner=runner.name)
         self.store.append_logs(record.key, [PendingLine(utc_now(), "INFO", SERVICE_TASK, "Job QUEUED.")])
         runner.wake()
         return self.get(project, job.job_id or "")

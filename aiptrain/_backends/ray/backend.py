@@ -56,6 +56,21 @@ def _rfc3339(millis: int | None) -> str | None:
     return datetime.fromtimestamp(millis / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def previous_jobs(job: Job, describe: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """The job resumePreviousJobId names, as `describe` shows it (NotFound if there is none), for
+    the driver's study; {} without one."""
+    from aiptrain.errors import NotFound
+
+    spec = job.training_input.hyperparameters if job.training_input else None
+    previous_id = spec.resume_previous_job_id if spec else None
+    if not previous_id:
+        return {}
+    try:
+        return {previous_id: describe(previous_id)}
+    except NotFound:
+        return {}  # the study fails the job, naming resumePreviousJobId
+
+
 class RayBackend(RemoteBackendDefaults):
     name: ClassVar[str] = "ray"
     labels_are_fixed: ClassVar[str | None] = (
@@ -202,7 +217,8 @@ class RayBackend(RemoteBackendDefaults):
 
     def create_job(self, job: Job) -> Job:
         job_id = job.job_id or ""
-        self.submit_job(job, submission_id=job_id, project=self.project, previous_jobs=self._previous_jobs(job))
+        previous = previous_jobs(job, lambda previous_id: self.get_job(previous_id).to_api())
+        self.submit_job(job, submission_id=job_id, project=self.project, previous_jobs=previous)
         return self.get_job(job_id)
 
     def submit_job(self, job: Job, *, submission_id: str, project: str, vertex_job_id: str | None = None,
@@ -236,19 +252,6 @@ class RayBackend(RemoteBackendDefaults):
             document = self._document(job, working_dir, scale, project)
             call(submission_id, client.submit_job, entrypoint=document["entrypoint"], submission_id=submission_id,
                  runtime_env=document["runtimeEnv"], metadata=document["metadata"])
-
-    def _previous_jobs(self, job: Job) -> dict[str, Any]:
-        """The job resumePreviousJobId names, as describe shows it, for the driver's study."""
-        spec = job.training_input.hyperparameters if job.training_input else None
-        previous_id = spec.resume_previous_job_id if spec else None
-        if not previous_id:
-            return {}
-        from aiptrain.errors import NotFound
-
-        try:
-            return {previous_id: self.get_job(previous_id).to_api()}
-        except NotFound:
-            return {}  # the study fails the job, naming resumePreviousJobId
 
     def _stage_packages(self, job: Job, working_dir: Path) -> None:
         """Copy each staged package into the working dir as packages/BUCKET/OBJECT."""

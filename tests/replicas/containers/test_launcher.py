@@ -66,10 +66,7 @@ def test_a_host_endpoint_is_reached_at_its_own_address_through_the_relay(
     launcher = ContainerLauncher(find_engine(), [replica], job_token="relaytest", run_token="relaytest/run",
                                  endpoints=[endpoint])
     with launcher:
-        process = launcher.start("master-replica-0", replica.command, {}, tmp_path)
-        assert isinstance(process, ManagedProcess)
-        output = process.popen.communicate(timeout=120)[0]
-        assert process.reap() == 0
+        output = run_to_success(launcher, replica, tmp_path)
         assert output.decode().strip() == "from the host: master-replica-0"
     server.close()
 
@@ -131,10 +128,7 @@ def test_a_replica_keeps_no_engine_log_has_a_process_limit_and_mounts_a_path_wit
     launcher = ContainerLauncher(find_engine(), [replica], job_token="mounttest", run_token="mounttest/run",
                                  mounts={str(shared): "/data"})
     with launcher:
-        process = launcher.start("master-replica-0", replica.command, {}, tmp_path)
-        assert isinstance(process, ManagedProcess)
-        output, errors = process.popen.communicate(timeout=120)
-        assert process.reap() == 0, errors
+        output = run_to_success(launcher, replica, tmp_path)
         assert output.decode().split() == ["through", "the", "colon", "2048"]
         name = launcher.names.replica("master-replica-0")
         host = json.loads(docker.output("inspect", "--format", "{{json .HostConfig}}", name))
@@ -151,8 +145,14 @@ def test_a_mount_whose_source_is_missing_gets_it_as_a_directory(docker: SuiteDoc
     launcher = ContainerLauncher(find_engine(), [replica], job_token="missingsrc", run_token="missingsrc/run",
                                  mounts={str(storage): "/out:rw"})
     with launcher:
-        process = launcher.start("master-replica-0", replica.command, {}, tmp_path)
-        assert isinstance(process, ManagedProcess)
-        _, errors = process.popen.communicate(timeout=120)
-        assert process.reap() == 0, errors
+        run_to_success(launcher, replica, tmp_path)
     assert (storage / "f").read_text() == "ok\n"
+
+
+def run_to_success(launcher: ContainerLauncher, replica: ReplicaContainer, cwd: Path) -> bytes:
+    """Start the replica's container, wait for it to exit 0 (its stderr otherwise), and return its stdout."""
+    process = launcher.start(replica.task_name, replica.command, {}, cwd)
+    assert isinstance(process, ManagedProcess)
+    output, errors = process.popen.communicate(timeout=120)
+    assert process.reap() == 0, errors
+    return output
